@@ -1,0 +1,181 @@
+use std::fmt;
+use std::marker::PhantomData;
+use std::str::FromStr;
+
+use ulid::Ulid;
+
+use crate::{Error, Result};
+
+/// What an [`Id`] names; fixes the id's type prefix.
+pub trait IdKind {
+    /// Written before the ULID, with an underscore: `ws` gives `ws_01J…`.
+    const PREFIX: &'static str;
+    /// For error messages: "workspace", "webhook", …
+    const NAME: &'static str;
+}
+
+/// A ULID with a type prefix, such as `ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R`.
+///
+/// The prefix makes an id say what it names, and the type parameter keeps a
+/// webhook id from being passed where a workspace id is meant.
+pub struct Id<K> {
+    ulid: Ulid,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: IdKind> Id<K> {
+    /// A new id, sortable by creation time.
+    pub fn generate() -> Self {
+        Self::from_ulid(Ulid::generate())
+    }
+
+    pub fn from_ulid(ulid: Ulid) -> Self {
+        Id {
+            ulid,
+            kind: PhantomData,
+        }
+    }
+
+    pub fn ulid(&self) -> Ulid {
+        self.ulid
+    }
+}
+
+impl<K: IdKind> FromStr for Id<K> {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let invalid = || Error::InvalidId {
+            kind: K::NAME,
+            prefix: K::PREFIX,
+            value: s.to_owned(),
+        };
+        let rest = s
+            .strip_prefix(K::PREFIX)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .ok_or_else(invalid)?;
+        // Ulid::from_string also takes lower case and values past 128 bits; ids have
+        // one spelling only (they are compared as text in the database).
+        match Ulid::from_string(rest) {
+            Ok(ulid) if ulid.to_string() == rest => Ok(Self::from_ulid(ulid)),
+            _ => Err(invalid()),
+        }
+    }
+}
+
+impl<K: IdKind> fmt::Display for Id<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", K::PREFIX, self.ulid)
+    }
+}
+
+impl<K: IdKind> fmt::Debug for Id<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+// Written by hand: derives would demand `K: Clone`, `K: PartialEq`, … of the marker types.
+impl<K> Clone for Id<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for Id<K> {}
+impl<K> PartialEq for Id<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ulid == other.ulid
+    }
+}
+impl<K> Eq for Id<K> {}
+impl<K> std::hash::Hash for Id<K> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.ulid.hash(state);
+    }
+}
+impl<K> PartialOrd for Id<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K> Ord for Id<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.ulid.cmp(&other.ulid)
+    }
+}
+
+impl<K: IdKind> serde::Serialize for Id<K> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+macro_rules! id_kinds {
+    ($($(#[$doc:meta])* $alias:ident = $marker:ident($prefix:literal, $name:literal);)*) => {$(
+        #[derive(Debug)]
+        pub enum $marker {}
+        impl IdKind for $marker {
+            const PREFIX: &'static str = $prefix;
+            const NAME: &'static str = $name;
+        }
+        $(#[$doc])*
+        pub type $alias = Id<$marker>;
+    )*};
+}
+
+id_kinds! {
+    /// `ws_…`
+    WorkspaceId = WorkspaceKind("ws", "workspace");
+    /// `acc_…`
+    AccountId = AccountKind("acc", "account");
+    /// `key_…`
+    ApiKeyId = ApiKeyKind("key", "API key");
+    /// `wh_…`
+    WebhookId = WebhookKind("wh", "webhook");
+    /// `evt_…`
+    EventId = EventKind("evt", "event");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_text() {
+        let id = WorkspaceId::generate();
+        let text = id.to_string();
+        assert!(text.starts_with("ws_"));
+        assert_eq!(text.len(), 3 + 26);
+        assert_eq!(text.parse::<WorkspaceId>(), Ok(id));
+    }
+
+    #[test]
+    fn refuses_other_prefixes_and_malformed_ulids() {
+        let wh = WebhookId::generate().to_string();
+        let err = wh.parse::<WorkspaceId>().unwrap_err();
+        assert!(err.to_string().contains("workspace id"), "{err}");
+        for bad in [
+            "",
+            "ws",
+            "ws_",
+            "ws01JD3Z6Q8T4X2K9V7B5N1M0C3R",
+            "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3",
+            "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3RR",
+            "ws_01jd3z6q8t4x2k9v7b5n1m0c3r",
+            "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3!",
+            "WS_01JD3Z6Q8T4X2K9V7B5N1M0C3R",
+            "ws_81JD3Z6Q8T4X2K9V7B5N1M0C3R", // overflows 128 bits
+        ] {
+            assert!(bad.parse::<WorkspaceId>().is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn generated_ids_sort_by_creation() {
+        let a = EventId::generate();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = EventId::generate();
+        assert!(a < b);
+        assert!(a.to_string() < b.to_string());
+    }
+}

@@ -1,0 +1,47 @@
+//! hookline's vocabulary: the things the product talks about and the rules they obey.
+//!
+//! This crate is pure: no I/O, no async, no database or HTTP types. Every other crate
+//! builds on it, so a rule written here (a URL that may be a webhook target, the shape
+//! of an API key, the seven event names) holds the same way in the API, the CLI and
+//! the delivery worker.
+//!
+//! Values that come from outside are parsed into types here (`WebhookUrl::parse`,
+//! `EventName::from_str`, `ApiKey::parse`, ...): holding such a value means it passed
+//! the rules.
+
+mod account;
+mod api_key;
+mod error;
+mod event;
+mod id;
+mod net;
+mod plan;
+mod text;
+mod time;
+mod url;
+mod webhook;
+mod workspace;
+
+pub use account::{Account, Username};
+pub use api_key::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyName, KeyPrefix};
+pub use error::{Error, Result};
+pub use event::{EventName, EventPayload, subscribed_events};
+pub use id::{AccountId, ApiKeyId, EventId, Id, IdKind, WebhookId, WorkspaceId};
+pub use net::{TargetPolicy, reserved_range};
+pub use plan::Plan;
+pub use time::Timestamp;
+pub use url::{Host, WebhookUrl};
+pub use webhook::{Webhook, WebhookDescription, WebhookSecret, WebhookSource};
+pub use workspace::{Workspace, WorkspaceName};
+
+/// Limits that the specification fixes.
+pub mod limits {
+    /// Active (not revoked) API keys per workspace.
+    pub const MAX_ACTIVE_API_KEYS: usize = 10;
+    /// Webhooks per workspace, enabled or not, made through the API or in Settings.
+    pub const MAX_WEBHOOKS: usize = 10;
+    /// Characters in a webhook URL.
+    pub const MAX_WEBHOOK_URL_LEN: usize = 2048;
+    /// Characters in a webhook description.
+    pub const MAX_WEBHOOK_DESCRIPTION_LEN: usize = 120;
+}
