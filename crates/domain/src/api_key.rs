@@ -101,6 +101,27 @@ impl fmt::Debug for ApiKey {
     }
 }
 
+/// SHA-256 of a whole API key: what is stored and looked up in place of the key.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct KeyHash([u8; 32]);
+
+impl KeyHash {
+    pub fn from_digest(digest: [u8; 32]) -> Self {
+        KeyHash(digest)
+    }
+
+    /// Lower-case hex, as stored.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl fmt::Debug for KeyHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KeyHash({})", self.to_hex())
+    }
+}
+
 label_type!(
     /// The name a user gives a key in Settings: 1 to 100 characters.
     KeyName,
@@ -213,6 +234,16 @@ mod tests {
         for bad in ["", "_hl", "hl_", "HL", "h-l", "hl key", &"a".repeat(33)] {
             assert!(KeyPrefix::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn hash_is_written_as_hex() {
+        let mut digest = [0u8; 32];
+        digest[0] = 0xab;
+        digest[31] = 0x01;
+        let hex = KeyHash::from_digest(digest).to_hex();
+        assert_eq!(hex.len(), 64);
+        assert!(hex.starts_with("ab00") && hex.ends_with("0001"));
     }
 
     #[test]

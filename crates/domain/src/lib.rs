@@ -23,7 +23,7 @@ mod webhook;
 mod workspace;
 
 pub use account::{Account, Username};
-pub use api_key::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyName, KeyPrefix};
+pub use api_key::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyHash, KeyName, KeyPrefix};
 pub use error::{Error, Result};
 pub use event::{EventName, EventPayload, subscribed_events};
 pub use id::{AccountId, ApiKeyId, EventId, Id, IdKind, WebhookId, WorkspaceId};

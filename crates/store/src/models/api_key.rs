@@ -1,0 +1,139 @@
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use hookline_domain::limits::MAX_ACTIVE_API_KEYS;
+use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, KeyName, Timestamp, WorkspaceId};
+
+use crate::error::Stored as _;
+use crate::models::timestamp;
+use crate::pool::{Dialect as _, with_conn, write_tx};
+use crate::schema::api_keys;
+use crate::{Error, Result, Store};
+
+/// An API key as read back: everything but the hash.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = api_keys)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct ApiKeyRow {
+    id: String,
+    workspace_id: String,
+    name: String,
+    created_at: i64,
+    last_used_at: Option<i64>,
+    revoked_at: Option<i64>,
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = api_keys)]
+struct NewApiKeyRow<'a> {
+    id: &'a str,
+    workspace_id: &'a str,
+    name: &'a str,
+    key_hash: &'a str,
+    created_at: i64,
+}
+
+impl ApiKeyRow {
+    fn into_domain(self) -> Result<ApiKeyRecord> {
+        Ok(ApiKeyRecord {
+            id: self.id.parse().stored("API key id")?,
+            workspace_id: self.workspace_id.parse().stored("API key workspace_id")?,
+            name: KeyName::parse(&self.name).stored("API key name")?,
+            created_at: timestamp(self.created_at, "API key created_at")?,
+            last_used_at: self
+                .last_used_at
+                .map(|at| timestamp(at, "API key last_used_at"))
+                .transpose()?,
+            revoked_at: self
+                .revoked_at
+                .map(|at| timestamp(at, "API key revoked_at"))
+                .transpose()?,
+        })
+    }
+}
+
+impl Store {
+    /// Records a new key by its hash. Refused when the workspace already has
+    /// [`MAX_ACTIVE_API_KEYS`] active keys, however many callers race.
+    pub async fn create_api_key(
+        &self,
+        workspace_id: WorkspaceId,
+        name: &KeyName,
+        hash: &KeyHash,
+    ) -> Result<ApiKeyRecord> {
+        let workspace = workspace_id.to_string();
+        let id = ApiKeyId::generate().to_string();
+        let hash = hash.to_hex();
+        let created_at = Timestamp::now().unix_millis();
+        write_tx!(self, |conn| {
+            if !conn.lock_workspace(&workspace).await? {
+                return Err(Error::not_found("workspace", &workspace));
+            }
+            let active: i64 = api_keys::table
+                .filter(api_keys::workspace_id.eq(&workspace))
+                .filter(api_keys::revoked_at.is_null())
+                .count()
+                .get_result(conn)
+                .await?;
+            if active >= MAX_ACTIVE_API_KEYS as i64 {
+                return Err(Error::TooManyApiKeys {
+                    workspace: workspace_id,
+                    limit: MAX_ACTIVE_API_KEYS,
+                });
+            }
+            diesel::insert_into(api_keys::table)
+                .values(NewApiKeyRow {
+                    id: &id,
+                    workspace_id: &workspace,
+                    name: name.as_str(),
+                    key_hash: &hash,
+                    created_at,
+                })
+                .execute(conn)
+                .await?;
+            Ok(())
+        })?;
+        Ok(ApiKeyRecord {
+            id: id.parse().stored("API key id")?,
+            workspace_id,
+            name: name.clone(),
+            created_at: timestamp(created_at, "API key created_at")?,
+            last_used_at: None,
+            revoked_at: None,
+        })
+    }
+
+    /// The workspace's keys, active and revoked, oldest first.
+    pub async fn api_keys(&self, workspace_id: WorkspaceId) -> Result<Vec<ApiKeyRecord>> {
+        let workspace = workspace_id.to_string();
+        let rows: Vec<ApiKeyRow> = with_conn!(self, |conn| {
+            api_keys::table
+                .filter(api_keys::workspace_id.eq(&workspace))
+                .order((api_keys::created_at, api_keys::id))
+                .select(ApiKeyRow::as_select())
+                .load(conn)
+                .await?
+        });
+        rows.into_iter().map(ApiKeyRow::into_domain).collect()
+    }
+
+    /// Revokes the key at once; `None` when there is no such key. Revoking twice keeps
+    /// the first revocation time.
+    pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<Option<ApiKeyRecord>> {
+        let id = id.to_string();
+        let now = Timestamp::now().unix_millis();
+        let row: Option<ApiKeyRow> = write_tx!(self, |conn| {
+            diesel::update(api_keys::table.find(&id))
+                .filter(api_keys::revoked_at.is_null())
+                .set(api_keys::revoked_at.eq(now))
+                .execute(conn)
+                .await?;
+            Ok(api_keys::table
+                .find(&id)
+                .select(ApiKeyRow::as_select())
+                .first(conn)
+                .await
+                .optional()?)
+        })?;
+        row.map(ApiKeyRow::into_domain).transpose()
+    }
+}

@@ -1,0 +1,229 @@
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use hookline_domain::limits::MAX_WEBHOOKS;
+use hookline_domain::{
+    EventName, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookId, WebhookSecret,
+    WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
+};
+
+use crate::error::Stored as _;
+use crate::models::timestamp;
+use crate::pool::{Dialect as _, with_conn, write_tx};
+use crate::schema::{deliveries, webhooks};
+use crate::{DeliveryState, Error, Result, Store};
+
+/// A webhook as read back: everything but the secret.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = webhooks)]
+#[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+pub(crate) struct WebhookRow {
+    id: String,
+    workspace_id: String,
+    url: String,
+    events: String,
+    enabled: bool,
+    description: String,
+    source: String,
+    created_at: i64,
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = webhooks)]
+struct NewWebhookRow<'a> {
+    id: &'a str,
+    workspace_id: &'a str,
+    url: &'a str,
+    events: &'a str,
+    enabled: bool,
+    description: &'a str,
+    source: &'a str,
+    secret: &'a str,
+    created_at: i64,
+}
+
+/// Separates stored event names; no event name contains it.
+const EVENT_SEPARATOR: &str = ",";
+
+impl WebhookRow {
+    pub(crate) fn into_domain(self) -> Result<Webhook> {
+        Ok(Webhook {
+            id: self.id.parse().stored("webhook id")?,
+            workspace_id: self.workspace_id.parse().stored("webhook workspace_id")?,
+            // The target policy was applied when the webhook was made; delivery checks
+            // the resolved addresses again. Reading back must not lose a webhook.
+            url: WebhookUrl::parse(&self.url, TargetPolicy::AllowPrivate).stored("webhook url")?,
+            events: subscribed_events(self.events.split(EVENT_SEPARATOR))
+                .stored("webhook events")?,
+            enabled: self.enabled,
+            description: WebhookDescription::parse(&self.description)
+                .stored("webhook description")?,
+            source: self.source.parse().stored("webhook source")?,
+            created_at: timestamp(self.created_at, "webhook created_at")?,
+        })
+    }
+}
+
+/// What it takes to make a webhook. Validation happened when these values were
+/// parsed; the store adds the id, the time, and the per-workspace limit.
+#[derive(Debug, Clone, Copy)]
+pub struct NewWebhook<'a> {
+    pub workspace_id: WorkspaceId,
+    pub url: &'a WebhookUrl,
+    pub events: &'a [EventName],
+    pub description: &'a WebhookDescription,
+    pub source: WebhookSource,
+    pub secret: &'a WebhookSecret,
+}
+
+impl Store {
+    /// Makes an enabled webhook. Refused when the workspace already has
+    /// [`MAX_WEBHOOKS`] webhooks (enabled or not, from the API or Settings), however
+    /// many callers race.
+    pub async fn create_webhook(&self, new: NewWebhook<'_>) -> Result<Webhook> {
+        let workspace = new.workspace_id.to_string();
+        let id = WebhookId::generate();
+        let id_text = id.to_string();
+        let events = new
+            .events
+            .iter()
+            .map(|event| event.as_str())
+            .collect::<Vec<_>>()
+            .join(EVENT_SEPARATOR);
+        let created_at = Timestamp::now();
+        let row = NewWebhookRow {
+            id: &id_text,
+            workspace_id: &workspace,
+            url: new.url.as_str(),
+            events: &events,
+            enabled: true,
+            description: new.description.as_str(),
+            source: new.source.as_str(),
+            secret: new.secret.expose(),
+            created_at: created_at.unix_millis(),
+        };
+        write_tx!(self, |conn| {
+            if !conn.lock_workspace(&workspace).await? {
+                return Err(Error::not_found("workspace", &workspace));
+            }
+            let existing: i64 = webhooks::table
+                .filter(webhooks::workspace_id.eq(&workspace))
+                .count()
+                .get_result(conn)
+                .await?;
+            if existing >= MAX_WEBHOOKS as i64 {
+                return Err(Error::TooManyWebhooks {
+                    workspace: new.workspace_id,
+                    limit: MAX_WEBHOOKS,
+                });
+            }
+            diesel::insert_into(webhooks::table)
+                .values(&row)
+                .execute(conn)
+                .await?;
+            Ok(())
+        })?;
+        Ok(Webhook {
+            id,
+            workspace_id: new.workspace_id,
+            url: new.url.clone(),
+            events: new.events.to_vec(),
+            enabled: true,
+            description: new.description.clone(),
+            source: new.source,
+            created_at,
+        })
+    }
+
+    /// Every webhook of the workspace, oldest first.
+    pub async fn webhooks(&self, workspace_id: WorkspaceId) -> Result<Vec<Webhook>> {
+        let workspace = workspace_id.to_string();
+        let rows: Vec<WebhookRow> = with_conn!(self, |conn| {
+            webhooks::table
+                .filter(webhooks::workspace_id.eq(&workspace))
+                .order((webhooks::created_at, webhooks::id))
+                .select(WebhookRow::as_select())
+                .load(conn)
+                .await?
+        });
+        rows.into_iter().map(WebhookRow::into_domain).collect()
+    }
+
+    pub async fn webhook(&self, id: WebhookId) -> Result<Option<Webhook>> {
+        let id = id.to_string();
+        let row: Option<WebhookRow> = with_conn!(self, |conn| {
+            webhooks::table
+                .find(&id)
+                .select(WebhookRow::as_select())
+                .first(conn)
+                .await
+                .optional()?
+        });
+        row.map(WebhookRow::into_domain).transpose()
+    }
+
+    /// Enables or disables the webhook; `None` when there is no such webhook.
+    /// Disabling cancels its pending deliveries, retries included, in the same
+    /// transaction.
+    pub async fn set_webhook_enabled(
+        &self,
+        id: WebhookId,
+        enabled: bool,
+    ) -> Result<Option<Webhook>> {
+        let id = id.to_string();
+        let row: Option<WebhookRow> = write_tx!(self, |conn| {
+            let row: Option<WebhookRow> = diesel::update(webhooks::table.find(&id))
+                .set(webhooks::enabled.eq(enabled))
+                .returning(WebhookRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()?;
+            if row.is_some() && !enabled {
+                diesel::update(deliveries::table)
+                    .filter(deliveries::webhook_id.eq(&id))
+                    .filter(deliveries::state.eq(DeliveryState::Pending.as_str()))
+                    .set(deliveries::state.eq(DeliveryState::Cancelled.as_str()))
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(row)
+        })?;
+        row.map(WebhookRow::into_domain).transpose()
+    }
+
+    /// Deletes the webhook with its deliveries and attempt log; answers whether there
+    /// was one. With `in_workspace`, a webhook of another workspace is left alone.
+    pub async fn delete_webhook(
+        &self,
+        id: WebhookId,
+        in_workspace: Option<WorkspaceId>,
+    ) -> Result<bool> {
+        let id = id.to_string();
+        let workspace = in_workspace.map(|ws| ws.to_string());
+        let deleted = with_conn!(self, |conn| {
+            // Deliveries and attempts go with it (ON DELETE CASCADE), in this statement.
+            let mut delete = diesel::delete(webhooks::table.find(&id)).into_boxed();
+            if let Some(workspace) = &workspace {
+                delete = delete.filter(webhooks::workspace_id.eq(workspace));
+            }
+            delete.execute(conn).await?
+        });
+        Ok(deleted > 0)
+    }
+
+    /// The signing secret of a webhook; `None` when there is no such webhook. Read
+    /// only to sign: it is never part of a [`Webhook`].
+    pub async fn webhook_secret(&self, id: WebhookId) -> Result<Option<WebhookSecret>> {
+        let id = id.to_string();
+        let secret: Option<String> = with_conn!(self, |conn| {
+            webhooks::table
+                .find(&id)
+                .select(webhooks::secret)
+                .first(conn)
+                .await
+                .optional()?
+        });
+        secret
+            .map(|text| WebhookSecret::parse(&text).stored("webhook secret"))
+            .transpose()
+    }
+}

@@ -1,0 +1,199 @@
+//! The two backends behind one [`Store`](crate::Store): pools, the macros that expand a
+//! query once per backend, and the [`Dialect`] trait for what the dialects do differently.
+
+use std::time::Duration;
+
+use deadpool::managed::{Manager, PoolBuilder, PoolError};
+use diesel::prelude::*;
+use diesel::sqlite::SqliteConnection;
+use diesel::{ConnectionError, QueryResult};
+use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
+
+use crate::models::webhook::WebhookRow;
+use crate::schema::{webhooks, workspaces};
+use crate::{Backend, Error, Result, StoreConfig};
+
+pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+pub(crate) type PgConn = AsyncPgConnection;
+
+/// Per SQLite connection. WAL lets readers run beside the one writer; busy_timeout
+/// makes a second writer wait instead of failing; foreign keys are off by default.
+pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; \
+     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+
+#[derive(Clone)]
+pub(crate) enum Pools {
+    Sqlite(Pool<SqliteConn>),
+    Postgres(Pool<PgConn>),
+}
+
+impl Pools {
+    pub(crate) async fn open(config: &StoreConfig) -> Result<Pools> {
+        let url = config.database_url.as_str();
+        let size = config.max_connections;
+        let pools = match config.backend()? {
+            Backend::Sqlite => {
+                let mut manager = ManagerConfig::<SqliteConn>::default();
+                manager.recycling_method = RecyclingMethod::Fast;
+                manager.custom_setup = Box::new(|url| {
+                    Box::pin(async move {
+                        let mut conn = SqliteConn::establish(url).await?;
+                        conn.batch_execute(SQLITE_PRAGMAS)
+                            .await
+                            .map_err(ConnectionError::CouldntSetupConfiguration)?;
+                        Ok(conn)
+                    })
+                });
+                let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
+                Pools::Sqlite(configure(Pool::builder(manager), size)?)
+            }
+            Backend::Postgres => {
+                let mut manager = ManagerConfig::<PgConn>::default();
+                // The default (`Verified`) sends `SELECT 1` on every checkout.
+                manager.recycling_method = RecyclingMethod::Fast;
+                let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
+                Pools::Postgres(configure(Pool::builder(manager), size)?)
+            }
+        };
+        // Fail now, with the reason, rather than on the first request.
+        match &pools {
+            Pools::Sqlite(pool) => drop(pool.get().await.map_err(connect_error)?),
+            Pools::Postgres(pool) => drop(pool.get().await.map_err(connect_error)?),
+        }
+        Ok(pools)
+    }
+}
+
+fn configure<M: Manager>(
+    builder: PoolBuilder<M>,
+    size: usize,
+) -> Result<deadpool::managed::Pool<M>> {
+    builder
+        .max_size(size.max(1))
+        .runtime(deadpool::Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(30)))
+        .create_timeout(Some(Duration::from_secs(10)))
+        .build()
+        .map_err(|e| Error::Connect(e.to_string()))
+}
+
+fn connect_error<E: std::fmt::Display>(error: PoolError<E>) -> Error {
+    match error {
+        PoolError::Backend(inner) => Error::Connect(inner.to_string()),
+        PoolError::Timeout(_) => Error::Connect("timed out".into()),
+        other => Error::Connect(other.to_string()),
+    }
+}
+
+/// What the two dialects do differently, written once per connection type.
+pub(crate) trait Dialect {
+    /// Serialises writers that check a per-workspace limit, for the rest of the
+    /// transaction; answers whether the workspace exists. PostgreSQL locks the
+    /// workspace row; SQLite's `BEGIN IMMEDIATE` already holds the database's one
+    /// write lock, so a plain read is enough.
+    async fn lock_workspace(&mut self, id: &str) -> QueryResult<bool>;
+
+    /// The enabled webhooks of a workspace an event is about to fan out to, or `None`
+    /// when there is no such workspace. PostgreSQL holds them `FOR SHARE` until the
+    /// transaction ends, so a concurrent delete or disable waits, then sees (and
+    /// removes or cancels) the new deliveries; SQLite writers are serial anyway.
+    async fn enabled_webhooks_for_fanout(
+        &mut self,
+        workspace_id: &str,
+    ) -> QueryResult<Option<Vec<WebhookRow>>>;
+}
+
+/// The [`Dialect`] queries, written once; PostgreSQL adds its row-lock clauses.
+macro_rules! dialect_impl {
+    ($conn:ty $(, lock_workspace: $lock_ws:ident, lock_webhooks: $lock_wh:ident)?) => {
+        impl Dialect for $conn {
+            async fn lock_workspace(&mut self, id: &str) -> QueryResult<bool> {
+                workspaces::table
+                    .find(id)
+                    .select(workspaces::id)
+                    $(.$lock_ws())?
+                    .first::<String>(self)
+                    .await
+                    .optional()
+                    .map(|found| found.is_some())
+            }
+
+            async fn enabled_webhooks_for_fanout(
+                &mut self,
+                workspace_id: &str,
+            ) -> QueryResult<Option<Vec<WebhookRow>>> {
+                let exists = workspaces::table
+                    .find(workspace_id)
+                    .select(workspaces::id)
+                    .first::<String>(self)
+                    .await
+                    .optional()?
+                    .is_some();
+                if !exists {
+                    return Ok(None);
+                }
+                webhooks::table
+                    .filter(webhooks::workspace_id.eq(workspace_id))
+                    .filter(webhooks::enabled.eq(true))
+                    .select(WebhookRow::as_select())
+                    $(.$lock_wh())?
+                    .load(self)
+                    .await
+                    .map(Some)
+            }
+        }
+    };
+}
+
+dialect_impl!(SqliteConn);
+dialect_impl!(PgConn, lock_workspace: for_update, lock_webhooks: for_share);
+
+/// Runs `$body` with `$conn` bound to a pooled connection of whichever backend the
+/// store has: the body is written once and compiled for both.
+macro_rules! with_conn {
+    ($store:expr, |$conn:ident| $body:expr) => {{
+        match &$store.pools {
+            $crate::pool::Pools::Sqlite(pool) => {
+                let mut pooled = pool.get().await?;
+                let $conn = &mut *pooled;
+                $body
+            }
+            $crate::pool::Pools::Postgres(pool) => {
+                let mut pooled = pool.get().await?;
+                let $conn = &mut *pooled;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_conn;
+
+/// Like [`with_conn!`], inside a transaction that may read and then write. On SQLite
+/// it begins IMMEDIATE: taking the write lock up front, a read-then-write transaction
+/// waits its turn instead of failing to upgrade its lock ("database is locked").
+macro_rules! write_tx {
+    ($store:expr, |$conn:ident| $body:expr) => {{
+        #[allow(unused_imports)]
+        use diesel_async::AsyncConnection as _;
+        match &$store.pools {
+            $crate::pool::Pools::Sqlite(pool) => {
+                let mut pooled = pool.get().await?;
+                pooled
+                    .immediate_transaction(async |$conn| -> $crate::Result<_> { $body })
+                    .await
+            }
+            $crate::pool::Pools::Postgres(pool) => {
+                let mut pooled = pool.get().await?;
+                pooled
+                    .transaction(async |$conn| -> $crate::Result<_> { $body })
+                    .await
+            }
+        }
+    }};
+}
+pub(crate) use write_tx;

@@ -1,0 +1,99 @@
+//! Diesel's view of `migrations/`: kept by hand, checked against the migrated
+//! databases of both backends by `tests/schema.rs`.
+
+diesel::table! {
+    workspaces (id) {
+        id -> Text,
+        name -> Text,
+        plan -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    accounts (id) {
+        id -> Text,
+        workspace_id -> Text,
+        username -> Text,
+        connected_at -> BigInt,
+        disconnected_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    api_keys (id) {
+        id -> Text,
+        workspace_id -> Text,
+        name -> Text,
+        key_hash -> Text,
+        created_at -> BigInt,
+        last_used_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    webhooks (id) {
+        id -> Text,
+        workspace_id -> Text,
+        url -> Text,
+        events -> Text,
+        enabled -> Bool,
+        description -> Text,
+        source -> Text,
+        secret -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> Text,
+        workspace_id -> Text,
+        event -> Text,
+        payload -> Text,
+        occurred_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    deliveries (event_id, webhook_id) {
+        event_id -> Text,
+        webhook_id -> Text,
+        state -> Text,
+        attempts -> BigInt,
+        next_attempt_at -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    delivery_attempts (event_id, webhook_id, attempt) {
+        event_id -> Text,
+        webhook_id -> Text,
+        attempt -> BigInt,
+        event -> Text,
+        attempted_at -> BigInt,
+        status -> Nullable<BigInt>,
+        error -> Nullable<Text>,
+        duration_ms -> BigInt,
+        response_body -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(accounts -> workspaces (workspace_id));
+diesel::joinable!(api_keys -> workspaces (workspace_id));
+diesel::joinable!(webhooks -> workspaces (workspace_id));
+diesel::joinable!(events -> workspaces (workspace_id));
+diesel::joinable!(deliveries -> events (event_id));
+diesel::joinable!(deliveries -> webhooks (webhook_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    workspaces,
+    accounts,
+    api_keys,
+    webhooks,
+    events,
+    deliveries,
+    delivery_attempts,
+);

@@ -1,0 +1,441 @@
+//! Throwaway databases for tests of this crate and the crates above it
+//! (feature `test-util`): every test gets a fresh, migrated database of its own, on
+//! SQLite or PostgreSQL, and it is removed when the test ends.
+//!
+//! PostgreSQL tests use the server at `HOOKLINE_TEST_DATABASE_URL` (a database URL
+//! whose user may create databases). When that is unset or does not answer, the first
+//! PostgreSQL test of the process starts a private cluster with the machine's
+//! PostgreSQL binaries (`initdb`, `pg_ctl`) in a temporary directory on a free port;
+//! a watchdog stops and removes it when the process exits, however it exits.
+//! No test depends on a server or data left from anything else.
+
+use std::path::PathBuf;
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use hookline_domain::WorkspaceId;
+use tokio::sync::OnceCell;
+
+use crate::{Backend, Store, StoreConfig};
+
+/// A fresh, migrated database for one test; dropped with it.
+#[derive(Debug)]
+pub struct TestDb {
+    store: Store,
+    url: String,
+    cleanup: Cleanup,
+}
+
+#[derive(Debug)]
+enum Cleanup {
+    SqliteFile(PathBuf),
+    PostgresDatabase { admin_url: String, name: String },
+}
+
+impl TestDb {
+    /// Panics (failing the test) with the reason when no database can be made.
+    pub async fn new(backend: Backend) -> TestDb {
+        let name = format!("hookline_test_{}", unique_suffix());
+        let (url, cleanup) = match backend {
+            Backend::Sqlite => {
+                let path = std::env::temp_dir().join(format!("{name}.db"));
+                (path.display().to_string(), Cleanup::SqliteFile(path))
+            }
+            Backend::Postgres => {
+                let admin_url = admin_url().await;
+                let mut conn = AsyncPgConnection::establish(&admin_url)
+                    .await
+                    .unwrap_or_else(|e| panic!("cannot connect to test PostgreSQL: {e}"));
+                diesel::sql_query(format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+                let url = with_database(&admin_url, &name);
+                (url, Cleanup::PostgresDatabase { admin_url, name })
+            }
+        };
+        let mut config = StoreConfig::new(url.clone());
+        config.max_connections = 8;
+        let store = Store::connect(&config)
+            .await
+            .unwrap_or_else(|e| panic!("cannot open test database: {e}"));
+        store
+            .migrate()
+            .await
+            .unwrap_or_else(|e| panic!("cannot migrate test database: {e}"));
+        TestDb {
+            store,
+            url,
+            cleanup,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The database URL, for processes started by the test (`DATABASE_URL`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.store.backend()
+    }
+
+    /// Every column of the migrated schema (diesel's own table left out), sorted:
+    /// what the two backends must agree on.
+    pub async fn columns(&self) -> Vec<Column> {
+        // The catalogues differ, so this is the one query written per dialect.
+        const SQLITE: &str = "SELECT m.name AS table_name, p.name AS column_name, \
+            lower(p.type) AS data_type, p.\"notnull\" = 1 AS not_null \
+            FROM sqlite_master m, pragma_table_info(m.name) p \
+            WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite%' \
+            AND m.name NOT LIKE '\\_\\_diesel%' ESCAPE '\\'";
+        const POSTGRES: &str = "SELECT table_name::text, column_name::text, \
+            data_type::text, is_nullable = 'NO' AS not_null \
+            FROM information_schema.columns WHERE table_schema = 'public' \
+            AND table_name NOT LIKE '\\_\\_diesel%'";
+        let mut columns: Vec<Column> = match &self.store.pools {
+            crate::pool::Pools::Sqlite(pool) => {
+                let mut conn = pool.get().await.expect("connection");
+                diesel::sql_query(SQLITE).load(&mut *conn).await
+            }
+            crate::pool::Pools::Postgres(pool) => {
+                let mut conn = pool.get().await.expect("connection");
+                diesel::sql_query(POSTGRES).load(&mut *conn).await
+            }
+        }
+        .expect("schema query");
+        columns.sort();
+        columns
+    }
+}
+
+/// A column of the schema, as [`TestDb::columns`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, diesel::QueryableByName)]
+pub struct Column {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub table_name: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub column_name: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub data_type: String,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub not_null: bool,
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        match &self.cleanup {
+            Cleanup::SqliteFile(path) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut file = path.clone().into_os_string();
+                    file.push(suffix);
+                    let _ = std::fs::remove_file(file);
+                }
+            }
+            Cleanup::PostgresDatabase { admin_url, name } => {
+                // Drop may run inside the test's runtime, which cannot be blocked on:
+                // drop the database from a thread with a runtime of its own.
+                let (admin_url, name) = (admin_url.clone(), name.clone());
+                let dropped = std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .ok()?;
+                    runtime.block_on(async {
+                        let mut conn = AsyncPgConnection::establish(&admin_url).await.ok()?;
+                        diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .execute(&mut conn)
+                            .await
+                            .ok()
+                    })
+                });
+                let _ = dropped.join();
+            }
+        }
+    }
+}
+
+/// Runs each test body once per backend, each run on a fresh [`TestDb`]:
+///
+/// ```ignore
+/// hookline_store::backend_tests! {
+///     async fn creates_workspaces(db) {
+///         let store = db.store();
+///         // …
+///     }
+/// }
+/// ```
+/// expands to the tests `creates_workspaces::sqlite` and `creates_workspaces::postgres`.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($(#[$meta:meta])* async fn $name:ident($db:ident) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $(#[$meta])*
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let $db = $crate::testing::TestDb::new($crate::Backend::Sqlite).await;
+                $body
+            }
+
+            $(#[$meta])*
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let $db = $crate::testing::TestDb::new($crate::Backend::Postgres).await;
+                $body
+            }
+        }
+    )*};
+}
+
+fn unique_suffix() -> String {
+    WorkspaceId::generate()
+        .ulid()
+        .to_string()
+        .to_ascii_lowercase()
+}
+
+/// `admin_url` with its database replaced by `database`.
+fn with_database(admin_url: &str, database: &str) -> String {
+    let (base, query) = match admin_url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (admin_url, None),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{base}/{database}?{query}"),
+        None => format!("{base}/{database}"),
+    }
+}
+
+static ADMIN_URL: OnceCell<String> = OnceCell::const_new();
+
+async fn admin_url() -> String {
+    ADMIN_URL
+        .get_or_init(|| async {
+            if let Ok(url) = std::env::var("HOOKLINE_TEST_DATABASE_URL") {
+                if AsyncPgConnection::establish(&url).await.is_ok() {
+                    return url;
+                }
+                // Test output: say why the tests do not use the server they were given.
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!(
+                    "HOOKLINE_TEST_DATABASE_URL does not answer; starting a private PostgreSQL cluster"
+                );
+                }
+            }
+            tokio::task::spawn_blocking(cluster::start)
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()))
+                .unwrap_or_else(|e| panic!("cannot start a PostgreSQL cluster for tests: {e}"))
+        })
+        .await
+        .clone()
+}
+
+mod cluster {
+    use std::net::TcpListener;
+    use std::os::unix::fs::MetadataExt as _;
+    use std::os::unix::process::CommandExt as _;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+
+    /// Starts a cluster for this process; answers its admin URL.
+    pub(super) fn start() -> Result<String, String> {
+        let bin = bindir()?;
+        let dir = std::env::temp_dir().join(format!(
+            "hookline-pg-{}-{}",
+            std::process::id(),
+            super::unique_suffix()
+        ));
+        std::fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        // PostgreSQL refuses to run as root: run it as the `postgres` user then.
+        let owner = if is_root() {
+            Some(postgres_user()?)
+        } else {
+            None
+        };
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                .map_err(|e| format!("chown {}: {e}", dir.display()))?;
+        }
+        let as_owner = |program: &str| -> Command {
+            let path = bin.join(program);
+            match owner {
+                Some(_) => {
+                    let mut command = Command::new("runuser");
+                    command.args(["-u", "postgres", "--"]).arg(path);
+                    command
+                }
+                None => Command::new(path),
+            }
+        };
+        let data = dir.join("data");
+        run(as_owner("initdb").arg("-D").arg(&data).args([
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "-N",
+        ]))?;
+
+        // Watchdog: stops the cluster and removes its directory when this process's
+        // end of the pipe closes, that is when the process exits in any way.
+        let mut stop = as_owner("pg_ctl");
+        stop.arg("-D").arg(&data).args(["-m", "immediate", "stop"]);
+        let script = format!(
+            "read _; {stop} >/dev/null 2>&1; rm -rf '{dir}'",
+            stop = shell_words(&stop),
+            dir = dir.display()
+        );
+        let watchdog = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("start the watchdog: {e}"))?;
+        // Kept open for the life of the process, on purpose.
+        std::mem::forget(watchdog);
+
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let port = free_port()?;
+            let options = format!(
+                "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400 \
+                 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                dir = dir.display()
+            );
+            let started = run(as_owner("pg_ctl")
+                .arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(dir.join("log"))
+                .args(["-w", "-o", &options, "start"]));
+            match started {
+                Ok(()) => return Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres")),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(last_error)
+    }
+
+    fn bindir() -> Result<PathBuf, String> {
+        if let Ok(dir) = std::env::var("HOOKLINE_TEST_PG_BINDIR") {
+            return Ok(PathBuf::from(dir));
+        }
+        // Debian installs each major version under /usr/lib/postgresql/<major>/bin.
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let major = entry.file_name().to_str()?.parse().ok()?;
+                let bin = entry.path().join("bin");
+                bin.join("initdb").exists().then_some((major, bin))
+            })
+            .collect();
+        versions.sort();
+        if let Some((_, bin)) = versions.pop() {
+            return Ok(bin);
+        }
+        let on_path = Command::new("pg_config").arg("--bindir").output();
+        match on_path {
+            Ok(out) if out.status.success() => {
+                Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+            }
+            _ => Err("no PostgreSQL server binaries found: install PostgreSQL \
+                      (Debian: apt-get install postgresql) or set HOOKLINE_TEST_PG_BINDIR, \
+                      or point HOOKLINE_TEST_DATABASE_URL at a server"
+                .into()),
+        }
+    }
+
+    fn is_root() -> bool {
+        std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0)
+    }
+
+    fn postgres_user() -> Result<(u32, u32), String> {
+        let id = |flag: &str| -> Result<u32, String> {
+            let out = Command::new("id")
+                .args([flag, "postgres"])
+                .output()
+                .map_err(|e| format!("id {flag} postgres: {e}"))?;
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse()
+                .map_err(|_| {
+                    "running as root and there is no `postgres` user to run PostgreSQL as"
+                        .to_string()
+                })
+        };
+        Ok((id("-u")?, id("-g")?))
+    }
+
+    fn free_port() -> Result<u16, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        listener
+            .local_addr()
+            .map(|a| a.port())
+            .map_err(|e| e.to_string())
+    }
+
+    fn run(command: &mut Command) -> Result<(), String> {
+        let out = command
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", shell_words(command)))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} failed: {}{}",
+            shell_words(command),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+
+    /// The command as one quoted shell line.
+    fn shell_words(command: &Command) -> String {
+        std::iter::once(command.get_program())
+            .chain(command.get_args())
+            .map(|word| format!("'{}'", Path::new(word).display()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn replaces_the_database_in_a_url() {
+        assert_eq!(
+            with_database("postgres://u@h:5/postgres", "t1"),
+            "postgres://u@h:5/t1"
+        );
+        assert_eq!(
+            with_database("postgres://u@h:5", "t1"),
+            "postgres://u@h:5/t1"
+        );
+        assert_eq!(
+            with_database("postgresql://u:p@h/db?sslmode=disable", "t1"),
+            "postgresql://u:p@h/t1?sslmode=disable"
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! The store's behaviour, each test once per backend on a fresh database.
+#![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
+
+use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
+use hookline_domain::{
+    AccountId, ApiKeyId, ApiKeyStatus, EventName, EventPayload, KeyHash, KeyName, Plan,
+    TargetPolicy, Timestamp, Username, Webhook, WebhookDescription, WebhookId, WebhookSecret,
+    WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
+};
+use hookline_store::{DeliveryAttempt, DeliveryState, Error, NewWebhook, Store, backend_tests};
+use serde_json::json;
+
+async fn workspace(store: &Store, plan: Plan) -> WorkspaceId {
+    let name = WorkspaceName::parse("Acme").unwrap();
+    store.create_workspace(&name, plan).await.unwrap().id
+}
+
+fn key_hash(seed: u8) -> KeyHash {
+    KeyHash::from_digest([seed; 32])
+}
+
+async fn webhook(
+    store: &Store,
+    ws: WorkspaceId,
+    url: &str,
+    events: &[EventName],
+) -> Result<Webhook, Error> {
+    let url = WebhookUrl::parse(url, TargetPolicy::PublicOnly).unwrap();
+    let description = WebhookDescription::parse("test").unwrap();
+    let secret = WebhookSecret::from_random_bytes(&[3; 32]);
+    store
+        .create_webhook(NewWebhook {
+            workspace_id: ws,
+            url: &url,
+            events,
+            description: &description,
+            source: WebhookSource::Api,
+            secret: &secret,
+        })
+        .await
+}
+
+async fn emit(store: &Store, ws: WorkspaceId, event: EventName) -> (EventPayload, Vec<WebhookId>) {
+    let payload = EventPayload::new(event, ws, json!({"n": 1})).unwrap();
+    let reached = store.record_event(&payload).await.unwrap();
+    (payload, reached)
+}
+
+backend_tests! {
+    async fn workspaces_are_created_read_and_moved_between_plans(db) {
+        let store = db.store();
+        let name = WorkspaceName::parse("  Studio Maria ").unwrap();
+        let created = store.create_workspace(&name, Plan::Free).await.unwrap();
+        assert_eq!(created.name.as_str(), "Studio Maria");
+        assert_eq!(store.workspace(created.id).await.unwrap(), Some(created.clone()));
+
+        let moved = store.set_workspace_plan(created.id, Plan::Studio).await.unwrap().unwrap();
+        assert_eq!(moved.plan, Plan::Studio);
+        assert_eq!(store.workspace(created.id).await.unwrap().unwrap().plan, Plan::Studio);
+
+        let unknown = WorkspaceId::generate();
+        assert_eq!(store.workspace(unknown).await.unwrap(), None);
+        assert_eq!(store.set_workspace_plan(unknown, Plan::Studio).await.unwrap(), None);
+    }
+
+    async fn accounts_connect_disconnect_and_reconnect_with_the_same_id(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let maria = Username::parse("@Maria").unwrap();
+        let account = store.connect_account(ws, &maria).await.unwrap();
+        assert_eq!(account.username.as_str(), "maria");
+        let shop = store.connect_account(ws, &Username::parse("shop").unwrap()).await.unwrap();
+        assert_eq!(store.connected_accounts(ws).await.unwrap(), [account.clone(), shop.clone()]);
+
+        let again = store.connect_account(ws, &maria).await.unwrap_err();
+        assert!(matches!(again, Error::AlreadyConnected { .. }), "{again}");
+
+        let gone = store.disconnect_account(account.id).await.unwrap().unwrap();
+        assert_eq!(gone.id, account.id);
+        assert_eq!(store.connected_accounts(ws).await.unwrap(), std::slice::from_ref(&shop));
+        // Disconnecting twice is harmless.
+        assert!(store.disconnect_account(account.id).await.unwrap().is_some());
+
+        let back = store.connect_account(ws, &maria).await.unwrap();
+        assert_eq!(back.id, account.id);
+        assert_eq!(store.connected_accounts(ws).await.unwrap().len(), 2);
+
+        // Another workspace may connect the same handle: it is its own account.
+        let other = workspace(store, Plan::Free).await;
+        let theirs = store.connect_account(other, &maria).await.unwrap();
+        assert_ne!(theirs.id, account.id);
+
+        assert_eq!(store.disconnect_account(AccountId::generate()).await.unwrap(), None);
+        let err = store.connect_account(WorkspaceId::generate(), &maria).await.unwrap_err();
+        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+    }
+
+    async fn api_keys_are_kept_by_hash_and_revoked_once(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let name = KeyName::parse("Zapier").unwrap();
+        let key = store.create_api_key(ws, &name, &key_hash(1)).await.unwrap();
+        assert_eq!(key.status(), ApiKeyStatus::Active);
+        assert_eq!(key.last_used_at, None);
+        assert_eq!(store.api_keys(ws).await.unwrap(), std::slice::from_ref(&key));
+
+        let revoked = store.revoke_api_key(key.id).await.unwrap().unwrap();
+        assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
+        let first_revocation = revoked.revoked_at;
+        let again = store.revoke_api_key(key.id).await.unwrap().unwrap();
+        assert_eq!(again.revoked_at, first_revocation);
+        assert_eq!(store.revoke_api_key(ApiKeyId::generate()).await.unwrap(), None);
+
+        // The same key (hash) cannot be recorded twice.
+        assert!(store.create_api_key(ws, &name, &key_hash(1)).await.is_err());
+        let err = store
+            .create_api_key(WorkspaceId::generate(), &name, &key_hash(2))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+    }
+
+    async fn at_most_ten_active_keys_and_revoking_frees_a_place(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let name = KeyName::parse("k").unwrap();
+        let mut keys = Vec::new();
+        for seed in 0..MAX_ACTIVE_API_KEYS as u8 {
+            keys.push(store.create_api_key(ws, &name, &key_hash(seed)).await.unwrap());
+        }
+        let err = store.create_api_key(ws, &name, &key_hash(100)).await.unwrap_err();
+        assert!(matches!(err, Error::TooManyApiKeys { limit: 10, .. }), "{err}");
+        assert!(err.to_string().contains("revoke one"), "{err}");
+        assert_eq!(store.api_keys(ws).await.unwrap().len(), 10);
+
+        store.revoke_api_key(keys[3].id).await.unwrap();
+        store.create_api_key(ws, &name, &key_hash(101)).await.unwrap();
+        assert_eq!(store.api_keys(ws).await.unwrap().len(), 11);
+        // Another workspace has its own ten.
+        let other = workspace(store, Plan::Studio).await;
+        store.create_api_key(other, &name, &key_hash(102)).await.unwrap();
+    }
+
+    async fn key_limit_holds_under_concurrent_creation(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let tasks: Vec<_> = (0..30u8)
+            .map(|seed| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let name = KeyName::parse("racer").unwrap();
+                    store.create_api_key(ws, &name, &key_hash(seed)).await
+                })
+            })
+            .collect();
+        let mut created = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(_) => created += 1,
+                Err(Error::TooManyApiKeys { .. }) => {}
+                Err(other) => panic!("unexpected failure: {other}"),
+            }
+        }
+        assert_eq!(created, MAX_ACTIVE_API_KEYS);
+        assert_eq!(store.api_keys(ws).await.unwrap().len(), MAX_ACTIVE_API_KEYS);
+    }
+
+    async fn webhooks_are_listed_oldest_first_without_their_secret(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let first = webhook(store, ws, "https://a.example.com/1", &[EventName::DmSent]).await.unwrap();
+        let second = webhook(
+            store,
+            ws,
+            "https://b.example.com/2",
+            &[EventName::LinkClicked, EventName::DmSent],
+        )
+        .await
+        .unwrap();
+        assert!(first.enabled);
+        assert_eq!(first.source, WebhookSource::Api);
+        assert_eq!(second.events, [EventName::LinkClicked, EventName::DmSent]);
+        assert_eq!(store.webhooks(ws).await.unwrap(), [first.clone(), second.clone()]);
+        assert_eq!(store.webhook(second.id).await.unwrap(), Some(second.clone()));
+        let secret = store.webhook_secret(first.id).await.unwrap().unwrap();
+        assert_eq!(secret, WebhookSecret::from_random_bytes(&[3; 32]));
+
+        let other = workspace(store, Plan::Studio).await;
+        assert!(store.webhooks(other).await.unwrap().is_empty());
+        assert_eq!(store.webhook(WebhookId::generate()).await.unwrap(), None);
+        assert_eq!(store.webhook_secret(WebhookId::generate()).await.unwrap(), None);
+        let err = webhook(store, WorkspaceId::generate(), "https://x.example.com", &[EventName::DmSent])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+    }
+
+    async fn at_most_ten_webhooks_enabled_or_not(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        for i in 0..MAX_WEBHOOKS {
+            let hook = webhook(store, ws, &format!("https://h{i}.example.com/"), &[EventName::DmSent])
+                .await
+                .unwrap();
+            if i % 2 == 0 {
+                store.set_webhook_enabled(hook.id, false).await.unwrap();
+            }
+        }
+        let err = webhook(store, ws, "https://eleven.example.com/", &[EventName::DmSent])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::TooManyWebhooks { limit: 10, .. }), "{err}");
+        assert_eq!(store.webhooks(ws).await.unwrap().len(), MAX_WEBHOOKS);
+
+        let first = store.webhooks(ws).await.unwrap()[0].id;
+        assert!(store.delete_webhook(first, None).await.unwrap());
+        webhook(store, ws, "https://eleven.example.com/", &[EventName::DmSent]).await.unwrap();
+    }
+
+    async fn webhook_limit_holds_under_concurrent_creation(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let tasks: Vec<_> = (0..30)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    webhook(&store, ws, &format!("https://r{i}.example.com/"), &[EventName::DmSent]).await
+                })
+            })
+            .collect();
+        let mut created = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(_) => created += 1,
+                Err(Error::TooManyWebhooks { .. }) => {}
+                Err(other) => panic!("unexpected failure: {other}"),
+            }
+        }
+        assert_eq!(created, MAX_WEBHOOKS);
+        assert_eq!(store.webhooks(ws).await.unwrap().len(), MAX_WEBHOOKS);
+    }
+
+    async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let other = workspace(store, Plan::Studio).await;
+        let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+        let (payload, reached) = emit(store, ws, EventName::DmSent).await;
+        assert_eq!(reached, [hook.id]);
+
+        assert!(!store.delete_webhook(hook.id, Some(other)).await.unwrap());
+        assert!(store.webhook(hook.id).await.unwrap().is_some());
+        assert!(store.delete_webhook(hook.id, Some(ws)).await.unwrap());
+        assert!(!store.delete_webhook(hook.id, Some(ws)).await.unwrap());
+        assert_eq!(store.webhook(hook.id).await.unwrap(), None);
+        assert!(store.deliveries_of_event(payload.id).await.unwrap().is_empty());
+        // The event itself stays: samples are made of it.
+        assert!(store.event_payload(payload.id).await.unwrap().is_some());
+    }
+
+    async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Free).await;
+        let other = workspace(store, Plan::Studio).await;
+        let dm = webhook(store, ws, "https://dm.example.com/", &[EventName::DmSent]).await.unwrap();
+        let both = webhook(store, ws, "https://both.example.com/", &[EventName::LinkClicked, EventName::DmSent])
+            .await
+            .unwrap();
+        let links = webhook(store, ws, "https://links.example.com/", &[EventName::LinkClicked]).await.unwrap();
+        let disabled = webhook(store, ws, "https://off.example.com/", &[EventName::DmSent]).await.unwrap();
+        store.set_webhook_enabled(disabled.id, false).await.unwrap();
+        webhook(store, other, "https://other.example.com/", &[EventName::DmSent]).await.unwrap();
+
+        let (payload, reached) = emit(store, ws, EventName::DmSent).await;
+        let mut expected = vec![dm.id, both.id];
+        expected.sort();
+        let mut reached_sorted = reached.clone();
+        reached_sorted.sort();
+        assert_eq!(reached_sorted, expected);
+
+        let deliveries = store.deliveries_of_event(payload.id).await.unwrap();
+        let mut delivered_to: Vec<_> = deliveries.iter().map(|d| d.webhook_id).collect();
+        delivered_to.sort();
+        assert_eq!(delivered_to, expected);
+        for delivery in &deliveries {
+            assert_eq!(delivery.state, DeliveryState::Pending);
+            assert_eq!(delivery.attempts, 0);
+            assert_eq!(delivery.next_attempt_at, payload.occurred_at);
+        }
+        assert_eq!(store.event_payload(payload.id).await.unwrap(), Some(payload.to_json()));
+
+        let (_, reached) = emit(store, ws, EventName::LinkClicked).await;
+        assert_eq!(reached.len(), 2);
+        assert!(reached.contains(&links.id) && reached.contains(&both.id));
+        // An event nobody subscribes to is still stored (samples), with no delivery.
+        let (quiet, reached) = emit(store, ws, EventName::BioSubscribed).await;
+        assert!(reached.is_empty());
+        assert!(store.event_payload(quiet.id).await.unwrap().is_some());
+    }
+
+    async fn an_event_for_an_unknown_workspace_writes_nothing(db) {
+        let store = db.store();
+        let payload = EventPayload::new(EventName::DmSent, WorkspaceId::generate(), json!({})).unwrap();
+        let err = store.record_event(&payload).await.unwrap_err();
+        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+        assert_eq!(store.event_payload(payload.id).await.unwrap(), None);
+    }
+
+    async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+        let (payload, _) = emit(store, ws, EventName::DmSent).await;
+
+        let disabled = store.set_webhook_enabled(hook.id, false).await.unwrap().unwrap();
+        assert!(!disabled.enabled);
+        let states: Vec<_> = store.deliveries_of_event(payload.id).await.unwrap().iter().map(|d| d.state).collect();
+        assert_eq!(states, [DeliveryState::Cancelled]);
+        let (while_disabled, reached) = emit(store, ws, EventName::DmSent).await;
+        assert!(reached.is_empty());
+        assert!(store.deliveries_of_event(while_disabled.id).await.unwrap().is_empty());
+
+        let enabled = store.set_webhook_enabled(hook.id, true).await.unwrap().unwrap();
+        assert!(enabled.enabled);
+        let states: Vec<_> = store.deliveries_of_event(payload.id).await.unwrap().iter().map(|d| d.state).collect();
+        assert_eq!(states, [DeliveryState::Cancelled]);
+        assert_eq!(store.set_webhook_enabled(WebhookId::generate(), false).await.unwrap(), None);
+    }
+
+    async fn attempts_are_logged_newest_first(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+        let (payload, _) = emit(store, ws, EventName::DmSent).await;
+        assert!(store.delivery_attempts(hook.id, 100).await.unwrap().is_empty());
+        let at = Timestamp::now();
+        let failed = DeliveryAttempt {
+            event_id: payload.id,
+            webhook_id: hook.id,
+            event: EventName::DmSent,
+            attempt: 1,
+            at,
+            status: None,
+            error: Some("connection refused".into()),
+            duration_ms: 3,
+            response_body: None,
+        };
+        let delivered = DeliveryAttempt {
+            attempt: 2,
+            at: at.plus_millis(5_000),
+            status: Some(200),
+            error: None,
+            duration_ms: 41,
+            response_body: Some("ok".into()),
+            ..failed.clone()
+        };
+        store.record_delivery_attempt(&failed).await.unwrap();
+        store.record_delivery_attempt(&delivered).await.unwrap();
+        assert_eq!(store.delivery_attempts(hook.id, 100).await.unwrap(), [delivered.clone(), failed]);
+        assert_eq!(store.delivery_attempts(hook.id, 1).await.unwrap(), [delivered]);
+    }
+
+    async fn migrating_again_applies_nothing(db) {
+        assert!(db.store().migrate().await.unwrap().is_empty());
+    }
+}
