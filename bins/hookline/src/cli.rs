@@ -1,0 +1,181 @@
+//! The command line, as `shared/spec/decisions.md` fixes it for outside tools.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use hookline_domain::{AccountId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hookline",
+    version,
+    about = "Webhook API and delivery for the product's workspaces."
+)]
+pub(crate) struct Cli {
+    /// Print exactly one JSON value on stdout (allowed anywhere on the line).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    #[command(flatten)]
+    pub(crate) settings: Settings,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Settings every command shares; each is a flag and an environment variable.
+#[derive(Debug, Args)]
+pub(crate) struct Settings {
+    /// Database: a SQLite file path (created when missing), or a postgres:// URL.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "hookline.db",
+        global = true
+    )]
+    pub(crate) database_url: String,
+
+    /// The prefix written before every API key (`hl` makes `hl_…`).
+    #[arg(long, env = "HOOKLINE_KEY_PREFIX", default_value = "hl", global = true)]
+    pub(crate) key_prefix: String,
+
+    /// Let webhooks target loopback and private addresses (tests and development only).
+    #[arg(long, env = "HOOKLINE_ALLOW_PRIVATE_TARGETS", global = true)]
+    pub(crate) allow_private_targets: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Apply pending database migrations (every command also does this first).
+    Migrate,
+    /// Create workspaces, change their plan, show them.
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+    /// Connect and disconnect social accounts.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// Create, list and revoke API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Manage webhooks made in Settings, and read any webhook's attempt log.
+    #[command(subcommand)]
+    Hook(HookCommand),
+    /// Emit events as the product does.
+    #[command(subcommand)]
+    Event(EventCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkspaceCommand {
+    /// Create a workspace.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// FREE, CREATOR or STUDIO.
+        #[arg(long, default_value = "FREE")]
+        plan: Plan,
+    },
+    /// Move a workspace to another plan; its API keys follow at once.
+    Plan { workspace: WorkspaceId, plan: Plan },
+    /// Show a workspace.
+    Show { workspace: WorkspaceId },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AccountCommand {
+    /// Connect a social account (a disconnected one comes back with its old id).
+    Connect {
+        workspace: WorkspaceId,
+        #[arg(long)]
+        username: String,
+    },
+    /// Disconnect an account.
+    Disconnect { account: AccountId },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeyCommand {
+    /// Create an API key and print it, once.
+    Create {
+        workspace: WorkspaceId,
+        #[arg(long)]
+        name: String,
+    },
+    /// List a workspace's keys, active and revoked.
+    List { workspace: WorkspaceId },
+    /// Revoke a key; requests with it are refused at once.
+    Revoke { key: ApiKeyId },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HookCommand {
+    /// Create a webhook and print its signing secret, once.
+    Create {
+        workspace: WorkspaceId,
+        #[arg(long)]
+        url: String,
+        /// An event to send; repeat it, or separate names with commas.
+        #[arg(long = "event", required = true, value_delimiter = ',')]
+        events: Vec<EventName>,
+        /// Label shown in Settings (default: the URL's host).
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List a workspace's webhooks, oldest first.
+    List { workspace: WorkspaceId },
+    /// Enable a webhook.
+    Enable { webhook: WebhookId },
+    /// Disable a webhook; its pending deliveries are cancelled.
+    Disable { webhook: WebhookId },
+    /// Delete a webhook with its pending deliveries.
+    Delete { webhook: WebhookId },
+    /// A webhook's delivery attempts, newest first.
+    Deliveries {
+        webhook: WebhookId,
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EventCommand {
+    /// Emit an event to every subscribed, enabled webhook of the workspace.
+    Emit {
+        workspace: WorkspaceId,
+        event: EventName,
+        /// The event's data: a JSON object.
+        #[arg(long, default_value = "{}")]
+        data: String,
+    },
+}
+
+/// Help and version go to stdout as clap writes them; a usage error becomes one line
+/// on stderr, like every other failure.
+pub(crate) fn exit_on_usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) || error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        let _ = error.print();
+        return if error.use_stderr() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    // Clap's message is a paragraph ("…not provided:\n  --event <EVENTS>") and a hint
+    // after a blank line: keep the paragraph, on one line.
+    let rendered = error.render().to_string();
+    let line = rendered
+        .lines()
+        .map(str::trim)
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = writeln!(std::io::stderr(), "{line}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,261 @@
+//! One function per command: parse what the command line gave into domain values,
+//! then open the store, act, print. Parsing comes first, so a command with a bad
+//! argument fails before it touches the database.
+
+use anyhow::{Context as _, anyhow};
+use hookline_delivery::Outbox;
+use hookline_domain::{
+    ApiKeyStatus, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription, WebhookSource,
+    WebhookUrl, WorkspaceName,
+};
+use hookline_store::{NewWebhook, Store, StoreConfig};
+
+use crate::cli::{
+    AccountCommand, Cli, Command, EventCommand, HookCommand, KeyCommand, Settings, WorkspaceCommand,
+};
+use crate::output::{
+    AccountOut, AttemptOut, DeletedOut, KeyCreatedOut, KeyOut, KeyRevokedOut, MigratedOut,
+    WebhookOut, WorkspaceOut, print, write_stdout,
+};
+
+/// [`Settings`] checked and turned into the library crates' configuration.
+struct Config {
+    store: StoreConfig,
+    key_prefix: KeyPrefix,
+    target_policy: TargetPolicy,
+}
+
+impl Config {
+    fn from_settings(settings: &Settings) -> anyhow::Result<Config> {
+        let store = StoreConfig::new(settings.database_url.clone());
+        store.backend().context("DATABASE_URL")?;
+        Ok(Config {
+            store,
+            key_prefix: KeyPrefix::parse(&settings.key_prefix).context("HOOKLINE_KEY_PREFIX")?,
+            target_policy: if settings.allow_private_targets {
+                TargetPolicy::AllowPrivate
+            } else {
+                TargetPolicy::PublicOnly
+            },
+        })
+    }
+
+    /// The store, with its schema brought up to date.
+    async fn open_store(&self) -> anyhow::Result<Store> {
+        let backend = self.store.backend()?;
+        let store = Store::connect(&self.store)
+            .await
+            .with_context(|| format!("cannot open the {} database", backend.as_str()))?;
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::from_settings(&cli.settings)?;
+    let json = cli.json;
+    match cli.command {
+        Command::Migrate => {
+            let store = Store::connect(&config.store).await?;
+            let applied = store.migrate().await?;
+            print(json, &MigratedOut { applied })
+        }
+        Command::Workspace(command) => workspace(&config, json, command).await,
+        Command::Account(command) => account(&config, json, command).await,
+        Command::Key(command) => key(&config, json, command).await,
+        Command::Hook(command) => hook(&config, json, command).await,
+        Command::Event(command) => event(&config, json, command).await,
+    }
+}
+
+async fn workspace(config: &Config, json: bool, command: WorkspaceCommand) -> anyhow::Result<()> {
+    let workspace = match command {
+        WorkspaceCommand::Create { name, plan } => {
+            let name = WorkspaceName::parse(&name)?;
+            config
+                .open_store()
+                .await?
+                .create_workspace(&name, plan)
+                .await?
+        }
+        WorkspaceCommand::Plan { workspace, plan } => config
+            .open_store()
+            .await?
+            .set_workspace_plan(workspace, plan)
+            .await?
+            .ok_or_else(|| anyhow!("no workspace with id `{workspace}`"))?,
+        WorkspaceCommand::Show { workspace } => config
+            .open_store()
+            .await?
+            .workspace(workspace)
+            .await?
+            .ok_or_else(|| anyhow!("no workspace with id `{workspace}`"))?,
+    };
+    print(json, &WorkspaceOut::from(&workspace))
+}
+
+async fn account(config: &Config, json: bool, command: AccountCommand) -> anyhow::Result<()> {
+    let account = match command {
+        AccountCommand::Connect {
+            workspace,
+            username,
+        } => {
+            let username = Username::parse(&username)?;
+            config
+                .open_store()
+                .await?
+                .connect_account(workspace, &username)
+                .await?
+        }
+        AccountCommand::Disconnect { account } => config
+            .open_store()
+            .await?
+            .disconnect_account(account)
+            .await?
+            .ok_or_else(|| anyhow!("no account with id `{account}`"))?,
+    };
+    print(json, &AccountOut::from(&account))
+}
+
+async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result<()> {
+    match command {
+        KeyCommand::Create { workspace, name } => {
+            let name = KeyName::parse(&name)?;
+            let store = config.open_store().await?;
+            let (key, hash) = hookline_auth::generate_api_key(&config.key_prefix)?;
+            let record = store.create_api_key(workspace, &name, &hash).await?;
+            let out = KeyCreatedOut {
+                id: record.id.to_string(),
+                name: record.name.to_string(),
+                key: key.expose().to_owned(),
+                created_at: record.created_at,
+            };
+            print(json, &out)
+        }
+        KeyCommand::List { workspace } => {
+            let store = config.open_store().await?;
+            require_workspace(&store, workspace).await?;
+            let keys = store.api_keys(workspace).await?;
+            print(json, &keys.iter().map(KeyOut::from).collect::<Vec<_>>())
+        }
+        KeyCommand::Revoke { key } => {
+            let record = config
+                .open_store()
+                .await?
+                .revoke_api_key(key)
+                .await?
+                .ok_or_else(|| anyhow!("no API key with id `{key}`"))?;
+            let out = KeyRevokedOut {
+                id: record.id.to_string(),
+                status: ApiKeyStatus::Revoked,
+            };
+            print(json, &out)
+        }
+    }
+}
+
+async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Result<()> {
+    match command {
+        HookCommand::Create {
+            workspace,
+            url,
+            events,
+            description,
+        } => {
+            let url = WebhookUrl::parse(&url, config.target_policy)?;
+            let events = hookline_domain::subscribed_events(events.iter().map(|e| e.as_str()))?;
+            let description =
+                WebhookDescription::parse_or_default(description.as_deref(), None, &url)?;
+            let secret = hookline_auth::generate_webhook_secret()?;
+            let webhook = config
+                .open_store()
+                .await?
+                .create_webhook(NewWebhook {
+                    workspace_id: workspace,
+                    url: &url,
+                    events: &events,
+                    description: &description,
+                    source: WebhookSource::Settings,
+                    secret: &secret,
+                })
+                .await?;
+            print(json, &WebhookOut::new(&webhook, Some(secret.expose())))
+        }
+        HookCommand::List { workspace } => {
+            let store = config.open_store().await?;
+            require_workspace(&store, workspace).await?;
+            let webhooks = store.webhooks(workspace).await?;
+            let out: Vec<_> = webhooks.iter().map(|w| WebhookOut::new(w, None)).collect();
+            print(json, &out)
+        }
+        HookCommand::Enable { webhook } | HookCommand::Disable { webhook } => {
+            let enable = matches!(command, HookCommand::Enable { .. });
+            let updated = config
+                .open_store()
+                .await?
+                .set_webhook_enabled(webhook, enable)
+                .await?
+                .ok_or_else(|| anyhow!("no webhook with id `{webhook}`"))?;
+            print(json, &WebhookOut::new(&updated, None))
+        }
+        HookCommand::Delete { webhook } => {
+            if !config
+                .open_store()
+                .await?
+                .delete_webhook(webhook, None)
+                .await?
+            {
+                return Err(anyhow!("no webhook with id `{webhook}`"));
+            }
+            print(
+                json,
+                &DeletedOut {
+                    id: webhook,
+                    deleted: true,
+                },
+            )
+        }
+        HookCommand::Deliveries { webhook, limit } => {
+            let store = config.open_store().await?;
+            if store.webhook(webhook).await?.is_none() {
+                return Err(anyhow!("no webhook with id `{webhook}`"));
+            }
+            let attempts = store.delivery_attempts(webhook, limit).await?;
+            print(
+                json,
+                &attempts.iter().map(AttemptOut::from).collect::<Vec<_>>(),
+            )
+        }
+    }
+}
+
+async fn event(config: &Config, json: bool, command: EventCommand) -> anyhow::Result<()> {
+    let EventCommand::Emit {
+        workspace,
+        event,
+        data,
+    } = command;
+    let data: serde_json::Value =
+        serde_json::from_str(&data).map_err(|e| anyhow!("invalid --data: not JSON: {e}"))?;
+    let outbox = Outbox::new(config.open_store().await?);
+    let emitted = outbox.emit(workspace, event, data).await?;
+    let payload = emitted.payload.to_json();
+    if json {
+        write_stdout(&payload)
+    } else {
+        write_stdout(&format!(
+            "{payload}\nqueued for {} webhook(s)",
+            emitted.webhooks.len()
+        ))
+    }
+}
+
+async fn require_workspace(
+    store: &Store,
+    workspace: hookline_domain::WorkspaceId,
+) -> anyhow::Result<()> {
+    match store.workspace(workspace).await? {
+        Some(_) => Ok(()),
+        None => Err(anyhow!("no workspace with id `{workspace}`")),
+    }
+}

@@ -1,0 +1,381 @@
+//! The operator CLI as outside tools use it: the built binary, run against a fresh
+//! database of each backend, checked by its `--json` output and exit status.
+#![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
+
+use std::process::Output;
+
+use hookline_store::testing::TestDb;
+use hookline_store::{DeliveryAttempt, backend_tests};
+use serde_json::{Value, json};
+
+/// Runs `hookline ARGS` against the test database, with no setting leaking in from
+/// the environment of the test run.
+async fn hookline(db: &TestDb, args: &[&str]) -> Output {
+    command(db).args(args).output().await.unwrap()
+}
+
+fn command(db: &TestDb) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
+    command
+        .env("DATABASE_URL", db.url())
+        .env_remove("HOOKLINE_KEY_PREFIX")
+        .env_remove("HOOKLINE_ALLOW_PRIVATE_TARGETS");
+    command
+}
+
+/// The one JSON value a successful `--json` command prints.
+async fn ok_json(db: &TestDb, args: &[&str]) -> Value {
+    let out = hookline(db, args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "hookline {args:?} failed: {stderr}");
+    assert!(
+        stderr.is_empty(),
+        "hookline {args:?} wrote to stderr: {stderr}"
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("hookline {args:?} printed no single JSON value ({e})"))
+}
+
+/// A failed command: non-zero exit, nothing on stdout, one line on stderr holding
+/// `expected`.
+async fn fails(db: &TestDb, args: &[&str], expected: &str) {
+    let out = hookline(db, args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "hookline {args:?} succeeded");
+    assert!(
+        out.stdout.is_empty(),
+        "hookline {args:?} printed {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "hookline {args:?} stderr: {stderr}"
+    );
+    assert!(
+        stderr.starts_with("error: "),
+        "hookline {args:?} stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains(expected),
+        "hookline {args:?}: expected {expected:?} in {stderr}"
+    );
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap()
+}
+
+fn is_timestamp(value: &Value) -> bool {
+    // 2026-11-22T10:04:05.123Z
+    let t = text(value);
+    t.len() == 24 && t.ends_with('Z') && &t[10..11] == "T" && &t[19..20] == "."
+}
+
+async fn new_workspace(db: &TestDb, plan: &str) -> String {
+    let ws = ok_json(
+        db,
+        &[
+            "workspace",
+            "create",
+            "--name",
+            "Acme",
+            "--plan",
+            plan,
+            "--json",
+        ],
+    )
+    .await;
+    text(&ws["id"]).to_owned()
+}
+
+async fn counts(db: &TestDb, ws: &str) -> (usize, usize) {
+    let keys = ok_json(db, &["key", "list", ws, "--json"]).await;
+    let hooks = ok_json(db, &["hook", "list", ws, "--json"]).await;
+    (
+        keys.as_array().unwrap().len(),
+        hooks.as_array().unwrap().len(),
+    )
+}
+
+backend_tests! {
+    async fn workspace_commands_print_the_workspace_shape(db) {
+        let created = ok_json(&db, &["--json", "workspace", "create", "--name", "Studio Maria"]).await;
+        let id = text(&created["id"]).to_owned();
+        assert!(id.starts_with("ws_"));
+        assert_eq!(created, json!({"id": id, "name": "Studio Maria", "plan": "FREE"}));
+
+        let moved = ok_json(&db, &["workspace", "plan", &id, "STUDIO", "--json"]).await;
+        assert_eq!(moved, json!({"id": id, "name": "Studio Maria", "plan": "STUDIO"}));
+        let shown = ok_json(&db, &["workspace", "--json", "show", &id]).await;
+        assert_eq!(shown, moved);
+
+        let human = hookline(&db, &["workspace", "show", &id]).await;
+        assert!(String::from_utf8_lossy(&human.stdout).contains("Studio Maria"));
+    }
+
+    async fn account_commands_print_the_account_shape(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let account = ok_json(&db, &["account", "connect", &ws, "--username", "@Maria", "--json"]).await;
+        let id = text(&account["id"]).to_owned();
+        assert!(id.starts_with("acc_"));
+        assert_eq!(account, json!({"id": id, "username": "maria"}));
+        let gone = ok_json(&db, &["account", "disconnect", &id, "--json"]).await;
+        assert_eq!(gone, account);
+        let back = ok_json(&db, &["account", "connect", &ws, "--username", "maria", "--json"]).await;
+        assert_eq!(back["id"], account["id"]);
+    }
+
+    async fn key_commands_print_the_key_once_and_list_it_without(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let created = ok_json(&db, &["key", "create", &ws, "--name", "Zapier", "--json"]).await;
+        let object = created.as_object().unwrap();
+        assert_eq!(object.keys().collect::<Vec<_>>(), ["createdAt", "id", "key", "name"]);
+        let id = text(&created["id"]).to_owned();
+        assert!(id.starts_with("key_"));
+        assert_eq!(created["name"], "Zapier");
+        let key = text(&created["key"]);
+        assert!(key.starts_with("hl_") && key.len() == 3 + 43, "{key}");
+        assert!(is_timestamp(&created["createdAt"]));
+
+        let listed = ok_json(&db, &["key", "list", &ws, "--json"]).await;
+        assert_eq!(
+            listed,
+            json!([{"id": id, "name": "Zapier", "status": "active", "lastUsedAt": null,
+                    "createdAt": created["createdAt"]}])
+        );
+        assert!(!listed.to_string().contains(&key[3..]), "the key must not be listed");
+
+        let revoked = ok_json(&db, &["key", "revoke", &id, "--json"]).await;
+        assert_eq!(revoked, json!({"id": id, "status": "revoked"}));
+        let listed = ok_json(&db, &["key", "list", &ws, "--json"]).await;
+        assert_eq!(listed[0]["status"], "revoked");
+        // Revoking again is harmless.
+        assert_eq!(ok_json(&db, &["key", "revoke", &id, "--json"]).await, revoked);
+
+        // The prefix is a setting.
+        let out = command(&db)
+            .args(["key", "create", &ws, "--name", "live", "--json"])
+            .env("HOOKLINE_KEY_PREFIX", "hl_live")
+            .output()
+            .await
+            .unwrap();
+        let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(text(&created["key"]).starts_with("hl_live_"));
+    }
+
+    async fn hook_commands_print_the_webhook_shape_and_the_secret_once(db) {
+        let ws = new_workspace(&db, "FREE").await;
+        let created = ok_json(&db, &[
+            "hook", "create", &ws, "--url", "https://hooks.example.com/in", "--event", "dm.sent",
+            "--event", "link.clicked,dm.sent", "--json",
+        ])
+        .await;
+        let id = text(&created["id"]).to_owned();
+        assert!(id.starts_with("wh_"));
+        let secret = text(&created["secret"]).to_owned();
+        assert!(secret.starts_with("whsec_"), "{secret}");
+        assert!(is_timestamp(&created["createdAt"]));
+        let mut without_secret = created.clone();
+        without_secret.as_object_mut().unwrap().remove("secret");
+        assert_eq!(
+            without_secret,
+            json!({"id": id, "url": "https://hooks.example.com/in", "events": ["dm.sent", "link.clicked"],
+                   "enabled": true, "description": "hooks.example.com", "createdAt": created["createdAt"]})
+        );
+
+        let described = ok_json(&db, &[
+            "hook", "create", &ws, "--url", "https://b.example.com/", "--event", "bio.subscribed",
+            "--description", "Orders", "--json",
+        ])
+        .await;
+        assert_eq!(described["description"], "Orders");
+
+        let listed = ok_json(&db, &["hook", "list", &ws, "--json"]).await;
+        assert_eq!(listed, json!([without_secret, {
+            "id": described["id"], "url": "https://b.example.com/", "events": ["bio.subscribed"],
+            "enabled": true, "description": "Orders", "createdAt": described["createdAt"]}]));
+        assert!(!listed.to_string().contains(&secret));
+
+        let disabled = ok_json(&db, &["hook", "disable", &id, "--json"]).await;
+        assert_eq!(disabled["enabled"], false);
+        assert!(disabled.get("secret").is_none());
+        let enabled = ok_json(&db, &["hook", "enable", &id, "--json"]).await;
+        assert_eq!(enabled["enabled"], true);
+
+        let deleted = ok_json(&db, &["hook", "delete", &id, "--json"]).await;
+        assert_eq!(deleted, json!({"id": id, "deleted": true}));
+        assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await.as_array().unwrap().len(), 1);
+    }
+
+    async fn event_emit_prints_the_payload_a_webhook_receives(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let hook = ok_json(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "link.clicked", "--json"]).await;
+        let data = r#"{"linkId":"lnk_1","url":"https://shop.example.com"}"#;
+        let payload = ok_json(&db, &["event", "emit", &ws, "link.clicked", "--data", data, "--json"]).await;
+        let object = payload.as_object().unwrap();
+        assert_eq!(object.keys().collect::<Vec<_>>(), ["data", "event", "id", "occurredAt", "workspaceId"]);
+        assert!(text(&payload["id"]).starts_with("evt_"));
+        assert_eq!(payload["event"], "link.clicked");
+        assert_eq!(payload["workspaceId"], ws.as_str());
+        assert!(is_timestamp(&payload["occurredAt"]));
+        assert_eq!(payload["data"], serde_json::from_str::<Value>(data).unwrap());
+
+        // Stored byte for byte as printed, with one delivery for the subscribed webhook.
+        let event_id = text(&payload["id"]).parse().unwrap();
+        let out = hookline(&db, &["event", "emit", &ws, "dm.sent", "--json"]).await;
+        assert!(out.status.success());
+        let quiet: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(quiet["data"], json!({}));
+        let stored = db.store().event_payload(event_id).await.unwrap().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&stored).unwrap(), payload);
+        let deliveries = db.store().deliveries_of_event(event_id).await.unwrap();
+        assert_eq!(deliveries.len(), 1);
+        assert_eq!(deliveries[0].webhook_id.to_string(), text(&hook["id"]));
+
+        let contact = r#"{"contact":{"id":"ct_1","igUserId":"1784","username":"maria","email":"maria@example.com","accountId":"acc_1","automationId":"auto_1"}}"#;
+        let captured = ok_json(&db, &["event", "emit", &ws, "contact.email_captured", "--data", contact, "--json"]).await;
+        assert_eq!(captured["data"]["contact"]["email"], "maria@example.com");
+    }
+
+    async fn hook_deliveries_prints_the_attempt_log_newest_first(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let hook = ok_json(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.sent", "--json"]).await;
+        let hook_id = text(&hook["id"]).to_owned();
+        assert_eq!(ok_json(&db, &["hook", "deliveries", &hook_id, "--json"]).await, json!([]));
+
+        let payload = ok_json(&db, &["event", "emit", &ws, "dm.sent", "--json"]).await;
+        let first = DeliveryAttempt {
+            event_id: text(&payload["id"]).parse().unwrap(),
+            webhook_id: hook_id.parse().unwrap(),
+            event: hookline_domain::EventName::DmSent,
+            attempt: 1,
+            at: hookline_domain::Timestamp::now(),
+            status: None,
+            error: Some("connection refused".into()),
+            duration_ms: 12,
+            response_body: None,
+        };
+        let second = DeliveryAttempt { attempt: 2, at: first.at.plus_millis(5000), status: Some(200), error: None, duration_ms: 40, ..first.clone() };
+        db.store().record_delivery_attempt(&first).await.unwrap();
+        db.store().record_delivery_attempt(&second).await.unwrap();
+
+        let log = ok_json(&db, &["hook", "deliveries", &hook_id, "--json"]).await;
+        assert_eq!(log, json!([
+            {"eventId": payload["id"], "event": "dm.sent", "attempt": 2, "at": second.at.to_string(),
+             "status": 200, "error": null, "durationMs": 40},
+            {"eventId": payload["id"], "event": "dm.sent", "attempt": 1, "at": first.at.to_string(),
+             "status": null, "error": "connection refused", "durationMs": 12},
+        ]));
+    }
+
+    async fn failures_say_why_in_one_line_and_write_nothing(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let unknown_ws = "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R";
+        let unknown_hook = "wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R";
+        fails(&db, &["workspace", "show", unknown_ws], "no workspace").await;
+        fails(&db, &["workspace", "plan", unknown_ws, "STUDIO"], "no workspace").await;
+        fails(&db, &["workspace", "plan", &ws, "PRO"], "unknown plan").await;
+        fails(&db, &["workspace", "create", "--name", "X", "--plan", "studio"], "unknown plan").await;
+        fails(&db, &["workspace", "create", "--name", "   "], "must not be empty").await;
+        fails(&db, &["workspace", "show", "nope"], "not a valid workspace id").await;
+        fails(&db, &["account", "connect", unknown_ws, "--username", "maria"], "no workspace").await;
+        fails(&db, &["account", "connect", &ws, "--username", "two words"], "invalid username").await;
+        fails(&db, &["account", "disconnect", "acc_01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "no account").await;
+        fails(&db, &["key", "create", unknown_ws, "--name", "k"], "no workspace").await;
+        fails(&db, &["key", "list", unknown_ws], "no workspace").await;
+        fails(&db, &["key", "revoke", "key_01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "no API key").await;
+        fails(&db, &["hook", "create", unknown_ws, "--url", "https://a.example.com/", "--event", "dm.sent"], "no workspace").await;
+        fails(&db, &["hook", "create", &ws, "--url", "http://a.example.com/", "--event", "dm.sent"], "https").await;
+        fails(&db, &["hook", "create", &ws, "--url", "https://10.0.0.1/", "--event", "dm.sent"], "private").await;
+        fails(&db, &["hook", "create", &ws, "--url", "https://localhost/", "--event", "dm.sent"], "local").await;
+        fails(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.read"], "unknown event").await;
+        fails(&db, &["hook", "create", &ws, "--url", "https://a.example.com/"], "--event").await;
+        let long = "x".repeat(121);
+        fails(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.sent", "--description", &long], "at most 120").await;
+        fails(&db, &["hook", "list", unknown_ws], "no workspace").await;
+        fails(&db, &["hook", "enable", unknown_hook], "no webhook").await;
+        fails(&db, &["hook", "disable", unknown_hook], "no webhook").await;
+        fails(&db, &["hook", "delete", unknown_hook], "no webhook").await;
+        fails(&db, &["hook", "deliveries", unknown_hook], "no webhook").await;
+        fails(&db, &["event", "emit", unknown_ws, "dm.sent"], "no workspace").await;
+        fails(&db, &["event", "emit", &ws, "dm.read"], "unknown event").await;
+        fails(&db, &["event", "emit", &ws, "dm.sent", "--data", "{nope"], "not JSON").await;
+        fails(&db, &["event", "emit", &ws, "dm.sent", "--data", "[1]"], "JSON object").await;
+        fails(&db, &["event", "emit", &ws, "contact.email_captured", "--data", r#"{"contact":{"id":"1"}}"#], "contact.igUserId").await;
+        fails(&db, &["--key-prefix", "BAD", "key", "create", &ws, "--name", "k"], "HOOKLINE_KEY_PREFIX").await;
+        fails(&db, &["--database-url", "mysql://h/db", "workspace", "show", &ws], "DATABASE_URL").await;
+        fails(&db, &["frobnicate"], "frobnicate").await;
+        assert_eq!(counts(&db, &ws).await, (0, 0));
+        let shown = ok_json(&db, &["workspace", "show", &ws, "--json"]).await;
+        assert_eq!(shown["plan"], "STUDIO");
+
+        // The limits: the 11th key and the 11th webhook are refused, and change nothing.
+        for i in 0..10 {
+            ok_json(&db, &["key", "create", &ws, "--name", &format!("k{i}"), "--json"]).await;
+            ok_json(&db, &["hook", "create", &ws, "--url", &format!("https://h{i}.example.com/"), "--event", "dm.sent", "--json"]).await;
+        }
+        fails(&db, &["key", "create", &ws, "--name", "eleventh"], "10 active API keys").await;
+        fails(&db, &["hook", "create", &ws, "--url", "https://h10.example.com/", "--event", "dm.sent"], "10 webhooks").await;
+        assert_eq!(counts(&db, &ws).await, (10, 10));
+    }
+
+    async fn thirty_concurrent_hook_creates_leave_exactly_ten(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        // All thirty processes are started before any is waited for.
+        let children: Vec<_> = (0..30)
+            .map(|i| {
+                command(&db)
+                    .args(["hook", "create", &ws, "--url", &format!("https://r{i}.example.com/")])
+                    .args(["--event", "dm.sent", "--json"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut outputs = Vec::new();
+        for child in children {
+            outputs.push(child.wait_with_output().await.unwrap());
+        }
+        let succeeded = outputs.iter().filter(|out| out.status.success()).count();
+        for out in outputs.iter().filter(|out| !out.status.success()) {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("10 webhooks"), "unexpected failure: {stderr}");
+        }
+        assert_eq!(succeeded, 10);
+        assert_eq!(counts(&db, &ws).await.1, 10);
+    }
+}
+
+#[tokio::test]
+async fn migrate_creates_the_schema_of_a_new_sqlite_file() {
+    let path = std::env::temp_dir().join(format!("hookline-migrate-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["migrate", "--json"])
+        .env("DATABASE_URL", &path)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let applied: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(applied["applied"].as_array().unwrap().len(), 1);
+    let again = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["migrate", "--json"])
+        .env("DATABASE_URL", &path)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&again.stdout).unwrap(),
+        json!({"applied": []})
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

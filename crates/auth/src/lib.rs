@@ -1,0 +1,86 @@
+//! Credentials: API keys and webhook signing secrets are made here, from the
+//! operating system's cryptographic random source, and API keys are hashed here.
+//!
+//! An API key is stored only as its SHA-256 ([`hash_api_key`]): the database never
+//! holds a key that works. A plain hash (no salt, no slow KDF) is right for keys of
+//! 256 random bits: there is nothing to guess, and the lookup by hash must be fast.
+
+use hookline_domain::{ApiKey, KeyHash, KeyPrefix, WebhookSecret};
+use ring::digest::{SHA256, digest};
+use ring::rand::{SecureRandom, SystemRandom};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system's random source failed: nothing safe can be made.
+    #[error("the system's random number generator failed")]
+    Randomness,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A new API key under `prefix`, and the hash to store for it. The key itself is
+/// shown once and then forgotten.
+pub fn generate_api_key(prefix: &KeyPrefix) -> Result<(ApiKey, KeyHash)> {
+    let key = ApiKey::from_random_bytes(prefix, &random_32()?);
+    let hash = hash_api_key(&key);
+    Ok((key, hash))
+}
+
+/// SHA-256 of the whole key text, prefix included: what is stored and looked up.
+pub fn hash_api_key(key: &ApiKey) -> KeyHash {
+    let mut bytes = [0u8; 32];
+    bytes.copy_from_slice(digest(&SHA256, key.expose().as_bytes()).as_ref());
+    KeyHash::from_digest(bytes)
+}
+
+/// A new signing secret for a webhook: 32 random bytes, as `whsec_…`.
+pub fn generate_webhook_secret() -> Result<WebhookSecret> {
+    Ok(WebhookSecret::from_random_bytes(&random_32()?))
+}
+
+fn random_32() -> Result<[u8; 32]> {
+    let mut bytes = [0u8; 32];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| Error::Randomness)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_random_well_formed_and_hashed_whole() {
+        let prefix = KeyPrefix::default();
+        let (key, hash) = generate_api_key(&prefix).unwrap();
+        let (other, other_hash) = generate_api_key(&prefix).unwrap();
+        assert_ne!(key, other);
+        assert_ne!(hash, other_hash);
+        assert_eq!(ApiKey::parse(&prefix, key.expose()), Ok(key.clone()));
+        assert_eq!(hash_api_key(&key), hash);
+    }
+
+    #[test]
+    fn hash_is_sha256_of_the_key_text() {
+        // sha256("hl_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), from `sha256sum`.
+        let key = ApiKey::from_random_bytes(&KeyPrefix::default(), &[0; 32]);
+        assert_eq!(
+            key.expose(),
+            "hl_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        );
+        assert_eq!(
+            hash_api_key(&key).to_hex(),
+            "92f1d4f4d6b708d34573cf0efd27f12dcc5d02e8922e2d7b84289b6fca126f2b"
+        );
+    }
+
+    #[test]
+    fn secrets_are_random_32_bytes() {
+        let a = generate_webhook_secret().unwrap();
+        let b = generate_webhook_secret().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.key_bytes().len(), 32);
+        assert!(a.expose().starts_with("whsec_"));
+    }
+}

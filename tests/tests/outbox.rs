@@ -1,0 +1,134 @@
+//! The outbox as an embedding service uses it: auth makes the secret, the store keeps
+//! the webhook, delivery's `Outbox` emits.
+#![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
+
+use hookline_delivery::{Error, Outbox};
+use hookline_domain::{
+    EventName, Plan, TargetPolicy, Webhook, WebhookDescription, WebhookSource, WebhookUrl,
+    WorkspaceId, WorkspaceName,
+};
+use hookline_store::{DeliveryState, NewWebhook, Store, backend_tests};
+use serde_json::json;
+
+async fn workspace(store: &Store) -> WorkspaceId {
+    let name = WorkspaceName::parse("Acme").unwrap();
+    store
+        .create_workspace(&name, Plan::Studio)
+        .await
+        .unwrap()
+        .id
+}
+
+async fn webhook(store: &Store, ws: WorkspaceId, host: &str, events: &[EventName]) -> Webhook {
+    let url = WebhookUrl::parse(&format!("https://{host}/hook"), TargetPolicy::PublicOnly).unwrap();
+    let description = WebhookDescription::parse_or_default(None, Some("Zapier"), &url).unwrap();
+    let secret = hookline_auth::generate_webhook_secret().unwrap();
+    store
+        .create_webhook(NewWebhook {
+            workspace_id: ws,
+            url: &url,
+            events,
+            description: &description,
+            source: WebhookSource::Api,
+            secret: &secret,
+        })
+        .await
+        .unwrap()
+}
+
+backend_tests! {
+    async fn emit_stores_the_payload_and_one_delivery_per_subscribed_webhook(db) {
+        let store = db.store();
+        let ws = workspace(store).await;
+        let other = workspace(store).await;
+        let captured = webhook(store, ws, "a.example.com", &[EventName::ContactEmailCaptured]).await;
+        let dms = webhook(store, ws, "b.example.com", &[EventName::DmSent]).await;
+        webhook(store, other, "c.example.com", &[EventName::ContactEmailCaptured]).await;
+        assert_eq!(captured.description.as_str(), "Zapier");
+
+        let outbox = Outbox::new(store.clone());
+        let data = json!({"contact": {"id": "ct_1", "igUserId": "1784", "username": "maria",
+            "email": "maria@example.com", "accountId": "acc_1", "automationId": "auto_1"}});
+        let emitted = outbox.emit(ws, EventName::ContactEmailCaptured, data.clone()).await.unwrap();
+        assert_eq!(emitted.webhooks, [captured.id]);
+        assert_eq!(emitted.payload.workspace_id, ws);
+        assert_eq!(serde_json::Value::Object(emitted.payload.data.clone()), data);
+        let stored = store.event_payload(emitted.payload.id).await.unwrap().unwrap();
+        assert_eq!(stored, emitted.payload.to_json());
+        let deliveries = store.deliveries_of_event(emitted.payload.id).await.unwrap();
+        assert_eq!(deliveries.len(), 1);
+        assert_eq!(deliveries[0].webhook_id, captured.id);
+        assert_eq!(deliveries[0].state, DeliveryState::Pending);
+
+        let emitted = outbox.emit(ws, EventName::DmSent, json!({"messageId": "m1"})).await.unwrap();
+        assert_eq!(emitted.webhooks, [dms.id]);
+    }
+
+    async fn emit_refuses_bad_data_and_unknown_workspaces(db) {
+        let store = db.store();
+        let ws = workspace(store).await;
+        let outbox = Outbox::new(store.clone());
+        let bad = outbox
+            .emit(ws, EventName::ContactEmailCaptured, json!({"contact": {"email": "nope"}}))
+            .await
+            .unwrap_err();
+        assert!(matches!(bad, Error::Invalid(_)), "{bad}");
+        let not_object = outbox.emit(ws, EventName::DmSent, json!([1, 2])).await.unwrap_err();
+        assert!(matches!(not_object, Error::Invalid(_)), "{not_object}");
+        let unknown = outbox.emit(WorkspaceId::generate(), EventName::DmSent, json!({})).await.unwrap_err();
+        assert!(
+            matches!(unknown, Error::Store(hookline_store::Error::NotFound { kind: "workspace", .. })),
+            "{unknown}"
+        );
+    }
+
+    /// Emits racing deletes and disables of the webhooks they fan out to: no emit
+    /// fails, and no pending delivery is left for a webhook that is gone or disabled.
+    async fn emits_racing_deletes_and_disables_leave_no_orphan(db) {
+        let store = db.store();
+        let ws = workspace(store).await;
+        let mut hooks = Vec::new();
+        for i in 0..6 {
+            hooks.push(webhook(store, ws, &format!("h{i}.example.com"), &[EventName::LinkClicked]).await);
+        }
+        let outbox = Outbox::new(store.clone());
+        let emits: Vec<_> = (0..40)
+            .map(|i| {
+                let outbox = outbox.clone();
+                tokio::spawn(async move {
+                    outbox.emit(ws, EventName::LinkClicked, json!({"n": i})).await
+                })
+            })
+            .collect();
+        let changes: Vec<_> = hooks
+            .iter()
+            .enumerate()
+            .map(|(i, hook)| {
+                let store = store.clone();
+                let id = hook.id;
+                tokio::spawn(async move {
+                    if i % 2 == 0 {
+                        store.delete_webhook(id, None).await.map(|_| ())
+                    } else {
+                        store.set_webhook_enabled(id, false).await.map(|_| ())
+                    }
+                })
+            })
+            .collect();
+        let mut event_ids = Vec::new();
+        for emit in emits {
+            event_ids.push(emit.await.unwrap().unwrap().payload.id);
+        }
+        for change in changes {
+            change.await.unwrap().unwrap();
+        }
+        for event_id in event_ids {
+            for delivery in store.deliveries_of_event(event_id).await.unwrap() {
+                let hook = store.webhook(delivery.webhook_id).await.unwrap();
+                let hook = hook.expect("a delivery outlived its deleted webhook");
+                assert!(!hook.enabled);
+                assert_eq!(delivery.state, DeliveryState::Cancelled, "pending delivery to a disabled webhook");
+            }
+        }
+    }
+}
