@@ -81,6 +81,14 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    rate_limit_windows (key_id) {
+        key_id -> Text,
+        window_start -> BigInt,
+        request_count -> BigInt,
+    }
+}
+
 diesel::joinable!(accounts -> workspaces (workspace_id));
 diesel::joinable!(api_keys -> workspaces (workspace_id));
 diesel::joinable!(webhooks -> workspaces (workspace_id));
@@ -96,4 +104,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     events,
     deliveries,
     delivery_attempts,
+    rate_limit_windows,
 );

@@ -46,6 +46,7 @@ async fn both_backends_end_with_the_same_tables_and_columns() {
             "deliveries",
             "delivery_attempts",
             "events",
+            "rate_limit_windows",
             "webhooks",
             "workspaces"
         ]

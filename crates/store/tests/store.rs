@@ -363,4 +363,91 @@ backend_tests! {
     async fn migrating_again_applies_nothing(db) {
         assert!(db.store().migrate().await.unwrap().is_empty());
     }
+
+    async fn keys_are_found_by_hash_with_their_workspace(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Creator).await;
+        let name = KeyName::parse("n8n").unwrap();
+        let key = store.create_api_key(ws, &name, &key_hash(7)).await.unwrap();
+        let (found, workspace) = store.api_key_by_hash(&key_hash(7)).await.unwrap().unwrap();
+        assert_eq!(found, key);
+        assert_eq!(workspace.id, ws);
+        assert_eq!(workspace.plan, Plan::Creator);
+        assert_eq!(store.api_key_by_hash(&key_hash(8)).await.unwrap(), None);
+
+        store.revoke_api_key(key.id).await.unwrap();
+        let (revoked, _) = store.api_key_by_hash(&key_hash(7)).await.unwrap().unwrap();
+        assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
+    }
+
+    async fn last_use_is_kept_to_the_minute(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
+        let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
+        store.touch_api_key(&key, at).await.unwrap();
+        let (touched, _) = store.api_key_by_hash(&key_hash(1)).await.unwrap().unwrap();
+        assert_eq!(touched.last_used_at.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
+        // Later in the same minute: nothing to write. An older record never moves it back.
+        store.touch_api_key(&touched, at.plus_millis(30_000)).await.unwrap();
+        store.touch_api_key(&key, at.plus_millis(-120_000)).await.unwrap();
+        let (same, _) = store.api_key_by_hash(&key_hash(1)).await.unwrap().unwrap();
+        assert_eq!(same.last_used_at, touched.last_used_at);
+        store.touch_api_key(&same, at.plus_millis(60_000)).await.unwrap();
+        let (next, _) = store.api_key_by_hash(&key_hash(1)).await.unwrap().unwrap();
+        assert_eq!(next.last_used_at.unwrap().to_string(), "2026-11-22T10:05:00.000Z");
+    }
+
+    async fn rate_windows_count_per_key_and_restart_after_they_end(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let a = store.create_api_key(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
+        let b = store.create_api_key(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
+        let t0 = Timestamp::from_unix_millis(1_795_341_845_000).unwrap();
+        let first = store.count_request(a.id, t0, 60_000).await.unwrap();
+        assert_eq!((first.started_at, first.count), (t0, 1));
+        let second = store.count_request(a.id, t0.plus_millis(59_999), 60_000).await.unwrap();
+        assert_eq!((second.started_at, second.count), (t0, 2));
+        // Each key has its own window.
+        assert_eq!(store.count_request(b.id, t0.plus_millis(10), 60_000).await.unwrap().count, 1);
+        // The window ends one minute after its first request.
+        let t1 = t0.plus_millis(60_000);
+        let next = store.count_request(a.id, t1, 60_000).await.unwrap();
+        assert_eq!((next.started_at, next.count), (t1, 1));
+    }
+
+    async fn concurrent_counts_are_exact(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
+        let now = Timestamp::now();
+        let tasks: Vec<_> = (0..300)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.count_request(key.id, now, 60_000).await.unwrap().count })
+            })
+            .collect();
+        let mut counts = Vec::new();
+        for task in tasks {
+            counts.push(task.await.unwrap());
+        }
+        counts.sort_unstable();
+        assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
+    }
+
+    async fn samples_are_the_last_three_payloads_newest_first(db) {
+        let store = db.store();
+        let ws = workspace(store, Plan::Studio).await;
+        let other = workspace(store, Plan::Studio).await;
+        assert!(store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap().is_empty());
+        let mut sent = Vec::new();
+        for _ in 0..5 {
+            sent.push(emit(store, ws, EventName::DmSent).await.0.to_json());
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        emit(store, ws, EventName::DmFailed).await;
+        emit(store, other, EventName::DmSent).await;
+        let recent = store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap();
+        assert_eq!(recent, [sent[4].clone(), sent[3].clone(), sent[2].clone()]);
+    }
 }

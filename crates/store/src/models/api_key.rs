@@ -1,12 +1,15 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::limits::MAX_ACTIVE_API_KEYS;
-use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, KeyName, Timestamp, WorkspaceId};
+use hookline_domain::{
+    ApiKeyId, ApiKeyRecord, KeyHash, KeyName, Timestamp, Workspace, WorkspaceId,
+};
 
 use crate::error::Stored as _;
 use crate::models::timestamp;
+use crate::models::workspace::WorkspaceRow;
 use crate::pool::{Dialect as _, with_conn, write_tx};
-use crate::schema::api_keys;
+use crate::schema::{api_keys, workspaces};
 use crate::{Error, Result, Store};
 
 /// An API key as read back: everything but the hash.
@@ -135,5 +138,50 @@ impl Store {
                 .optional()?)
         })?;
         row.map(ApiKeyRow::into_domain).transpose()
+    }
+
+    /// The key with this hash and its workspace, revoked or not: the caller decides
+    /// what a revoked key or another plan means. One indexed lookup per request, so a
+    /// revocation or plan change made anywhere counts on the next request.
+    pub async fn api_key_by_hash(
+        &self,
+        hash: &KeyHash,
+    ) -> Result<Option<(ApiKeyRecord, Workspace)>> {
+        let hash = hash.to_hex();
+        let found: Option<(ApiKeyRow, WorkspaceRow)> = with_conn!(self, |conn| {
+            api_keys::table
+                .inner_join(workspaces::table)
+                .filter(api_keys::key_hash.eq(&hash))
+                .select((ApiKeyRow::as_select(), WorkspaceRow::as_select()))
+                .first(conn)
+                .await
+                .optional()?
+        });
+        found
+            .map(|(key, workspace)| Ok((key.into_domain()?, workspace.into_domain()?)))
+            .transpose()
+    }
+
+    /// Records that the key was used at `now`, kept to the minute: writes at most
+    /// once a minute per key, however many requests it makes.
+    pub async fn touch_api_key(&self, key: &ApiKeyRecord, now: Timestamp) -> Result<()> {
+        let minute = now.floor_minute();
+        if key.last_used_at.is_some_and(|at| at >= minute) {
+            return Ok(());
+        }
+        let id = key.id.to_string();
+        let minute = minute.unix_millis();
+        with_conn!(self, |conn| {
+            diesel::update(api_keys::table.find(&id))
+                .filter(
+                    api_keys::last_used_at
+                        .is_null()
+                        .or(api_keys::last_used_at.lt(minute)),
+                )
+                .set(api_keys::last_used_at.eq(minute))
+                .execute(conn)
+                .await?
+        });
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use hookline_domain::{EventId, EventPayload, WebhookId};
+use hookline_domain::{EventId, EventName, EventPayload, WebhookId, WorkspaceId};
 
 use crate::models::delivery::NewDeliveryRow;
 use crate::pool::{Dialect as _, with_conn, write_tx};
@@ -83,5 +83,27 @@ impl Store {
                 .optional()?
         });
         Ok(payload)
+    }
+
+    /// The payloads of the last `limit` events of this name in the workspace, newest
+    /// first, byte for byte as delivered: what the API's sample endpoint returns.
+    pub async fn recent_event_payloads(
+        &self,
+        workspace_id: WorkspaceId,
+        event: EventName,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        let workspace = workspace_id.to_string();
+        let payloads: Vec<String> = with_conn!(self, |conn| {
+            events::table
+                .filter(events::workspace_id.eq(&workspace))
+                .filter(events::event.eq(event.as_str()))
+                .order((events::occurred_at.desc(), events::id.desc()))
+                .limit(i64::from(limit))
+                .select(events::payload)
+                .load(conn)
+                .await?
+        });
+        Ok(payloads)
     }
 }

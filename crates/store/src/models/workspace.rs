@@ -19,7 +19,7 @@ pub(crate) struct WorkspaceRow {
 }
 
 impl WorkspaceRow {
-    fn into_domain(self) -> Result<Workspace> {
+    pub(crate) fn into_domain(self) -> Result<Workspace> {
         Ok(Workspace {
             id: self.id.parse().stored("workspace id")?,
             name: WorkspaceName::parse(&self.name).stored("workspace name")?,
