@@ -1,7 +1,9 @@
 //! The command line, as `shared/spec/decisions.md` fixes it for outside tools.
 
 use std::io::Write as _;
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use hookline_domain::{AccountId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
@@ -47,6 +49,8 @@ pub(crate) struct Settings {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Serve the public API (`/api/v1`) until SIGTERM or SIGINT.
+    Serve(ServeArgs),
     /// Apply pending database migrations (every command also does this first).
     Migrate,
     /// Create workspaces, change their plan, show them.
@@ -64,6 +68,48 @@ pub(crate) enum Command {
     /// Emit events as the product does.
     #[command(subcommand)]
     Event(EventCommand),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address and port to listen on (port 0: any free port, logged at start).
+    #[arg(long, env = "HOOKLINE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub(crate) listen: SocketAddr,
+
+    /// Requests per API key per rate window.
+    #[arg(long, env = "HOOKLINE_RATE_LIMIT", default_value_t = 120)]
+    pub(crate) rate_limit: u32,
+
+    /// Length of a rate window, from a key's first request (`60s`, `1m`, `500ms`).
+    #[arg(long, env = "HOOKLINE_RATE_WINDOW", default_value = "60s", value_parser = parse_duration)]
+    pub(crate) rate_window: Duration,
+}
+
+/// `<number><unit>`, unit one of `ms`, `s`, `m`, `h`, `d`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("`{text}` has no unit: write e.g. 60s, 5m, 2h, 30d or 500ms"))?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a whole number"))?;
+    let millis_per_unit: u64 = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => {
+            return Err(format!(
+                "`{unit}` in `{text}` is not a unit: use ms, s, m, h or d"
+            ));
+        }
+    };
+    number
+        .checked_mul(millis_per_unit)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("`{text}` is too long"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -178,4 +224,21 @@ pub(crate) fn exit_on_usage_error(error: &clap::Error) -> ExitCode {
         .join(" ");
     let _ = writeln!(std::io::stderr(), "{line}");
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations_with_units() {
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        for bad in ["", "60", "s", "1.5s", "-1s", "10x", "99999999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
 }

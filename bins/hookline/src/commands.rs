@@ -3,19 +3,22 @@
 //! argument fails before it touches the database.
 
 use anyhow::{Context as _, anyhow};
+use hookline_auth::AuthConfig;
 use hookline_delivery::Outbox;
 use hookline_domain::{
     ApiKeyStatus, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription, WebhookSource,
     WebhookUrl, WorkspaceName,
 };
+use hookline_http::wire::{AccountObject, WebhookObject, WorkspaceObject};
+use hookline_http::{HttpConfig, Server};
 use hookline_store::{NewWebhook, Store, StoreConfig};
 
 use crate::cli::{
-    AccountCommand, Cli, Command, EventCommand, HookCommand, KeyCommand, Settings, WorkspaceCommand,
+    AccountCommand, Cli, Command, EventCommand, HookCommand, KeyCommand, ServeArgs, Settings,
+    WorkspaceCommand,
 };
 use crate::output::{
-    AccountOut, AttemptOut, DeletedOut, KeyCreatedOut, KeyOut, KeyRevokedOut, MigratedOut,
-    WebhookOut, WorkspaceOut, print, write_stdout,
+    AttemptOut, DeletedOut, KeyCreatedOut, KeyOut, KeyRevokedOut, MigratedOut, print, write_stdout,
 };
 
 /// [`Settings`] checked and turned into the library crates' configuration.
@@ -55,6 +58,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::from_settings(&cli.settings)?;
     let json = cli.json;
     match cli.command {
+        Command::Serve(args) => serve(config, args).await,
         Command::Migrate => {
             let store = Store::connect(&config.store).await?;
             let applied = store.migrate().await?;
@@ -65,6 +69,53 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Key(command) => key(&config, json, command).await,
         Command::Hook(command) => hook(&config, json, command).await,
         Command::Event(command) => event(&config, json, command).await,
+    }
+}
+
+/// Serves the API until SIGTERM or SIGINT, then drains in-flight requests and
+/// returns (exit 0).
+async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    crate::logging::init()?;
+    let http = HttpConfig {
+        listen: args.listen,
+        auth: AuthConfig {
+            key_prefix: config.key_prefix.clone(),
+            rate_limit: args.rate_limit,
+            rate_window: args.rate_window,
+        },
+        target_policy: config.target_policy,
+        ..HttpConfig::default()
+    };
+    http.auth
+        .validate()
+        .context("HOOKLINE_RATE_LIMIT / HOOKLINE_RATE_WINDOW")?;
+    let store = config.open_store().await?;
+    let server = Server::bind(http, store).await?;
+    if let Some(addr) = server.local_addr() {
+        tracing::info!(%addr, backend = config.store.backend()?.as_str(), "listening on {addr}");
+    }
+    server.run(shutdown_signal()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; stop with SIGINT");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
     }
 }
 
@@ -91,7 +142,7 @@ async fn workspace(config: &Config, json: bool, command: WorkspaceCommand) -> an
             .await?
             .ok_or_else(|| anyhow!("no workspace with id `{workspace}`"))?,
     };
-    print(json, &WorkspaceOut::from(&workspace))
+    print(json, &WorkspaceObject::from(&workspace))
 }
 
 async fn account(config: &Config, json: bool, command: AccountCommand) -> anyhow::Result<()> {
@@ -114,7 +165,7 @@ async fn account(config: &Config, json: bool, command: AccountCommand) -> anyhow
             .await?
             .ok_or_else(|| anyhow!("no account with id `{account}`"))?,
     };
-    print(json, &AccountOut::from(&account))
+    print(json, &AccountObject::from(&account))
 }
 
 async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result<()> {
@@ -179,13 +230,13 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
                     secret: &secret,
                 })
                 .await?;
-            print(json, &WebhookOut::new(&webhook, Some(secret.expose())))
+            print(json, &WebhookObject::created(&webhook, &secret))
         }
         HookCommand::List { workspace } => {
             let store = config.open_store().await?;
             require_workspace(&store, workspace).await?;
             let webhooks = store.webhooks(workspace).await?;
-            let out: Vec<_> = webhooks.iter().map(|w| WebhookOut::new(w, None)).collect();
+            let out: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
             print(json, &out)
         }
         HookCommand::Enable { webhook } | HookCommand::Disable { webhook } => {
@@ -196,7 +247,7 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
                 .set_webhook_enabled(webhook, enable)
                 .await?
                 .ok_or_else(|| anyhow!("no webhook with id `{webhook}`"))?;
-            print(json, &WebhookOut::new(&updated, None))
+            print(json, &WebhookObject::listed(&updated))
         }
         HookCommand::Delete { webhook } => {
             if !config

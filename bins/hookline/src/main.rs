@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod logging;
 mod output;
 
 use std::io::Write as _;

@@ -4,10 +4,8 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use hookline_domain::{
-    Account, ApiKeyRecord, ApiKeyStatus, EventName, Plan, Timestamp, Webhook, WebhookId, Workspace,
-    WorkspaceId,
-};
+use hookline_domain::{ApiKeyRecord, ApiKeyStatus, EventName, Timestamp, WebhookId};
+use hookline_http::wire::{AccountObject, WebhookObject, WorkspaceObject};
 use hookline_store::DeliveryAttempt;
 use serde::Serialize;
 
@@ -46,45 +44,13 @@ impl<T: Render> Render for Vec<T> {
     }
 }
 
-#[derive(Serialize)]
-pub(crate) struct WorkspaceOut {
-    id: WorkspaceId,
-    name: String,
-    plan: Plan,
-}
-
-impl From<&Workspace> for WorkspaceOut {
-    fn from(workspace: &Workspace) -> Self {
-        WorkspaceOut {
-            id: workspace.id,
-            name: workspace.name.to_string(),
-            plan: workspace.plan,
-        }
-    }
-}
-
-impl Render for WorkspaceOut {
+impl Render for WorkspaceObject {
     fn human(&self) -> String {
         format!("{}  {}  {}", self.id, self.plan, self.name)
     }
 }
 
-#[derive(Serialize)]
-pub(crate) struct AccountOut {
-    id: String,
-    username: String,
-}
-
-impl From<&Account> for AccountOut {
-    fn from(account: &Account) -> Self {
-        AccountOut {
-            id: account.id.to_string(),
-            username: account.username.to_string(),
-        }
-    }
-}
-
-impl Render for AccountOut {
+impl Render for AccountObject {
     fn human(&self) -> String {
         format!("{}  @{}", self.id, self.username)
     }
@@ -156,35 +122,7 @@ impl Render for KeyRevokedOut {
     }
 }
 
-/// The Webhook object of the API; `secret` only right after creation.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct WebhookOut {
-    id: WebhookId,
-    url: String,
-    events: Vec<EventName>,
-    enabled: bool,
-    description: String,
-    created_at: Timestamp,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    secret: Option<String>,
-}
-
-impl WebhookOut {
-    pub(crate) fn new(webhook: &Webhook, secret: Option<&str>) -> Self {
-        WebhookOut {
-            id: webhook.id,
-            url: webhook.url.to_string(),
-            events: webhook.events.clone(),
-            enabled: webhook.enabled,
-            description: webhook.description.to_string(),
-            created_at: webhook.created_at,
-            secret: secret.map(str::to_owned),
-        }
-    }
-}
-
-impl Render for WebhookOut {
+impl Render for WebhookObject {
     fn human(&self) -> String {
         let events: Vec<&str> = self.events.iter().map(|e| e.as_str()).collect();
         let mut text = format!(

@@ -130,7 +130,7 @@ backend_tests! {
         let ws = new_workspace(&db, "STUDIO").await;
         let created = ok_json(&db, &["key", "create", &ws, "--name", "Zapier", "--json"]).await;
         let object = created.as_object().unwrap();
-        assert_eq!(object.keys().collect::<Vec<_>>(), ["createdAt", "id", "key", "name"]);
+        assert_eq!(object.keys().collect::<Vec<_>>(), ["id", "name", "key", "createdAt"]);
         let id = text(&created["id"]).to_owned();
         assert!(id.starts_with("key_"));
         assert_eq!(created["name"], "Zapier");
@@ -214,7 +214,8 @@ backend_tests! {
         let data = r#"{"linkId":"lnk_1","url":"https://shop.example.com"}"#;
         let payload = ok_json(&db, &["event", "emit", &ws, "link.clicked", "--data", data, "--json"]).await;
         let object = payload.as_object().unwrap();
-        assert_eq!(object.keys().collect::<Vec<_>>(), ["data", "event", "id", "occurredAt", "workspaceId"]);
+        // The payload's fields in the order it is signed and delivered.
+        assert_eq!(object.keys().collect::<Vec<_>>(), ["id", "event", "workspaceId", "occurredAt", "data"]);
         assert!(text(&payload["id"]).starts_with("evt_"));
         assert_eq!(payload["event"], "link.clicked");
         assert_eq!(payload["workspaceId"], ws.as_str());
@@ -364,7 +365,7 @@ async fn migrate_creates_the_schema_of_a_new_sqlite_file() {
         String::from_utf8_lossy(&out.stderr)
     );
     let applied: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(applied["applied"].as_array().unwrap().len(), 1);
+    assert!(!applied["applied"].as_array().unwrap().is_empty());
     let again = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
         .args(["migrate", "--json"])
         .env("DATABASE_URL", &path)

@@ -1,19 +1,41 @@
-//! Credentials: API keys and webhook signing secrets are made here, from the
-//! operating system's cryptographic random source, and API keys are hashed here.
+//! Credentials and access.
+//!
+//! - Making credentials: [`generate_api_key`], [`generate_webhook_secret`], from the
+//!   operating system's cryptographic random source.
+//! - Checking a request: [`Authenticator::authenticate`] takes the `Authorization`
+//!   header and answers who is calling, or why not: no valid key (401), a workspace
+//!   whose plan has no API (403), or a spent rate window (429).
 //!
 //! An API key is stored only as its SHA-256 ([`hash_api_key`]): the database never
 //! holds a key that works. A plain hash (no salt, no slow KDF) is right for keys of
 //! 256 random bits: there is nothing to guess, and the lookup by hash must be fast.
 
-use hookline_domain::{ApiKey, KeyHash, KeyPrefix, WebhookSecret};
+mod authenticate;
+
+pub use authenticate::{AuthConfig, Authenticator, Caller, RateLimit};
+use hookline_domain::{ApiKey, KeyHash, KeyPrefix, Plan, WebhookSecret};
 use ring::digest::{SHA256, digest};
 use ring::rand::{SecureRandom, SystemRandom};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// No key, a mistyped or unknown key, or a revoked one: all look the same to
+    /// the caller (401), so a key cannot be probed. The reason is for logs.
+    #[error("missing or invalid API key ({0})")]
+    Unauthenticated(&'static str),
+    /// A valid key of a workspace whose plan does not include the API (403).
+    #[error("the workspace is on the {0} plan; the API is part of the STUDIO plan")]
+    PlanExcludesApi(Plan),
+    /// The key's rate window is spent (429).
+    #[error("rate limit of {} requests per window reached", .0.limit)]
+    RateLimited(RateLimit),
+    #[error("invalid configuration: {0}")]
+    Config(String),
     /// The operating system's random source failed: nothing safe can be made.
     #[error("the system's random number generator failed")]
     Randomness,
+    #[error(transparent)]
+    Store(#[from] hookline_store::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -63,7 +85,7 @@ mod tests {
 
     #[test]
     fn hash_is_sha256_of_the_key_text() {
-        // sha256("hl_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), from `sha256sum`.
+        // From `printf %s hl_AAA…A | sha256sum`.
         let key = ApiKey::from_random_bytes(&KeyPrefix::default(), &[0; 32]);
         assert_eq!(
             key.expose(),

@@ -13,6 +13,7 @@ mod account;
 mod api_key;
 mod error;
 mod event;
+mod examples;
 mod id;
 mod net;
 mod plan;

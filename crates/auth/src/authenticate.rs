@@ -1,0 +1,224 @@
+use std::time::Duration;
+
+use hookline_domain::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyPrefix, Timestamp, Workspace};
+use hookline_store::Store;
+
+use crate::{Error, Result, hash_api_key};
+
+/// How requests are authenticated and limited. Filled by the binary from
+/// `HOOKLINE_KEY_PREFIX`, `HOOKLINE_RATE_LIMIT` and `HOOKLINE_RATE_WINDOW`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthConfig {
+    pub key_prefix: KeyPrefix,
+    /// Requests per key per window.
+    pub rate_limit: u32,
+    /// A window starts at a key's first counted request and lasts this long.
+    pub rate_window: Duration,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            key_prefix: KeyPrefix::default(),
+            rate_limit: 120,
+            rate_window: Duration::from_secs(60),
+        }
+    }
+}
+
+impl AuthConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.rate_limit == 0 {
+            return Err(Error::Config("the rate limit must be at least 1".into()));
+        }
+        if self.rate_window < Duration::from_secs(1) {
+            return Err(Error::Config("the rate window must be at least 1s".into()));
+        }
+        Ok(())
+    }
+
+    fn window_ms(&self) -> i64 {
+        i64::try_from(self.rate_window.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// Who is calling: a valid, active key of a workspace on a plan with the API, within
+/// its rate window.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub key: ApiKeyRecord,
+    pub workspace: Workspace,
+    pub rate: RateLimit,
+}
+
+/// Where a key stands in its rate window, for the rate-limit response headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub limit: u32,
+    pub remaining: u32,
+    pub window: Duration,
+    /// When the window ends and a new one can start.
+    pub resets_at: Timestamp,
+    /// When this was decided (the request's arrival).
+    pub now: Timestamp,
+}
+
+impl RateLimit {
+    /// Whole seconds until the window ends, rounded up: never 0 while it runs.
+    pub fn resets_in_secs(&self) -> u64 {
+        let millis = self.resets_at.unix_millis() - self.now.unix_millis();
+        u64::try_from(millis.max(0)).unwrap_or(0).div_ceil(1000)
+    }
+
+    /// The `Retry-After` of a 429: at least one second.
+    pub fn retry_after_secs(&self) -> u64 {
+        self.resets_in_secs().max(1)
+    }
+
+    /// The Unix second the window ends at, rounded up.
+    pub fn resets_at_unix_secs(&self) -> i64 {
+        (self.resets_at.unix_millis() + 999) / 1000
+    }
+}
+
+/// Checks requests against the database: nothing about keys or plans is cached, so
+/// a revocation or plan change made by any process counts on the next request.
+#[derive(Debug, Clone)]
+pub struct Authenticator {
+    store: Store,
+    config: AuthConfig,
+}
+
+impl Authenticator {
+    pub fn new(store: Store, config: AuthConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Authenticator { store, config })
+    }
+
+    pub fn config(&self) -> &AuthConfig {
+        &self.config
+    }
+
+    /// Authenticates a request by its `Authorization` header values.
+    ///
+    /// Only a bearer header counts (scheme case-insensitive); a key anywhere else is
+    /// no key. Requests refused for their key are counted in no window; a request of
+    /// a valid key on the wrong plan is refused before it is counted.
+    pub async fn authenticate<'a>(
+        &self,
+        mut authorization: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<Caller> {
+        let header = authorization
+            .next()
+            .ok_or(Error::Unauthenticated("no Authorization header"))?;
+        if authorization.next().is_some() {
+            return Err(Error::Unauthenticated("several Authorization headers"));
+        }
+        let token = bearer_token(header)?;
+        let key = ApiKey::parse(&self.config.key_prefix, token)
+            .map_err(|_| Error::Unauthenticated("malformed key"))?;
+        let (key, workspace) = self
+            .store
+            .api_key_by_hash(&hash_api_key(&key))
+            .await?
+            .ok_or(Error::Unauthenticated("unknown key"))?;
+        if key.status() == ApiKeyStatus::Revoked {
+            return Err(Error::Unauthenticated("revoked key"));
+        }
+        let now = Timestamp::now();
+        self.store.touch_api_key(&key, now).await?;
+        if !workspace.plan.includes_api() {
+            return Err(Error::PlanExcludesApi(workspace.plan));
+        }
+        let window = self
+            .store
+            .count_request(key.id, now, self.config.window_ms())
+            .await?;
+        let limit = self.config.rate_limit;
+        let rate = RateLimit {
+            limit,
+            remaining: u32::try_from(u64::from(limit).saturating_sub(window.count)).unwrap_or(0),
+            window: self.config.rate_window,
+            resets_at: window.started_at.plus_millis(self.config.window_ms()),
+            now,
+        };
+        if window.count > u64::from(limit) {
+            return Err(Error::RateLimited(rate));
+        }
+        Ok(Caller {
+            key,
+            workspace,
+            rate,
+        })
+    }
+}
+
+/// The token of `Bearer <token>`, the scheme in any case.
+fn bearer_token(header: &[u8]) -> Result<&str> {
+    let text = std::str::from_utf8(header)
+        .map_err(|_| Error::Unauthenticated("Authorization is not text"))?;
+    let (scheme, token) = text
+        .trim()
+        .split_once(' ')
+        .ok_or(Error::Unauthenticated("Authorization has no scheme"))?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(Error::Unauthenticated("not a bearer Authorization"));
+    }
+    Ok(token.trim_start())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_bearer_tokens_in_any_case() {
+        for header in ["Bearer abc", "bearer abc", "BEARER   abc", " Bearer abc "] {
+            assert_eq!(
+                bearer_token(header.as_bytes()).unwrap(),
+                "abc",
+                "{header:?}"
+            );
+        }
+        for header in ["", "Bearer", "Basic abc", "Token abc", "abc", "Bearerabc"] {
+            assert!(bearer_token(header.as_bytes()).is_err(), "{header:?}");
+        }
+        assert!(bearer_token(&[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn rate_figures_round_up() {
+        let now = Timestamp::from_unix_millis(1_000_500).unwrap();
+        let rate = RateLimit {
+            limit: 120,
+            remaining: 0,
+            window: Duration::from_secs(60),
+            resets_at: now.plus_millis(59_001),
+            now,
+        };
+        assert_eq!(rate.resets_in_secs(), 60);
+        assert_eq!(rate.retry_after_secs(), 60);
+        assert_eq!(rate.resets_at_unix_secs(), 1060);
+        let ending = RateLimit {
+            resets_at: now,
+            ..rate
+        };
+        assert_eq!(ending.resets_in_secs(), 0);
+        assert_eq!(ending.retry_after_secs(), 1);
+    }
+
+    #[test]
+    fn config_is_checked() {
+        assert!(AuthConfig::default().validate().is_ok());
+        let zero = AuthConfig {
+            rate_limit: 0,
+            ..AuthConfig::default()
+        };
+        assert!(zero.validate().is_err());
+        let short = AuthConfig {
+            rate_window: Duration::from_millis(10),
+            ..AuthConfig::default()
+        };
+        assert!(short.validate().is_err());
+    }
+}

@@ -1,0 +1,168 @@
+//! Every way a request fails, and the one place each becomes a status code and a
+//! `{success:false, error}` body.
+
+use hookline_auth::RateLimit;
+use hookline_domain::{EventName, Plan};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::{Response, StatusCode};
+
+use crate::wire::Failure;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ApiError {
+    /// No endpoint at this path.
+    NoRoute,
+    /// A resource the path names does not exist (an unknown event name).
+    NotFound(String),
+    MethodNotAllowed {
+        allow: &'static str,
+    },
+    Unauthenticated,
+    PlanExcludesApi(Plan),
+    RateLimited(RateLimit),
+    /// The body of `POST /hooks` or one of its fields is wrong; the message names it.
+    /// Answered with the list of valid event names.
+    InvalidHook(String),
+    PayloadTooLarge {
+        limit: usize,
+    },
+    /// A failure of ours; the cause is logged where it happened, never sent.
+    Internal,
+}
+
+impl ApiError {
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
+            ApiError::NoRoute | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ApiError::PlanExcludesApi(_) => StatusCode::FORBIDDEN,
+            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::InvalidHook(_) => StatusCode::BAD_REQUEST,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ApiError::NoRoute => "No such endpoint. The API lives under /api/v1: /me, /hooks, \
+                /hooks/:id and /events/:event/sample."
+                .to_owned(),
+            ApiError::NotFound(message) | ApiError::InvalidHook(message) => {
+                message.clone()
+            }
+            ApiError::MethodNotAllowed { allow } => {
+                format!("Method not allowed on this endpoint; allowed: {allow}.")
+            }
+            ApiError::Unauthenticated => "Missing or invalid API key. Send it as \
+                `Authorization: Bearer <API key>`; keys are created in Settings, Integrations, API keys."
+                .to_owned(),
+            ApiError::PlanExcludesApi(plan) => format!(
+                "The API is part of the STUDIO plan; this workspace is on {plan}. \
+                 The key works again once the workspace is on STUDIO."
+            ),
+            ApiError::RateLimited(rate) => format!(
+                "Rate limit of {} requests per {} s reached; retry after {} s.",
+                rate.limit,
+                rate.window.as_secs(),
+                rate.retry_after_secs()
+            ),
+            ApiError::PayloadTooLarge { limit } => {
+                format!("The request body is larger than {limit} bytes.")
+            }
+            ApiError::Internal => {
+                "Internal error on the service side; retry with backoff.".to_owned()
+            }
+        }
+    }
+
+    pub(crate) fn into_response(self) -> Response<Full<Bytes>> {
+        let message = self.message();
+        let events = matches!(self, ApiError::InvalidHook(_))
+            .then(|| EventName::ALL.iter().map(|event| event.as_str()).collect());
+        let body = Failure {
+            success: false,
+            error: &message,
+            events,
+        };
+        let mut response = json_response(
+            self.status(),
+            serde_json::to_string(&body).unwrap_or_default(),
+        );
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthenticated => {
+                headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::MethodNotAllowed { allow } => {
+                headers.insert(ALLOW, HeaderValue::from_static(allow));
+            }
+            ApiError::RateLimited(rate) => {
+                rate_limit_headers(headers, &rate);
+                headers.insert(RETRY_AFTER, HeaderValue::from(rate.retry_after_secs()));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<hookline_auth::Error> for ApiError {
+    fn from(error: hookline_auth::Error) -> Self {
+        use hookline_auth::Error;
+        match error {
+            Error::Unauthenticated(reason) => {
+                tracing::debug!(reason, "request refused");
+                ApiError::Unauthenticated
+            }
+            Error::PlanExcludesApi(plan) => ApiError::PlanExcludesApi(plan),
+            Error::RateLimited(rate) => ApiError::RateLimited(rate),
+            other => {
+                tracing::error!(error = %other, "authentication failed");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<hookline_store::Error> for ApiError {
+    fn from(error: hookline_store::Error) -> Self {
+        tracing::error!(error = %error, "store failure");
+        ApiError::Internal
+    }
+}
+
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// The headers of every counted response: the classic `X-RateLimit-*` trio and the
+/// IETF draft pair.
+pub(crate) fn rate_limit_headers(headers: &mut hyper::HeaderMap, rate: &RateLimit) {
+    let window = rate.window.as_secs();
+    let policy = format!("\"default\";q={};w={window}", rate.limit);
+    let current = format!(
+        "\"default\";r={};t={}",
+        rate.remaining,
+        rate.resets_in_secs()
+    );
+    headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
+    headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
+    headers.insert(
+        "x-ratelimit-reset",
+        HeaderValue::from(rate.resets_at_unix_secs()),
+    );
+    for (name, value) in [("ratelimit-policy", policy), ("ratelimit", current)] {
+        if let Ok(value) = HeaderValue::try_from(value) {
+            headers.insert(name, value);
+        }
+    }
+}

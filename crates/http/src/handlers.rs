@@ -1,0 +1,338 @@
+//! One function per endpoint. Each gets the authenticated caller and answers a
+//! response or an [`ApiError`].
+
+use hookline_auth::Caller;
+use hookline_domain::{
+    EventId, EventName, EventPayload, Timestamp, WebhookDescription, WebhookId, WebhookSource,
+    WebhookUrl, subscribed_events,
+};
+use hookline_store::{NewWebhook, Store};
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_LENGTH, USER_AGENT};
+use hyper::{Request, Response, StatusCode};
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, json_response};
+use crate::server::App;
+use crate::wire::{AccountObject, Me, Success, WebhookObject, WorkspaceObject};
+
+/// Sample payloads returned at most.
+const SAMPLES: u32 = 3;
+
+fn ok<T: serde::Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
+    let body = Success {
+        success: true,
+        data,
+    };
+    json_response(status, serde_json::to_string(&body).unwrap_or_default())
+}
+
+pub(crate) async fn me(store: &Store, caller: &Caller) -> Result<Response<Full<Bytes>>, ApiError> {
+    let accounts = store.connected_accounts(caller.workspace.id).await?;
+    let me = Me {
+        workspace: WorkspaceObject::from(&caller.workspace),
+        accounts: accounts.iter().map(AccountObject::from).collect(),
+    };
+    Ok(ok(StatusCode::OK, Some(me)))
+}
+
+pub(crate) async fn list_hooks(
+    store: &Store,
+    caller: &Caller,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let webhooks = store.webhooks(caller.workspace.id).await?;
+    let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
+    Ok(ok(StatusCode::OK, Some(listed)))
+}
+
+pub(crate) async fn create_hook(
+    app: &App,
+    caller: &Caller,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let user_agent = request
+        .headers()
+        .get(USER_AGENT)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let body = read_json(request, app.config.max_body_bytes).await?;
+    let hook = NewHook::parse(body, user_agent.as_deref(), app.config.target_policy)?;
+    let secret = hookline_auth::generate_webhook_secret().map_err(ApiError::from)?;
+    let created = app
+        .store
+        .create_webhook(NewWebhook {
+            workspace_id: caller.workspace.id,
+            url: &hook.url,
+            events: &hook.events,
+            description: &hook.description,
+            source: WebhookSource::Api,
+            secret: &secret,
+        })
+        .await
+        .map_err(|error| match error {
+            hookline_store::Error::TooManyWebhooks { limit, .. } => ApiError::InvalidHook(format!(
+                "This workspace already has {limit} webhooks, the most it can have; delete one first."
+            )),
+            other => ApiError::from(other),
+        })?;
+    Ok(ok(
+        StatusCode::CREATED,
+        Some(WebhookObject::created(&created, &secret)),
+    ))
+}
+
+pub(crate) async fn delete_hook(
+    store: &Store,
+    caller: &Caller,
+    id: &str,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    // An id that cannot exist is as gone as a deleted one: 200 either way, so
+    // repeated calls (and unsubscribes of stale ids) are safe.
+    if let Ok(id) = id.parse::<WebhookId>() {
+        store.delete_webhook(id, Some(caller.workspace.id)).await?;
+    }
+    Ok(ok::<()>(StatusCode::OK, None))
+}
+
+pub(crate) async fn sample(
+    store: &Store,
+    caller: &Caller,
+    event: &str,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let event: EventName = event
+        .parse()
+        .map_err(|error: hookline_domain::Error| ApiError::NotFound(format!("{error}.")))?;
+    let mut payloads = store
+        .recent_event_payloads(caller.workspace.id, event, SAMPLES)
+        .await?;
+    if payloads.is_empty() {
+        let example = EventPayload {
+            id: EventId::generate(),
+            event,
+            workspace_id: caller.workspace.id,
+            occurred_at: Timestamp::now(),
+            data: event.example_data(),
+        };
+        payloads.push(example.to_json());
+    }
+    // The stored payloads go out byte for byte as they were delivered.
+    let body = format!(r#"{{"success":true,"data":[{}]}}"#, payloads.join(","));
+    Ok(json_response(StatusCode::OK, body))
+}
+
+/// Reads a JSON body of at most `limit` bytes; a larger one is refused from its
+/// `Content-Length` alone, or as soon as it outgrows the limit.
+async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(ApiError::PayloadTooLarge { limit });
+    }
+    let bytes = Limited::new(request.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|error| {
+            if error.is::<http_body_util::LengthLimitError>() {
+                ApiError::PayloadTooLarge { limit }
+            } else {
+                ApiError::InvalidHook("The request body could not be read.".into())
+            }
+        })?
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ApiError::InvalidHook(format!("The body is not valid JSON: {error}.")))
+}
+
+/// A `POST /hooks` body, checked.
+struct NewHook {
+    url: WebhookUrl,
+    events: Vec<EventName>,
+    description: WebhookDescription,
+}
+
+/// Names automation platforms send the target URL under; `url` wins.
+const URL_FIELDS: [&str; 4] = ["url", "target_url", "targetUrl", "hookUrl"];
+
+impl NewHook {
+    fn parse(
+        body: Value,
+        user_agent: Option<&str>,
+        policy: hookline_domain::TargetPolicy,
+    ) -> Result<Self, ApiError> {
+        let Value::Object(body) = body else {
+            return Err(ApiError::InvalidHook(
+                "The body must be a JSON object.".into(),
+            ));
+        };
+        let (field, url) = URL_FIELDS
+            .iter()
+            .find_map(|field| {
+                optional_string(&body, field)
+                    .transpose()
+                    .map(|url| (*field, url))
+            })
+            .ok_or_else(|| {
+                ApiError::InvalidHook(
+                    "`url` is required: the https:// URL to send events to.".into(),
+                )
+            })?;
+        let url = WebhookUrl::parse(url?, policy).map_err(|error| invalid_field(field, &error))?;
+
+        let mut names: Vec<&str> = Vec::new();
+        match body.get("events") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let name = item.as_str().ok_or_else(|| {
+                        ApiError::InvalidHook("`events` must be an array of event names.".into())
+                    })?;
+                    names.push(name);
+                }
+            }
+            Some(_) => {
+                return Err(ApiError::InvalidHook(
+                    "`events` must be an array of event names.".into(),
+                ));
+            }
+        }
+        if let Some(event) = optional_string(&body, "event")? {
+            names.push(event);
+        }
+        if names.is_empty() {
+            return Err(ApiError::InvalidHook(
+                "`events` (an array) or `event` (a string) is required.".into(),
+            ));
+        }
+        let events =
+            subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?;
+
+        let description = optional_string(&body, "description")?;
+        let description = WebhookDescription::parse_or_default(description, user_agent, &url)
+            .map_err(|error| invalid_field("description", &error))?;
+        Ok(NewHook {
+            url,
+            events,
+            description,
+        })
+    }
+}
+
+/// A string field; absent and `null` are both `None`, another type is a 400.
+fn optional_string<'a>(
+    body: &'a Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'a str>, ApiError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ApiError::InvalidHook(format!(
+            "`{field}` must be a string."
+        ))),
+    }
+}
+
+fn invalid_field(field: &str, error: &hookline_domain::Error) -> ApiError {
+    let reason = match error {
+        hookline_domain::Error::Invalid { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    ApiError::InvalidHook(format!("`{field}` is invalid: {reason}."))
+}
+
+#[cfg(test)]
+mod tests {
+    use hookline_domain::TargetPolicy;
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(body: Value) -> Result<NewHook, ApiError> {
+        NewHook::parse(body, Some("Zapier"), TargetPolicy::PublicOnly)
+    }
+
+    fn message(result: Result<NewHook, ApiError>) -> String {
+        match result {
+            Err(ApiError::InvalidHook(message)) => message,
+            Err(other) => panic!("not a 400 of POST /hooks: {other:?}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn takes_url_aliases_with_url_first() {
+        for field in URL_FIELDS {
+            let hook = parse(json!({field: "https://a.example.com/", "event": "dm.sent"})).unwrap();
+            assert_eq!(hook.url.as_str(), "https://a.example.com/");
+        }
+        let hook = parse(
+            json!({"hookUrl": "https://alias.example.com/", "url": "https://url.example.com/",
+            "targetUrl": "https://t.example.com/", "event": "dm.sent"}),
+        )
+        .unwrap();
+        assert_eq!(hook.url.as_str(), "https://url.example.com/");
+    }
+
+    #[test]
+    fn merges_event_and_events() {
+        let hook = parse(
+            json!({"url": "https://a.example.com/", "events": ["link.clicked", "dm.sent"],
+            "event": "link.clicked"}),
+        )
+        .unwrap();
+        assert_eq!(hook.events, [EventName::LinkClicked, EventName::DmSent]);
+        assert_eq!(hook.description.as_str(), "Zapier");
+    }
+
+    #[test]
+    fn names_the_wrong_field() {
+        let url = "https://a.example.com/";
+        assert!(message(parse(json!([]))).contains("JSON object"));
+        assert!(message(parse(json!({"event": "dm.sent"}))).contains("`url` is required"));
+        assert!(
+            message(parse(json!({"url": 5, "event": "dm.sent"})))
+                .contains("`url` must be a string")
+        );
+        assert!(
+            message(parse(
+                json!({"targetUrl": "http://a.example.com", "event": "dm.sent"})
+            ))
+            .contains("`targetUrl` is invalid: must use https://")
+        );
+        assert!(message(parse(json!({"url": url}))).contains("is required"));
+        assert!(message(parse(json!({"url": url, "events": []}))).contains("is required"));
+        assert!(
+            message(parse(json!({"url": url, "events": "dm.sent"}))).contains("must be an array")
+        );
+        assert!(message(parse(json!({"url": url, "events": [1]}))).contains("must be an array"));
+        assert!(
+            message(parse(json!({"url": url, "event": ["dm.sent"]})))
+                .contains("`event` must be a string")
+        );
+        assert!(
+            message(parse(json!({"url": url, "event": "dm.read"})))
+                .contains("unknown event `dm.read`")
+        );
+        assert!(
+            message(parse(
+                json!({"url": url, "event": "dm.sent", "description": 1})
+            ))
+            .contains("`description` must be a string")
+        );
+        assert!(
+            message(parse(
+                json!({"url": url, "event": "dm.sent", "description": "x".repeat(121)})
+            ))
+            .contains("at most 120")
+        );
+        assert!(
+            message(parse(
+                json!({"url": "https://192.168.1.1/", "event": "dm.sent"})
+            ))
+            .contains("private")
+        );
+    }
+}

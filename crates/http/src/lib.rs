@@ -1,0 +1,35 @@
+//! The public REST API, `/api/v1`, on raw hyper 1 (no web framework).
+//!
+//! - `server.rs`: the accept loop: HTTP/1.1 keep-alive and HTTP/2 cleartext on one
+//!   port, header and body limits, a header read timeout, graceful shutdown.
+//! - `router.rs`: the routes, one `match` on method and path segments.
+//! - `handlers.rs`: one function per endpoint.
+//! - `wire.rs`: the JSON this API speaks (also used by the CLI's `--json`).
+//! - `error.rs`: every way a request fails, and the one place mapping each to a
+//!   status code and the `{success:false, error}` body.
+//!
+//! Every request is authenticated against the database (no cache), so a revocation
+//! or plan change made by any process counts on the next request.
+
+mod error;
+mod handlers;
+mod router;
+mod server;
+pub mod wire;
+
+pub use server::{HttpConfig, Server};
+
+/// Why the server could not start or stop cleanly. (How a request fails is
+/// private: see `error.rs`.)
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Auth(#[from] hookline_auth::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

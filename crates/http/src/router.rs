@@ -1,0 +1,112 @@
+use hyper::Method;
+
+use crate::error::ApiError;
+
+/// An endpoint, with what its path carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route<'a> {
+    Me,
+    ListHooks,
+    CreateHook,
+    DeleteHook { id: &'a str },
+    Sample { event: &'a str },
+}
+
+impl Route<'_> {
+    /// The route's pattern, for logs: ids stay out of the route field.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Route::Me => "GET /api/v1/me",
+            Route::ListHooks => "GET /api/v1/hooks",
+            Route::CreateHook => "POST /api/v1/hooks",
+            Route::DeleteHook { .. } => "DELETE /api/v1/hooks/:id",
+            Route::Sample { .. } => "GET /api/v1/events/:event/sample",
+        }
+    }
+}
+
+/// The whole API surface. A known path with another method is a 405 naming the
+/// allowed ones; anything else is a 404.
+pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, ApiError> {
+    let Some(rest) = path.strip_prefix("/api/v1/") else {
+        return Err(ApiError::NoRoute);
+    };
+    let segments: Vec<&str> = rest.split('/').collect();
+    if segments.iter().any(|segment| segment.is_empty()) {
+        return Err(ApiError::NoRoute);
+    }
+    match (method, segments.as_slice()) {
+        (&Method::GET, ["me"]) => Ok(Route::Me),
+        (_, ["me"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
+
+        (&Method::GET, ["hooks"]) => Ok(Route::ListHooks),
+        (&Method::POST, ["hooks"]) => Ok(Route::CreateHook),
+        (_, ["hooks"]) => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+
+        (&Method::DELETE, ["hooks", id]) => Ok(Route::DeleteHook { id }),
+        (_, ["hooks", _]) => Err(ApiError::MethodNotAllowed { allow: "DELETE" }),
+
+        (&Method::GET, ["events", event, "sample"]) => Ok(Route::Sample { event }),
+        (_, ["events", _, "sample"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
+
+        _ => Err(ApiError::NoRoute),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_every_endpoint() {
+        assert_eq!(route(&Method::GET, "/api/v1/me"), Ok(Route::Me));
+        assert_eq!(route(&Method::GET, "/api/v1/hooks"), Ok(Route::ListHooks));
+        assert_eq!(route(&Method::POST, "/api/v1/hooks"), Ok(Route::CreateHook));
+        assert_eq!(
+            route(&Method::DELETE, "/api/v1/hooks/wh_1"),
+            Ok(Route::DeleteHook { id: "wh_1" })
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/events/dm.sent/sample"),
+            Ok(Route::Sample { event: "dm.sent" })
+        );
+    }
+
+    #[test]
+    fn wrong_methods_name_the_allowed_ones() {
+        assert_eq!(
+            route(&Method::POST, "/api/v1/me"),
+            Err(ApiError::MethodNotAllowed { allow: "GET" })
+        );
+        assert_eq!(
+            route(&Method::PUT, "/api/v1/hooks"),
+            Err(ApiError::MethodNotAllowed { allow: "GET, POST" })
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/hooks/wh_1"),
+            Err(ApiError::MethodNotAllowed { allow: "DELETE" })
+        );
+        assert_eq!(
+            route(&Method::DELETE, "/api/v1/events/dm.sent/sample"),
+            Err(ApiError::MethodNotAllowed { allow: "GET" })
+        );
+    }
+
+    #[test]
+    fn everything_else_is_not_found() {
+        for path in [
+            "/",
+            "/api/v1",
+            "/api/v1/",
+            "/api/v2/me",
+            "/api/v1/me/",
+            "/api/v1//me",
+            "/api/v1/hooks/a/b",
+            "/api/v1/events/dm.sent",
+            "/api/v1/events/dm.sent/samples",
+            "/me",
+        ] {
+            assert_eq!(route(&Method::GET, path), Err(ApiError::NoRoute), "{path}");
+        }
+    }
+}

@@ -1,0 +1,211 @@
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hookline_auth::{AuthConfig, Authenticator};
+use hookline_domain::TargetPolicy;
+use hookline_store::Store;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::AUTHORIZATION;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tracing::{Instrument as _, field};
+
+use crate::error::{ApiError, rate_limit_headers};
+use crate::handlers;
+use crate::router::{Route, route};
+use crate::{Error, Result};
+
+/// The server's settings. Filled by the binary from flags and environment.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// `HOOKLINE_LISTEN`; port 0 picks a free port (see [`Server::local_addr`]).
+    pub listen: SocketAddr,
+    pub auth: AuthConfig,
+    /// `HOOKLINE_ALLOW_PRIVATE_TARGETS`: which webhook URLs `POST /hooks` accepts.
+    pub target_policy: TargetPolicy,
+    /// Larger request bodies are refused with 413 before they are read.
+    pub max_body_bytes: usize,
+    /// Request headers, in all, at most this large (431 on HTTP/1.1).
+    pub max_header_bytes: usize,
+    /// A client that has not sent its request headers by then is disconnected.
+    pub header_read_timeout: Duration,
+    /// On shutdown, how long in-flight requests may take to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            auth: AuthConfig::default(),
+            target_policy: TargetPolicy::PublicOnly,
+            max_body_bytes: 64 * 1024,
+            max_header_bytes: 64 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub(crate) store: Store,
+    pub(crate) auth: Authenticator,
+    pub(crate) config: HttpConfig,
+}
+
+/// A bound listener, ready to serve.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    app: Arc<App>,
+}
+
+impl Server {
+    pub async fn bind(config: HttpConfig, store: Store) -> Result<Server> {
+        let auth = Authenticator::new(store.clone(), config.auth.clone())?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        Ok(Server {
+            listener,
+            app: Arc::new(App {
+                store,
+                auth,
+                config,
+            }),
+        })
+    }
+
+    /// The address actually bound (the port, when the configuration said 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, lets in-flight
+    /// requests finish for at most the configured grace, and returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.app.config.header_read_timeout)
+            .max_buf_size(self.app.config.max_header_bytes.max(8192));
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_header_list_size(
+                u32::try_from(self.app.config.max_header_bytes).unwrap_or(u32::MAX),
+            )
+            .max_concurrent_streams(256);
+        let graceful = GracefulShutdown::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        let app = Arc::clone(&self.app);
+                        let service = service_fn(move |request| {
+                            let app = Arc::clone(&app);
+                            async move { Ok::<_, Infallible>(app.handle(request).await) }
+                        });
+                        let connection = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .into_owned();
+                        let connection = graceful.watch(connection);
+                        tokio::spawn(async move {
+                            if let Err(error) = connection.await {
+                                tracing::debug!(%peer, %error, "connection closed with an error");
+                            }
+                        });
+                    }
+                    // Out of file descriptors and the like: wait, do not spin or die.
+                    Err(error) => {
+                        tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+                () = &mut shutdown => break,
+            }
+        }
+        drop(self.listener);
+        tracing::info!("shutting down: finishing in-flight requests");
+        let grace = self.app.config.shutdown_grace;
+        if tokio::time::timeout(grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                ?grace,
+                "in-flight requests still running after the grace period; closing them"
+            );
+        }
+    }
+}
+
+impl App {
+    /// One request, in a span carrying its route and workspace, logged once at the end.
+    async fn handle(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "request",
+            method = %request.method(),
+            route = field::Empty,
+            workspace = field::Empty,
+        );
+        async move {
+            let response = self.dispatch(request).await;
+            tracing::info!(
+                status = response.status().as_u16(),
+                latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+                "request"
+            );
+            response
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn dispatch(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        let path = request.uri().path().to_owned();
+        let route = match route(request.method(), &path) {
+            Ok(route) => route,
+            Err(error) => return error.into_response(),
+        };
+        let span = tracing::Span::current();
+        span.record("route", route.name());
+        let authorization = request.headers().get_all(AUTHORIZATION);
+        let caller = match self
+            .auth
+            .authenticate(authorization.iter().map(|value| value.as_bytes()))
+            .await
+        {
+            Ok(caller) => caller,
+            Err(error) => return ApiError::from(error).into_response(),
+        };
+        span.record("workspace", field::display(caller.workspace.id));
+        let answer = match route {
+            Route::Me => handlers::me(&self.store, &caller).await,
+            Route::ListHooks => handlers::list_hooks(&self.store, &caller).await,
+            Route::CreateHook => handlers::create_hook(self, &caller, request).await,
+            Route::DeleteHook { id } => handlers::delete_hook(&self.store, &caller, id).await,
+            Route::Sample { event } => handlers::sample(&self.store, &caller, event).await,
+        };
+        let mut response = answer.unwrap_or_else(ApiError::into_response);
+        rate_limit_headers(response.headers_mut(), &caller.rate);
+        response
+    }
+}
