@@ -21,9 +21,11 @@ use crate::{Backend, Error, Result, StoreConfig};
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
 pub(crate) type PgConn = AsyncPgConnection;
 
-/// Per SQLite connection. WAL lets readers run beside the one writer; busy_timeout
-/// makes a second writer wait instead of failing; foreign keys are off by default.
-pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; \
+/// Per SQLite connection. busy_timeout makes a second writer wait instead of
+/// failing, and comes first: setting the journal mode itself takes a lock, which
+/// fails at once while another process writes if nothing says to wait. WAL lets
+/// readers run beside the one writer; foreign keys are off by default.
+pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; \
      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
 
 #[derive(Clone)]
@@ -106,52 +108,133 @@ pub(crate) trait Dialect {
         &mut self,
         workspace_id: &str,
     ) -> QueryResult<Option<Vec<WebhookRow>>>;
+
+    /// Leases up to `limit` due deliveries, oldest due first, to `token` until
+    /// `lease_until`; answers them. One statement: on PostgreSQL rows another worker
+    /// is claiming are skipped (`FOR UPDATE SKIP LOCKED`); on SQLite the statement
+    /// holds the write lock.
+    async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>>;
+
+    /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
+    /// SQLite, whose workers poll.
+    async fn notify_workers(&mut self) -> QueryResult<()>;
 }
 
-/// The [`Dialect`] queries, written once; PostgreSQL adds its row-lock clauses.
-macro_rules! dialect_impl {
-    ($conn:ty $(, lock_workspace: $lock_ws:ident, lock_webhooks: $lock_wh:ident)?) => {
-        impl Dialect for $conn {
-            async fn lock_workspace(&mut self, id: &str) -> QueryResult<bool> {
-                workspaces::table
-                    .find(id)
-                    .select(workspaces::id)
-                    $(.$lock_ws())?
-                    .first::<String>(self)
-                    .await
-                    .optional()
-                    .map(|found| found.is_some())
-            }
+/// The arguments of [`Dialect::claim_due`], bound in this order.
+pub(crate) struct Claim<'a> {
+    pub(crate) lease_until: i64,
+    pub(crate) token: &'a str,
+    pub(crate) now: i64,
+    pub(crate) limit: i64,
+}
 
-            async fn enabled_webhooks_for_fanout(
-                &mut self,
-                workspace_id: &str,
-            ) -> QueryResult<Option<Vec<WebhookRow>>> {
-                let exists = workspaces::table
-                    .find(workspace_id)
-                    .select(workspaces::id)
-                    .first::<String>(self)
-                    .await
-                    .optional()?
-                    .is_some();
-                if !exists {
-                    return Ok(None);
-                }
-                webhooks::table
-                    .filter(webhooks::workspace_id.eq(workspace_id))
-                    .filter(webhooks::enabled.eq(true))
-                    .select(WebhookRow::as_select())
-                    $(.$lock_wh())?
-                    .load(self)
-                    .await
-                    .map(Some)
+#[derive(Debug, diesel::QueryableByName)]
+pub(crate) struct ClaimedRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) event_id: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) webhook_id: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) attempts: i64,
+}
+
+/// The channel PostgreSQL workers LISTEN on.
+pub(crate) const DELIVERY_CHANNEL: &str = "hookline_deliveries";
+
+/// The [`Dialect`] methods whose queries differ only by a row-lock clause, written
+/// once and expanded inside each impl; PostgreSQL passes its lock clauses.
+macro_rules! locking_queries {
+    ($($lock_ws:ident, $lock_wh:ident)?) => {
+        async fn lock_workspace(&mut self, id: &str) -> QueryResult<bool> {
+            workspaces::table
+                .find(id)
+                .select(workspaces::id)
+                $(.$lock_ws())?
+                .first::<String>(self)
+                .await
+                .optional()
+                .map(|found| found.is_some())
+        }
+
+        async fn enabled_webhooks_for_fanout(
+            &mut self,
+            workspace_id: &str,
+        ) -> QueryResult<Option<Vec<WebhookRow>>> {
+            let exists = workspaces::table
+                .find(workspace_id)
+                .select(workspaces::id)
+                .first::<String>(self)
+                .await
+                .optional()?
+                .is_some();
+            if !exists {
+                return Ok(None);
             }
+            webhooks::table
+                .filter(webhooks::workspace_id.eq(workspace_id))
+                .filter(webhooks::enabled.eq(true))
+                .select(WebhookRow::as_select())
+                $(.$lock_wh())?
+                .load(self)
+                .await
+                .map(Some)
         }
     };
 }
 
-dialect_impl!(SqliteConn);
-dialect_impl!(PgConn, lock_workspace: for_update, lock_webhooks: for_share);
+/// Binds a [`Claim`] to its statement, in the order the statements number them.
+macro_rules! bind_claim {
+    ($sql:expr, $claim:expr) => {
+        diesel::sql_query($sql)
+            .bind::<diesel::sql_types::BigInt, _>($claim.lease_until)
+            .bind::<diesel::sql_types::Text, _>($claim.token)
+            .bind::<diesel::sql_types::BigInt, _>($claim.now)
+            .bind::<diesel::sql_types::BigInt, _>($claim.limit)
+    };
+}
+
+impl Dialect for SqliteConn {
+    locking_queries!();
+
+    async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
+        let sql = "UPDATE deliveries SET lease_until = ?1, lease_token = ?2 \
+             WHERE (event_id, webhook_id) IN ( \
+                 SELECT event_id, webhook_id FROM deliveries \
+                 WHERE state = 'pending' AND next_attempt_at <= ?3 \
+                   AND (lease_until IS NULL OR lease_until <= ?3) \
+                 ORDER BY next_attempt_at LIMIT ?4) \
+             RETURNING event_id, webhook_id, attempts";
+        bind_claim!(sql, claim).load(self).await
+    }
+
+    async fn notify_workers(&mut self) -> QueryResult<()> {
+        Ok(())
+    }
+}
+
+impl Dialect for PgConn {
+    locking_queries!(for_update, for_share);
+
+    async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
+        let sql = "UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 \
+             FROM ( \
+                 SELECT event_id, webhook_id FROM deliveries \
+                 WHERE state = 'pending' AND next_attempt_at <= $3 \
+                   AND (lease_until IS NULL OR lease_until <= $3) \
+                 ORDER BY next_attempt_at LIMIT $4 \
+                 FOR UPDATE SKIP LOCKED) AS due \
+             WHERE d.event_id = due.event_id AND d.webhook_id = due.webhook_id \
+             RETURNING d.event_id, d.webhook_id, d.attempts";
+        bind_claim!(sql, claim).load(self).await
+    }
+
+    async fn notify_workers(&mut self) -> QueryResult<()> {
+        diesel::sql_query(format!("NOTIFY {DELIVERY_CHANNEL}"))
+            .execute(self)
+            .await
+            .map(|_| ())
+    }
+}
 
 /// Runs `$body` with `$conn` bound to a pooled connection of whichever backend the
 /// store has: the body is written once and compiled for both.
