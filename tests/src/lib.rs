@@ -1,2 +1,259 @@
-//! Cross-crate integration tests of hookline live in `tests/`: they use the library
-//! crates together the way the binary and embedding services do.
+//! Test support for hookline's cross-crate tests (`tests/`) and the binary's tests:
+//! a real HTTPS webhook receiver.
+//!
+//! The receiver serves TLS with a certificate from a CA made for it (rcgen), offers
+//! HTTP/2 and HTTP/1.1 by ALPN like real receivers, records every request, and
+//! answers from a script (status, delay, `Retry-After`) or else `200`. Point
+//! `HOOKLINE_TLS_EXTRA_ROOTS` / `DeliveryConfig::extra_roots` at [`Receiver::ca_file`].
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{HeaderMap, Request, Response, StatusCode, Version};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_rustls::TlsAcceptor;
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub path: String,
+    pub version: Version,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// How the receiver answers one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    /// Wait this long before answering (to provoke timeouts).
+    pub delay: Duration,
+    pub retry_after: Option<u64>,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Reply {
+        Reply {
+            status,
+            delay: Duration::ZERO,
+            retry_after: None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    received: Mutex<Vec<Received>>,
+    arrived: Notify,
+    scripts: Mutex<HashMap<String, VecDeque<Reply>>>,
+}
+
+/// A running HTTPS receiver; stops when dropped.
+pub struct Receiver {
+    addr: SocketAddr,
+    state: Arc<State>,
+    ca_file: PathBuf,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Receiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Receiver {
+    /// Starts on a free loopback port.
+    ///
+    /// # Panics
+    /// When the certificates or the listener cannot be made (a broken test machine).
+    pub async fn start() -> Receiver {
+        let (tls, ca_pem) = tls_config();
+        let ca_file = std::env::temp_dir().join(format!(
+            "hookline-test-ca-{}-{}.pem",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::write(&ca_file, ca_pem).expect("write the test CA");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the receiver");
+        let addr = listener.local_addr().expect("receiver address");
+        let state = Arc::new(State::default());
+        let acceptor = TlsAcceptor::from(Arc::new(tls));
+        let server = tokio::spawn(serve(listener, acceptor, Arc::clone(&state)));
+        Receiver {
+            addr,
+            state,
+            ca_file,
+            server,
+        }
+    }
+
+    /// `https://localhost:<port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.addr.port())
+    }
+
+    /// The URL with the loopback address instead of the name.
+    pub fn ip_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.addr.port())
+    }
+
+    /// The PEM file of the CA that signed the receiver's certificate.
+    pub fn ca_file(&self) -> &Path {
+        &self.ca_file
+    }
+
+    /// The answers to the next requests for `path`, in order; `200` after them.
+    pub fn script(&self, path: &str, replies: impl IntoIterator<Item = Reply>) {
+        self.state
+            .scripts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(path.to_owned())
+            .or_default()
+            .extend(replies);
+    }
+
+    /// Every request so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.state
+            .received
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Waits until at least `count` requests arrived, at most `timeout`; answers all
+    /// requests so far.
+    pub async fn wait_for(&self, count: usize, timeout: Duration) -> Vec<Received> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let arrived = self.state.arrived.notified();
+            let received = self.received();
+            if received.len() >= count || tokio::time::Instant::now() >= deadline {
+                return received;
+            }
+            let _ = tokio::time::timeout_at(deadline, arrived).await;
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.abort();
+        let _ = std::fs::remove_file(&self.ca_file);
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A CA, and a server certificate it signed for localhost, 127.0.0.1 and ::1.
+fn tls_config() -> (rustls::ServerConfig, String) {
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "hookline test CA");
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let server_key = KeyPair::generate().expect("server key");
+    let names = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    let server_cert = CertificateParams::new(names)
+        .expect("server params")
+        .signed_by(&server_key, &issuer)
+        .expect("server certificate");
+    let key = rustls::pki_types::PrivateKeyDer::try_from(server_key.serialize_der())
+        .expect("server key DER");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![server_cert.der().clone()], key)
+        .expect("TLS config");
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    (config, ca_cert.pem())
+}
+
+async fn serve(listener: TcpListener, acceptor: TlsAcceptor, state: Arc<State>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let acceptor = acceptor.clone();
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
+            let service = hyper::service::service_fn(move |request| {
+                let state = Arc::clone(&state);
+                async move { Ok::<_, Infallible>(answer(&state, request).await) }
+            });
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
+        });
+    }
+}
+
+async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = request.uri().path().to_owned();
+    let version = request.version();
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let reply = state
+        .scripts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_mut(&path)
+        .and_then(VecDeque::pop_front)
+        .unwrap_or(Reply::status(200));
+    state
+        .received
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Received {
+            path,
+            version,
+            headers: parts.headers,
+            body,
+        });
+    state.arrived.notify_waiters();
+    tokio::time::sleep(reply.delay).await;
+    let mut response = Response::new(Full::new(Bytes::from(format!("answer {}", reply.status))));
+    *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    if let Some(seconds) = reply.retry_after {
+        response
+            .headers_mut()
+            .insert(hyper::header::RETRY_AFTER, seconds.into());
+    }
+    response
+}

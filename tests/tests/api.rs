@@ -569,6 +569,8 @@ backend_tests! {
             hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
         for _ in 0..3 {
+            // An HTTP/2 connection takes requests once its settings are exchanged.
+            sender.ready().await.unwrap();
             let request = Request::builder()
                 .uri(format!("http://{}/api/v1/me", api.addr))
                 .header("authorization", format!("Bearer {key}"))
@@ -583,6 +585,7 @@ backend_tests! {
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
         for _ in 0..3 {
+            sender.ready().await.unwrap();
             let response = sender.send_request(Api::request(Method::GET, "/api/v1/me", Some(&key), "")).await.unwrap();
             assert_eq!(response.status(), StatusCode::OK);
             response.into_body().collect().await.unwrap();

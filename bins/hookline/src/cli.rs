@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use hookline_delivery::RetrySchedule;
 use hookline_domain::{AccountId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
 
 #[derive(Debug, Parser)]
@@ -49,8 +50,11 @@ pub(crate) struct Settings {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Serve the public API (`/api/v1`) until SIGTERM or SIGINT.
+    /// Serve the public API (`/api/v1`) and deliver webhooks, until SIGTERM or SIGINT.
     Serve(ServeArgs),
+    /// Deliver webhooks only (no API), until SIGTERM or SIGINT: to scale delivery
+    /// apart from the API.
+    Worker(DeliveryArgs),
     /// Apply pending database migrations (every command also does this first).
     Migrate,
     /// Create workspaces, change their plan, show them.
@@ -83,6 +87,42 @@ pub(crate) struct ServeArgs {
     /// Length of a rate window, from a key's first request (`60s`, `1m`, `500ms`).
     #[arg(long, env = "HOOKLINE_RATE_WINDOW", default_value = "60s", value_parser = parse_duration)]
     pub(crate) rate_window: Duration,
+
+    #[command(flatten)]
+    pub(crate) delivery: DeliveryArgs,
+}
+
+/// How webhooks are delivered (`serve` and `worker`).
+#[derive(Debug, Args)]
+pub(crate) struct DeliveryArgs {
+    /// Time allowed for one delivery attempt, connecting included.
+    #[arg(long, env = "HOOKLINE_DELIVERY_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
+    pub(crate) delivery_timeout: Duration,
+
+    /// Waits between attempts, comma-separated; one attempt more than waits.
+    #[arg(long, env = "HOOKLINE_RETRY_SCHEDULE", default_value = "5s,5m,30m,2h,5h,10h,10h", value_parser = parse_schedule)]
+    pub(crate) retry_schedule: RetrySchedule,
+
+    /// PEM file of CA certificates trusted for deliveries besides the standard web roots.
+    #[arg(long, env = "HOOKLINE_TLS_EXTRA_ROOTS")]
+    pub(crate) tls_extra_roots: Option<std::path::PathBuf>,
+
+    /// Events and attempt logs older than this are removed (the last three of each
+    /// event in each workspace are kept for the API's samples).
+    #[arg(long, env = "HOOKLINE_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub(crate) retention: Duration,
+
+    /// Delivery attempts in flight at once.
+    #[arg(long, env = "HOOKLINE_DELIVERY_CONCURRENCY", default_value_t = 64)]
+    pub(crate) delivery_concurrency: usize,
+}
+
+/// A comma-separated list of durations: the waits between attempts.
+pub(crate) fn parse_schedule(text: &str) -> Result<RetrySchedule, String> {
+    text.split(',')
+        .map(|part| parse_duration(part.trim()))
+        .collect::<Result<Vec<_>, _>>()
+        .map(RetrySchedule::new)
 }
 
 /// `<number><unit>`, unit one of `ms`, `s`, `m`, `h`, `d`.
@@ -240,5 +280,21 @@ mod tests {
         for bad in ["", "60", "s", "1.5s", "-1s", "10x", "99999999999999999999d"] {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn parses_schedules() {
+        let delays = vec![
+            Duration::from_secs(5),
+            Duration::from_secs(300),
+            Duration::from_secs(7200),
+        ];
+        assert_eq!(parse_schedule("5s, 5m,2h"), Ok(RetrySchedule::new(delays)));
+        assert_eq!(
+            parse_schedule("5s,5m,30m,2h,5h,10h,10h"),
+            Ok(RetrySchedule::default())
+        );
+        assert!(parse_schedule("5s,,5m").is_err());
+        assert!(parse_schedule("").is_err());
     }
 }

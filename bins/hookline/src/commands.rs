@@ -4,7 +4,7 @@
 
 use anyhow::{Context as _, anyhow};
 use hookline_auth::AuthConfig;
-use hookline_delivery::Outbox;
+use hookline_delivery::{DeliveryConfig, Outbox, Worker};
 use hookline_domain::{
     ApiKeyStatus, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription, WebhookSource,
     WebhookUrl, WorkspaceName,
@@ -14,8 +14,8 @@ use hookline_http::{HttpConfig, Server};
 use hookline_store::{NewWebhook, Store, StoreConfig};
 
 use crate::cli::{
-    AccountCommand, Cli, Command, EventCommand, HookCommand, KeyCommand, ServeArgs, Settings,
-    WorkspaceCommand,
+    AccountCommand, Cli, Command, DeliveryArgs, EventCommand, HookCommand, KeyCommand, ServeArgs,
+    Settings, WorkspaceCommand,
 };
 use crate::output::{
     AttemptOut, DeletedOut, KeyCreatedOut, KeyOut, KeyRevokedOut, MigratedOut, print, write_stdout,
@@ -59,6 +59,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json;
     match cli.command {
         Command::Serve(args) => serve(config, args).await,
+        Command::Worker(args) => worker(config, args).await,
         Command::Migrate => {
             let store = Store::connect(&config.store).await?;
             let applied = store.migrate().await?;
@@ -72,8 +73,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Serves the API until SIGTERM or SIGINT, then drains in-flight requests and
-/// returns (exit 0).
+/// Serves the API and delivers webhooks until SIGTERM or SIGINT; then drains
+/// in-flight requests and attempts and returns (exit 0).
 async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     crate::logging::init()?;
     let http = HttpConfig {
@@ -90,13 +91,56 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         .validate()
         .context("HOOKLINE_RATE_LIMIT / HOOKLINE_RATE_WINDOW")?;
     let store = config.open_store().await?;
+    let worker = Worker::new(store.clone(), delivery_config(&config, &args.delivery))?;
     let server = Server::bind(http, store).await?;
     if let Some(addr) = server.local_addr() {
         tracing::info!(%addr, backend = config.store.backend()?.as_str(), "listening on {addr}");
     }
-    server.run(shutdown_signal()).await;
+    let stop = stop_signal();
+    tokio::join!(server.run(stop.wait()), worker.run(stop.wait()));
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Delivers webhooks until SIGTERM or SIGINT.
+async fn worker(config: Config, args: DeliveryArgs) -> anyhow::Result<()> {
+    crate::logging::init()?;
+    let store = config.open_store().await?;
+    let worker = Worker::new(store, delivery_config(&config, &args))?;
+    worker.run(stop_signal().wait()).await;
+    Ok(())
+}
+
+fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
+    DeliveryConfig {
+        timeout: args.delivery_timeout,
+        retry_schedule: args.retry_schedule.clone(),
+        target_policy: config.target_policy,
+        extra_roots: args.tls_extra_roots.clone(),
+        retention: args.retention,
+        concurrency: args.delivery_concurrency,
+        ..DeliveryConfig::default()
+    }
+}
+
+/// SIGTERM or SIGINT, seen by every part of the process that waits for it.
+struct StopSignal(tokio::sync::watch::Receiver<bool>);
+
+impl StopSignal {
+    async fn wait(&self) {
+        let mut stopped = self.0.clone();
+        let _ = stopped.wait_for(|stopped| *stopped).await;
+    }
+}
+
+fn stop_signal() -> StopSignal {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("stopping");
+        let _ = stop.send(true);
+    });
+    StopSignal(stopped)
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).

@@ -1,5 +1,12 @@
-//! Webhook delivery. Today: the outbox, where every event enters. The worker that
-//! signs and sends what the outbox holds is built on the same tables.
+//! Webhook delivery: every event emitted for a workspace reaches every enabled
+//! webhook of the workspace subscribed to it, signed, retried, never lost, never
+//! sent to a private network.
+//!
+//! - [`Outbox`]: where events enter. `emit` stores the event and one delivery per
+//!   webhook it must reach in one transaction, before it returns.
+//! - [`Worker`]: claims due deliveries under a lease (`FOR UPDATE SKIP LOCKED` on
+//!   PostgreSQL), POSTs each with Standard Webhooks headers through the guarded
+//!   [`HttpsClient`], records the attempt, and schedules a retry.
 //!
 //! Another Rust service of the product emits an event like this:
 //!
@@ -16,8 +23,20 @@
 //! # Ok(()) }
 //! ```
 
+mod client;
+mod schedule;
+mod signing;
+mod worker;
+
+use std::sync::Arc;
+
+pub use client::{HttpsClient, MAX_KEPT_BODY, Response};
 use hookline_domain::{EventName, EventPayload, WebhookId, WorkspaceId};
 use hookline_store::Store;
+pub use schedule::RetrySchedule;
+pub use signing::sign;
+use tokio::sync::Notify;
+pub use worker::{DeliveryConfig, Worker};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -26,6 +45,8 @@ pub enum Error {
     Invalid(#[from] hookline_domain::Error),
     #[error(transparent)]
     Store(#[from] hookline_store::Error),
+    #[error("invalid delivery configuration: {0}")]
+    Config(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -35,6 +56,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone)]
 pub struct Outbox {
     store: Store,
+    /// Wakes a worker of this process at once (others: NOTIFY on PostgreSQL, polling
+    /// on SQLite).
+    wakeup: Arc<Notify>,
 }
 
 /// An event that was emitted: its payload, exactly as every webhook will receive
@@ -47,7 +71,11 @@ pub struct Emitted {
 
 impl Outbox {
     pub fn new(store: Store) -> Self {
-        Outbox { store }
+        Self::with_wakeup(store, Arc::new(Notify::new()))
+    }
+
+    pub(crate) fn with_wakeup(store: Store, wakeup: Arc<Notify>) -> Self {
+        Outbox { store, wakeup }
     }
 
     /// Emits `event` in `workspace` with `data` (a JSON object of the event's shape).
@@ -61,6 +89,9 @@ impl Outbox {
     ) -> Result<Emitted> {
         let payload = EventPayload::new(event, workspace, data)?;
         let webhooks = self.store.record_event(&payload).await?;
+        if !webhooks.is_empty() {
+            self.wakeup.notify_one();
+        }
         Ok(Emitted { payload, webhooks })
     }
 }

@@ -22,6 +22,7 @@ pub mod testing;
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
 pub use models::delivery::{Delivery, DeliveryAttempt, DeliveryState};
+pub use models::outbox::{ClaimedDelivery, DeliveryListener, Outcome};
 pub use models::rate_limit::RateWindow;
 pub use models::webhook::NewWebhook;
 

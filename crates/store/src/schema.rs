@@ -64,6 +64,8 @@ diesel::table! {
         attempts -> BigInt,
         next_attempt_at -> BigInt,
         created_at -> BigInt,
+        lease_until -> Nullable<BigInt>,
+        lease_token -> Nullable<Text>,
     }
 }
 

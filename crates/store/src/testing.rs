@@ -12,10 +12,13 @@
 use std::path::PathBuf;
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use hookline_domain::WorkspaceId;
+use hookline_domain::{
+    EventName, Plan, TargetPolicy, Webhook, WebhookDescription, WebhookSecret, WebhookSource,
+    WebhookUrl, WorkspaceId, WorkspaceName,
+};
 use tokio::sync::OnceCell;
 
-use crate::{Backend, Store, StoreConfig};
+use crate::{Backend, NewWebhook, Store, StoreConfig};
 
 /// A fresh, migrated database for one test; dropped with it.
 #[derive(Debug)]
@@ -80,6 +83,42 @@ impl TestDb {
 
     pub fn backend(&self) -> Backend {
         self.store.backend()
+    }
+
+    /// A new workspace named "Acme" on `plan`.
+    pub async fn workspace(&self, plan: Plan) -> WorkspaceId {
+        let name = WorkspaceName::parse("Acme").expect("valid name");
+        self.store
+            .create_workspace(&name, plan)
+            .await
+            .expect("create workspace")
+            .id
+    }
+
+    /// A new webhook and its secret. Any URL the rules accept with private targets
+    /// allowed (tests deliver to loopback).
+    pub async fn webhook(
+        &self,
+        workspace: WorkspaceId,
+        url: &str,
+        events: &[EventName],
+        source: WebhookSource,
+    ) -> crate::Result<(Webhook, WebhookSecret)> {
+        let url = WebhookUrl::parse(url, TargetPolicy::AllowPrivate).expect("valid URL");
+        let description = WebhookDescription::parse("test").expect("valid description");
+        let secret = WebhookSecret::from_random_bytes(&[unique_byte(); 32]);
+        let webhook = self
+            .store
+            .create_webhook(NewWebhook {
+                workspace_id: workspace,
+                url: &url,
+                events,
+                description: &description,
+                source,
+                secret: &secret,
+            })
+            .await?;
+        Ok((webhook, secret))
     }
 
     /// Every column of the migrated schema (diesel's own table left out), sorted:
@@ -190,6 +229,13 @@ macro_rules! backend_tests {
             }
         }
     )*};
+}
+
+/// A different byte on each call, for distinct test secrets.
+fn unique_byte() -> u8 {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static NEXT: AtomicU8 = AtomicU8::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 fn unique_suffix() -> String {

@@ -116,7 +116,7 @@ pub struct DeliveryAttempt {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = delivery_attempts)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-struct DeliveryAttemptRow {
+pub(crate) struct DeliveryAttemptRow {
     event_id: String,
     webhook_id: String,
     attempt: i64,
@@ -126,6 +126,22 @@ struct DeliveryAttemptRow {
     error: Option<String>,
     duration_ms: i64,
     response_body: Option<String>,
+}
+
+impl From<&DeliveryAttempt> for DeliveryAttemptRow {
+    fn from(attempt: &DeliveryAttempt) -> Self {
+        DeliveryAttemptRow {
+            event_id: attempt.event_id.to_string(),
+            webhook_id: attempt.webhook_id.to_string(),
+            attempt: i64::from(attempt.attempt),
+            event: attempt.event.as_str().to_owned(),
+            attempted_at: attempt.at.unix_millis(),
+            status: attempt.status.map(i64::from),
+            error: attempt.error.clone(),
+            duration_ms: i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX),
+            response_body: attempt.response_body.clone(),
+        }
+    }
 }
 
 impl DeliveryAttemptRow {
@@ -161,17 +177,7 @@ impl Store {
 
     /// Adds an attempt to the log of its delivery.
     pub async fn record_delivery_attempt(&self, attempt: &DeliveryAttempt) -> Result<()> {
-        let row = DeliveryAttemptRow {
-            event_id: attempt.event_id.to_string(),
-            webhook_id: attempt.webhook_id.to_string(),
-            attempt: i64::from(attempt.attempt),
-            event: attempt.event.as_str().to_owned(),
-            attempted_at: attempt.at.unix_millis(),
-            status: attempt.status.map(i64::from),
-            error: attempt.error.clone(),
-            duration_ms: i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX),
-            response_body: attempt.response_body.clone(),
-        };
+        let row = DeliveryAttemptRow::from(attempt);
         with_conn!(self, |conn| {
             diesel::insert_into(delivery_attempts::table)
                 .values(&row)

@@ -51,6 +51,9 @@ impl Store {
                 })
                 .execute(conn)
                 .await?;
+            if !reached.is_empty() {
+                conn.notify_workers().await?;
+            }
             // One statement per delivery: diesel's SQLite batch insert is not available
             // through the async wrapper, and a workspace has at most 10 webhooks.
             for webhook_id in &reached {

@@ -1,0 +1,286 @@
+//! The outbound HTTPS client: rustls (standard web roots plus configured extra
+//! roots), HTTP/2 where the target offers it by ALPN, kept-alive connections, no
+//! redirects, a timeout, at most 4 KiB of a response body kept — and the
+//! private-address guard in the connector, so a connection goes only to an address
+//! that passed it.
+
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hookline_domain::{Host, TargetPolicy, WebhookUrl};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::{Body as _, Bytes};
+use hyper::{Request, StatusCode, Uri};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject as _;
+use tokio::net::TcpStream;
+
+use crate::{Error, Result};
+
+/// The most of a response body kept for the attempt log.
+pub const MAX_KEPT_BODY: usize = 4096;
+
+/// What came of one POST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// `None` when no answer came; `error` says why.
+    pub status: Option<StatusCode>,
+    pub error: Option<String>,
+    /// Seconds a 429 or 503 asked to wait (`Retry-After`).
+    pub retry_after: Option<Duration>,
+    /// At most [`MAX_KEPT_BODY`] bytes, as text.
+    pub body: Option<String>,
+    pub duration: Duration,
+}
+
+/// A cloneable HTTPS client sharing one connection pool.
+#[derive(Clone)]
+pub struct HttpsClient {
+    client: Client<HttpsConnector<GuardedConnector>, Full<Bytes>>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for HttpsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpsClient")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpsClient {
+    /// `extra_roots`: a PEM file of CA certificates trusted besides the standard web
+    /// roots (`HOOKLINE_TLS_EXTRA_ROOTS`).
+    pub fn new(
+        policy: TargetPolicy,
+        timeout: Duration,
+        extra_roots: Option<&Path>,
+    ) -> Result<Self> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = extra_roots {
+            let invalid = |reason: String| {
+                Error::Config(format!(
+                    "HOOKLINE_TLS_EXTRA_ROOTS {}: {reason}",
+                    path.display()
+                ))
+            };
+            let mut added = 0;
+            for cert in CertificateDer::pem_file_iter(path).map_err(|e| invalid(e.to_string()))? {
+                let cert = cert.map_err(|e| invalid(e.to_string()))?;
+                roots.add(cert).map_err(|e| invalid(e.to_string()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(invalid("holds no certificate".into()));
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Config(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_only()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(GuardedConnector {
+                policy,
+                connect_timeout: timeout,
+            });
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(64)
+            .build(connector);
+        Ok(HttpsClient { client, timeout })
+    }
+
+    /// POSTs `body` to `url` with `headers`; never follows a redirect, gives up after
+    /// the timeout, keeps at most [`MAX_KEPT_BODY`] bytes of the answer.
+    pub async fn post(
+        &self,
+        url: &WebhookUrl,
+        headers: &[(&str, String)],
+        body: Bytes,
+    ) -> Response {
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(self.timeout, self.exchange(url, headers, body)).await;
+        let duration = started.elapsed();
+        match outcome {
+            Ok(Ok((status, retry_after, body))) => Response {
+                status: Some(status),
+                error: None,
+                retry_after,
+                body: Some(body),
+                duration,
+            },
+            Ok(Err(error)) => Response {
+                status: None,
+                error: Some(error),
+                retry_after: None,
+                body: None,
+                duration,
+            },
+            Err(_) => Response {
+                status: None,
+                error: Some(format!("timed out after {} ms", self.timeout.as_millis())),
+                retry_after: None,
+                body: None,
+                duration,
+            },
+        }
+    }
+
+    async fn exchange(
+        &self,
+        url: &WebhookUrl,
+        headers: &[(&str, String)],
+        body: Bytes,
+    ) -> Result<(StatusCode, Option<Duration>, String), String> {
+        let mut request = Request::post(target_uri(url)?);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| describe(&e))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(hyper::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let mut body = response.into_body();
+        let mut kept = Vec::new();
+        while kept.len() < MAX_KEPT_BODY && !body.is_end_stream() {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        kept.extend_from_slice(&data);
+                    }
+                }
+                // The status is the answer; a broken body does not undo it.
+                Some(Err(_)) | None => break,
+            }
+        }
+        kept.truncate(MAX_KEPT_BODY);
+        Ok((
+            status,
+            retry_after,
+            String::from_utf8_lossy(&kept).into_owned(),
+        ))
+    }
+}
+
+/// The request URI: the host as the URL rules read it (an IPv4 spelled as a number
+/// becomes the address), then the path and query; the fragment is never sent.
+fn target_uri(url: &WebhookUrl) -> Result<Uri, String> {
+    let host = match url.host() {
+        Host::Domain(name) => name.clone(),
+        Host::Ip(IpAddr::V4(ip)) => ip.to_string(),
+        Host::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+    };
+    format!("https://{host}:{}{}", url.port(), url.path_and_query())
+        .parse()
+        .map_err(|e| format!("invalid target URL: {e}"))
+}
+
+/// The error and its causes on one line (hyper's errors say little at the top).
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Resolves the host, keeps only the addresses the policy allows, and connects to
+/// one of those: the address checked is the address connected to, so a name cannot
+/// change its answer in between (DNS rebinding).
+#[derive(Debug, Clone)]
+pub(crate) struct GuardedConnector {
+    policy: TargetPolicy,
+    connect_timeout: Duration,
+}
+
+impl tower_service::Service<Uri> for GuardedConnector {
+    type Response = TokioIo<TcpStream>;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let policy = self.policy;
+        let connect_timeout = self.connect_timeout;
+        Box::pin(async move {
+            let host = uri
+                .host()
+                .unwrap_or_default()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
+            let port = uri.port_u16().unwrap_or(443);
+            let candidates: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+                Ok(ip) => vec![SocketAddr::new(ip, port)],
+                Err(_) => tokio::net::lookup_host((host.as_str(), port))
+                    .await?
+                    .collect(),
+            };
+            let (allowed, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = candidates
+                .into_iter()
+                .partition(|addr| policy.check_ip(addr.ip()).is_ok());
+            if allowed.is_empty() {
+                let refused: Vec<String> =
+                    refused.iter().map(|addr| addr.ip().to_string()).collect();
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "refused: {host} resolves only to private or reserved addresses ({})",
+                        refused.join(", ")
+                    ),
+                ));
+            }
+            let mut last_error = None;
+            for addr in allowed {
+                match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = stream.set_nodelay(true);
+                        return Ok(TokioIo::new(stream));
+                    }
+                    Ok(Err(error)) => last_error = Some(error),
+                    Err(_) => {
+                        last_error = Some(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("connecting to {addr} timed out"),
+                        ))
+                    }
+                }
+            }
+            Err(last_error.unwrap_or_else(|| io::Error::other("no address to connect to")))
+        })
+    }
+}

@@ -1,0 +1,309 @@
+//! The worker: claims due deliveries in batches under a lease, attempts each
+//! (signed POST), records the outcome, and sleeps until there is work.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hookline_domain::{TargetPolicy, Timestamp};
+use hookline_store::{ClaimedDelivery, DeliveryAttempt, DeliveryListener, Outcome, Store};
+use hyper::StatusCode;
+use hyper::body::Bytes;
+use ring::rand::{SecureRandom as _, SystemRandom};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use crate::client::HttpsClient;
+use crate::schedule::RetrySchedule;
+use crate::signing::sign;
+use crate::{Error, Outbox, Result};
+
+/// `User-Agent` of every delivery.
+const USER_AGENT: &str = concat!("hookline/", env!("CARGO_PKG_VERSION"));
+
+/// How the worker delivers. Filled by the binary from flags and environment.
+#[derive(Debug, Clone)]
+pub struct DeliveryConfig {
+    /// Per attempt, connection included (`HOOKLINE_DELIVERY_TIMEOUT`).
+    pub timeout: Duration,
+    pub retry_schedule: RetrySchedule,
+    /// `HOOKLINE_ALLOW_PRIVATE_TARGETS`: checked on every resolved address.
+    pub target_policy: TargetPolicy,
+    /// `HOOKLINE_TLS_EXTRA_ROOTS`: a PEM file of extra trusted CA certificates.
+    pub extra_roots: Option<PathBuf>,
+    /// Events and attempt logs older than this are removed (`HOOKLINE_RETENTION`).
+    pub retention: Duration,
+    /// Attempts in flight at once.
+    pub concurrency: usize,
+    /// Deliveries claimed per query.
+    pub batch_size: u32,
+    /// How often the database is asked for due deliveries when nothing wakes the
+    /// worker sooner (retries fall due by time alone).
+    pub poll_interval: Duration,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            timeout: Duration::from_secs(15),
+            retry_schedule: RetrySchedule::default(),
+            target_policy: TargetPolicy::PublicOnly,
+            extra_roots: None,
+            retention: Duration::from_secs(30 * 86_400),
+            concurrency: 64,
+            batch_size: 64,
+            poll_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+impl DeliveryConfig {
+    /// A claim outlives the attempt it is for (at most `timeout`, plus recording it);
+    /// after that, a crashed worker's claims fall due again.
+    fn lease(&self) -> Duration {
+        self.timeout * 2 + Duration::from_secs(5)
+    }
+}
+
+/// Delivers what the outbox holds. Run one per process (`hookline serve` or
+/// `hookline worker`); several, in several processes, share the work.
+#[derive(Debug)]
+pub struct Worker {
+    store: Store,
+    client: HttpsClient,
+    config: DeliveryConfig,
+    wakeup: Arc<Notify>,
+    lease_token: String,
+}
+
+impl Worker {
+    pub fn new(store: Store, config: DeliveryConfig) -> Result<Worker> {
+        if config.concurrency == 0 || config.batch_size == 0 {
+            return Err(Error::Config(
+                "concurrency and batch size must be at least 1".into(),
+            ));
+        }
+        if config.timeout.is_zero() {
+            return Err(Error::Config(
+                "the delivery timeout must be more than 0".into(),
+            ));
+        }
+        let client = HttpsClient::new(
+            config.target_policy,
+            config.timeout,
+            config.extra_roots.as_deref(),
+        )?;
+        let mut token = [0u8; 16];
+        SystemRandom::new()
+            .fill(&mut token)
+            .map_err(|_| Error::Config("the system's random number generator failed".into()))?;
+        Ok(Worker {
+            store,
+            client,
+            config,
+            wakeup: Arc::new(Notify::new()),
+            lease_token: URL_SAFE_NO_PAD.encode(token),
+        })
+    }
+
+    /// An outbox whose emits wake this worker at once.
+    pub fn outbox(&self) -> Outbox {
+        Outbox::with_wakeup(self.store.clone(), Arc::clone(&self.wakeup))
+    }
+
+    /// Delivers until `shutdown` completes; then lets attempts in flight finish
+    /// within the delivery timeout, and hands back the claims of those that did not.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let permits = Arc::new(Semaphore::new(self.config.concurrency));
+        let mut listener = match self.store.delivery_listener().await {
+            Ok(listener) => listener,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for new deliveries; polling only");
+                None
+            }
+        };
+        let mut next_cleanup = Instant::now();
+        tracing::info!(
+            concurrency = self.config.concurrency,
+            "delivery worker started"
+        );
+        loop {
+            if Instant::now() >= next_cleanup {
+                self.remove_expired().await;
+                next_cleanup = Instant::now() + Duration::from_secs(3600);
+            }
+            let free = u32::try_from(permits.available_permits()).unwrap_or(u32::MAX);
+            let wanted = free.min(self.config.batch_size);
+            let mut more_due = false;
+            if wanted > 0 {
+                let now = Timestamp::now();
+                let lease_until = now.plus_millis(
+                    i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX),
+                );
+                match self
+                    .store
+                    .claim_due_deliveries(now, lease_until, wanted, &self.lease_token)
+                    .await
+                {
+                    Ok(batch) => {
+                        more_due = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
+                        for delivery in batch {
+                            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                                break;
+                            };
+                            tokio::spawn(attempt(
+                                self.store.clone(),
+                                self.client.clone(),
+                                self.config.retry_schedule.clone(),
+                                delivery,
+                                permit,
+                            ));
+                        }
+                    }
+                    Err(error) => tracing::error!(%error, "cannot claim deliveries"),
+                }
+            }
+            if more_due && free > wanted {
+                continue;
+            }
+            tokio::select! {
+                () = &mut shutdown => break,
+                () = self.wakeup.notified() => {}
+                () = next_notification(&mut listener) => {}
+                // All permits busy: go on as soon as one attempt ends.
+                Ok(permit) = Arc::clone(&permits).acquire_owned(), if free == 0 => drop(permit),
+                () = tokio::time::sleep(self.config.poll_interval) => {}
+            }
+        }
+        self.drain(&permits).await;
+    }
+
+    async fn drain(&self, permits: &Arc<Semaphore>) {
+        let all = u32::try_from(self.config.concurrency).unwrap_or(u32::MAX);
+        let grace = self.config.timeout + Duration::from_secs(1);
+        if tokio::time::timeout(grace, permits.acquire_many(all))
+            .await
+            .is_ok()
+        {
+            tracing::info!("delivery worker stopped");
+            return;
+        }
+        match self.store.release_delivery_leases(&self.lease_token).await {
+            Ok(released) => tracing::warn!(
+                released,
+                "attempts still running at shutdown: their deliveries go back to the queue"
+            ),
+            Err(error) => {
+                tracing::error!(%error, "cannot release claims at shutdown; they fall due when their lease ends")
+            }
+        }
+    }
+
+    async fn remove_expired(&self) {
+        let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = Timestamp::now().plus_millis(-retention);
+        match self.store.delete_expired(cutoff).await {
+            Ok((events, attempts)) if events + attempts > 0 => {
+                tracing::info!(
+                    events,
+                    attempts,
+                    "removed events and attempt logs past retention"
+                );
+            }
+            Ok(_) => {}
+            Err(error) => tracing::error!(%error, "retention cleanup failed"),
+        }
+    }
+}
+
+/// Completes on the next PostgreSQL notification; never without a listener. A lost
+/// listener connection is dropped (the worker still polls).
+async fn next_notification(listener: &mut Option<DeliveryListener>) {
+    let Some(active) = listener else {
+        return std::future::pending().await;
+    };
+    if let Err(error) = active.notified().await {
+        tracing::warn!(%error, "lost the notification connection; polling only");
+        *listener = None;
+    }
+}
+
+/// One attempt of one delivery, in its own span.
+async fn attempt(
+    store: Store,
+    client: HttpsClient,
+    schedule: RetrySchedule,
+    delivery: ClaimedDelivery,
+    _permit: OwnedSemaphorePermit,
+) {
+    let number = delivery.attempts.saturating_add(1);
+    let span = tracing::info_span!(
+        "delivery",
+        event_id = %delivery.event_id,
+        webhook_id = %delivery.webhook_id,
+        attempt = number,
+    );
+    async move {
+        if !delivery.webhook.enabled {
+            if let Err(error) = store.cancel_claimed_delivery(&delivery).await {
+                tracing::error!(%error, "cannot cancel the delivery of a disabled webhook");
+            }
+            return;
+        }
+        let at = Timestamp::now();
+        let id = delivery.event_id.to_string();
+        let timestamp = at.unix_seconds();
+        let headers = [
+            ("content-type", "application/json".to_owned()),
+            ("user-agent", USER_AGENT.to_owned()),
+            ("webhook-id", id.clone()),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", sign(&delivery.secret, &id, timestamp, delivery.payload.as_bytes())),
+        ];
+        let response = client
+            .post(&delivery.webhook.url, &headers, Bytes::from(delivery.payload.clone()))
+            .await;
+        let outcome = match response.status {
+            Some(status) if status.is_success() => Outcome::Delivered,
+            Some(StatusCode::GONE) => Outcome::Gone,
+            status => match schedule.delay_after(number) {
+                None => Outcome::GaveUp,
+                Some(delay) => {
+                    let asked = matches!(status, Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE))
+                        .then_some(response.retry_after)
+                        .flatten()
+                        .unwrap_or_default();
+                    let wait = delay.max(asked);
+                    Outcome::RetryAt(Timestamp::now().plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)))
+                }
+            },
+        };
+        let record = DeliveryAttempt {
+            event_id: delivery.event_id,
+            webhook_id: delivery.webhook_id,
+            event: delivery.event,
+            attempt: number,
+            at,
+            status: response.status.map(|status| status.as_u16()),
+            error: response.error.clone(),
+            duration_ms: u64::try_from(response.duration.as_millis()).unwrap_or(u64::MAX),
+            response_body: response.body.clone(),
+        };
+        let status = record.status;
+        match store.finish_delivery_attempt(&delivery, &record, outcome).await {
+            Ok(true) => match &response.error {
+                None => tracing::info!(?status, duration_ms = record.duration_ms, ?outcome, "delivery attempt"),
+                Some(error) => tracing::warn!(%error, duration_ms = record.duration_ms, ?outcome, "delivery attempt failed"),
+            },
+            Ok(false) => tracing::warn!("the claim ran out before the attempt ended; another worker owns it now"),
+            Err(error) => tracing::error!(%error, "cannot record the attempt; it will be made again"),
+        }
+    }
+    .instrument(span)
+    .await;
+}

@@ -1,0 +1,3 @@
+DROP INDEX events_by_age;
+ALTER TABLE deliveries DROP COLUMN lease_token;
+ALTER TABLE deliveries DROP COLUMN lease_until;

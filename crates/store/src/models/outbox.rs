@@ -1,0 +1,282 @@
+//! The worker's side of the outbox: claiming due deliveries under a lease, recording
+//! each attempt's outcome, waking on new work, and forgetting old events.
+
+use std::collections::HashMap;
+
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+use hookline_domain::{
+    EventId, EventName, Timestamp, Webhook, WebhookId, WebhookSecret, WebhookSource,
+};
+
+use crate::error::Stored as _;
+use crate::models::delivery::{DeliveryAttempt, DeliveryAttemptRow, DeliveryState};
+use crate::models::webhook::WebhookRow;
+use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, with_conn, write_tx};
+use crate::schema::{deliveries, delivery_attempts, events, webhooks};
+use crate::{Backend, Error, Result, Store};
+
+/// A delivery leased to one worker, with everything needed to attempt it.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    pub event_id: EventId,
+    pub webhook_id: WebhookId,
+    pub event: EventName,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// The body to send, byte for byte as stored at emit.
+    pub payload: String,
+    pub webhook: Webhook,
+    pub secret: WebhookSecret,
+    /// Proves the lease when the outcome is recorded.
+    pub lease_token: String,
+}
+
+/// An event's id, name and payload, as stored.
+type EventText = (String, String, String);
+
+/// What an attempt leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A 2xx arrived: done.
+    Delivered,
+    /// Failed; try again at this time.
+    RetryAt(Timestamp),
+    /// Failed, and it was the last attempt of the schedule.
+    GaveUp,
+    /// The target answered `410 Gone`: a webhook made through the API is deleted (its
+    /// platform unsubscribed), one made in Settings is disabled. Either way its pending
+    /// deliveries stop.
+    Gone,
+}
+
+impl Store {
+    /// Leases up to `limit` due deliveries to `lease_token` until `lease_until`.
+    /// Deliveries whose lease ran out (a crashed worker's) are due again.
+    pub async fn claim_due_deliveries(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+        lease_token: &str,
+    ) -> Result<Vec<ClaimedDelivery>> {
+        let claim = Claim {
+            lease_until: lease_until.unix_millis(),
+            token: lease_token,
+            now: now.unix_millis(),
+            limit: i64::from(limit),
+        };
+        let claimed = with_conn!(self, |conn| conn.claim_due(&claim).await?);
+        if claimed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let event_ids: Vec<&str> = claimed.iter().map(|row| row.event_id.as_str()).collect();
+        let webhook_ids: Vec<&str> = claimed.iter().map(|row| row.webhook_id.as_str()).collect();
+        let (events, hooks): (Vec<EventText>, Vec<(WebhookRow, String)>) =
+            with_conn!(self, |conn| {
+                let events = events::table
+                    .filter(events::id.eq_any(&event_ids))
+                    .select((events::id, events::event, events::payload))
+                    .load(conn)
+                    .await?;
+                let hooks = webhooks::table
+                    .filter(webhooks::id.eq_any(&webhook_ids))
+                    .select((WebhookRow::as_select(), webhooks::secret))
+                    .load(conn)
+                    .await?;
+                (events, hooks)
+            });
+        let events: HashMap<String, (String, String)> = events
+            .into_iter()
+            .map(|(id, event, payload)| (id, (event, payload)))
+            .collect();
+        let mut hooks_by_id = HashMap::new();
+        for (row, secret) in hooks {
+            let webhook = row.into_domain()?;
+            let secret = WebhookSecret::parse(&secret).stored("webhook secret")?;
+            hooks_by_id.insert(webhook.id.to_string(), (webhook, secret));
+        }
+        let mut out = Vec::with_capacity(claimed.len());
+        for row in claimed {
+            // Gone since the claim (deleted with its webhook): nothing to send.
+            let (Some((event, payload)), Some((webhook, secret))) =
+                (events.get(&row.event_id), hooks_by_id.get(&row.webhook_id))
+            else {
+                continue;
+            };
+            out.push(ClaimedDelivery {
+                event_id: row.event_id.parse().stored("delivery event_id")?,
+                webhook_id: webhook.id,
+                event: event.parse().stored("event name")?,
+                attempts: u32::try_from(row.attempts).unwrap_or(u32::MAX),
+                payload: payload.clone(),
+                webhook: webhook.clone(),
+                secret: secret.clone(),
+                lease_token: lease_token.to_owned(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Records an attempt and its outcome in one transaction, if `claimed`'s lease
+    /// is still held; answers whether it was (a worker whose lease ran out and was
+    /// taken over records nothing: the new holder decides).
+    pub async fn finish_delivery_attempt(
+        &self,
+        claimed: &ClaimedDelivery,
+        attempt: &DeliveryAttempt,
+        outcome: Outcome,
+    ) -> Result<bool> {
+        let event_id = claimed.event_id.to_string();
+        let webhook_id = claimed.webhook_id.to_string();
+        let (state, next_attempt_at) = match outcome {
+            Outcome::Delivered => (DeliveryState::Delivered, None),
+            Outcome::RetryAt(at) => (DeliveryState::Pending, Some(at.unix_millis())),
+            Outcome::GaveUp => (DeliveryState::Failed, None),
+            Outcome::Gone => (DeliveryState::Cancelled, None),
+        };
+        let row = DeliveryAttemptRow::from(attempt);
+        write_tx!(self, |conn| {
+            let updated = diesel::update(deliveries::table.find((&event_id, &webhook_id)))
+                .filter(deliveries::lease_token.eq(&claimed.lease_token))
+                .set((
+                    deliveries::attempts.eq(deliveries::attempts + 1),
+                    deliveries::state.eq(state.as_str()),
+                    deliveries::next_attempt_at
+                        .eq(next_attempt_at.unwrap_or(attempt.at.unix_millis())),
+                    deliveries::lease_until.eq(None::<i64>),
+                    deliveries::lease_token.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?;
+            if updated == 0 {
+                return Ok(false);
+            }
+            diesel::insert_into(delivery_attempts::table)
+                .values(&row)
+                .execute(conn)
+                .await?;
+            if outcome == Outcome::Gone {
+                match claimed.webhook.source {
+                    WebhookSource::Api => {
+                        diesel::delete(webhooks::table.find(&webhook_id))
+                            .execute(conn)
+                            .await?;
+                    }
+                    WebhookSource::Settings => {
+                        diesel::update(webhooks::table.find(&webhook_id))
+                            .set(webhooks::enabled.eq(false))
+                            .execute(conn)
+                            .await?;
+                        diesel::update(deliveries::table)
+                            .filter(deliveries::webhook_id.eq(&webhook_id))
+                            .filter(deliveries::state.eq(DeliveryState::Pending.as_str()))
+                            .set(deliveries::state.eq(DeliveryState::Cancelled.as_str()))
+                            .execute(conn)
+                            .await?;
+                    }
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    /// Cancels a claimed delivery without an attempt: its webhook was disabled after
+    /// the event was emitted.
+    pub async fn cancel_claimed_delivery(&self, claimed: &ClaimedDelivery) -> Result<bool> {
+        let key = (claimed.event_id.to_string(), claimed.webhook_id.to_string());
+        let updated = with_conn!(self, |conn| {
+            diesel::update(deliveries::table.find((&key.0, &key.1)))
+                .filter(deliveries::lease_token.eq(&claimed.lease_token))
+                .set((
+                    deliveries::state.eq(DeliveryState::Cancelled.as_str()),
+                    deliveries::lease_until.eq(None::<i64>),
+                    deliveries::lease_token.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?
+        });
+        Ok(updated > 0)
+    }
+
+    /// Hands back every claim of `lease_token` that has not ended: those deliveries
+    /// are due again at once. Answers how many.
+    pub async fn release_delivery_leases(&self, lease_token: &str) -> Result<usize> {
+        let released = with_conn!(self, |conn| {
+            diesel::update(deliveries::table)
+                .filter(deliveries::lease_token.eq(lease_token))
+                .set((
+                    deliveries::lease_until.eq(None::<i64>),
+                    deliveries::lease_token.eq(None::<String>),
+                ))
+                .execute(conn)
+                .await?
+        });
+        Ok(released)
+    }
+
+    /// Forgets attempt logs older than `cutoff`, and events older than `cutoff` that
+    /// have no pending delivery, except the last three of each event name in each
+    /// workspace (the API's samples). Answers how many events and attempts went.
+    pub async fn delete_expired(&self, cutoff: Timestamp) -> Result<(usize, usize)> {
+        let cutoff = cutoff.unix_millis();
+        // Window functions and row values are common to both dialects; the one
+        // value is an integer of ours, written into the statement.
+        let events_sql = format!(
+            "DELETE FROM events WHERE occurred_at < {cutoff} \
+             AND NOT EXISTS (SELECT 1 FROM deliveries d \
+                 WHERE d.event_id = events.id AND d.state = 'pending') \
+             AND id NOT IN (SELECT id FROM ( \
+                 SELECT id, ROW_NUMBER() OVER ( \
+                     PARTITION BY workspace_id, event ORDER BY occurred_at DESC, id DESC) AS n \
+                 FROM events) AS ranked WHERE n <= 3)"
+        );
+        with_conn!(self, |conn| {
+            let attempts = diesel::delete(delivery_attempts::table)
+                .filter(delivery_attempts::attempted_at.lt(cutoff))
+                .execute(conn)
+                .await?;
+            let events = diesel::sql_query(&events_sql).execute(conn).await?;
+            Ok((events, attempts))
+        })
+    }
+
+    /// A connection that wakes when deliveries are written by any process
+    /// (PostgreSQL LISTEN/NOTIFY); `None` on SQLite, where workers poll.
+    pub async fn delivery_listener(&self) -> Result<Option<DeliveryListener>> {
+        if self.backend() != Backend::Postgres {
+            return Ok(None);
+        }
+        let mut conn = AsyncPgConnection::establish(&self.database_url)
+            .await
+            .map_err(|e| Error::Connect(e.to_string()))?;
+        diesel::sql_query(format!("LISTEN {DELIVERY_CHANNEL}"))
+            .execute(&mut conn)
+            .await?;
+        Ok(Some(DeliveryListener { conn }))
+    }
+}
+
+/// A dedicated PostgreSQL connection listening for new deliveries.
+pub struct DeliveryListener {
+    conn: AsyncPgConnection,
+}
+
+impl std::fmt::Debug for DeliveryListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeliveryListener").finish_non_exhaustive()
+    }
+}
+
+impl DeliveryListener {
+    /// Waits for the next notification; an error means the connection is lost.
+    pub async fn notified(&mut self) -> Result<()> {
+        use futures_util::StreamExt as _;
+        let mut stream = std::pin::pin!(self.conn.notifications_stream());
+        match stream.next().await {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(error)) => Err(error.into()),
+            None => Err(Error::Connect("the notification connection closed".into())),
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Delivery end to end, once per backend: the outbox, a worker, and a real HTTPS
+//! receiver; signatures checked by the independent `standardwebhooks` crate.
+#![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
+
+use std::time::Duration;
+
+use hookline_delivery::{DeliveryConfig, Outbox, RetrySchedule, Worker};
+use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookSource};
+use hookline_store::testing::TestDb;
+use hookline_store::{Backend, Delivery, DeliveryState, Store, backend_tests};
+use hookline_tests::{Receiver, Reply};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Running {
+    outbox: Outbox,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    worker: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(WAIT, &mut self.worker)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}
+
+fn config(receiver: &Receiver) -> DeliveryConfig {
+    DeliveryConfig {
+        timeout: Duration::from_secs(5),
+        retry_schedule: RetrySchedule::new(vec![Duration::from_millis(200); 3]),
+        target_policy: TargetPolicy::AllowPrivate,
+        extra_roots: Some(receiver.ca_file().to_owned()),
+        poll_interval: Duration::from_millis(50),
+        ..DeliveryConfig::default()
+    }
+}
+
+fn start(store: &Store, config: DeliveryConfig) -> Running {
+    let worker = Worker::new(store.clone(), config).unwrap();
+    let outbox = worker.outbox();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(worker.run(async {
+        let _ = stopped.await;
+    }));
+    Running {
+        outbox,
+        stop: Some(stop),
+        worker,
+    }
+}
+
+/// Waits until every delivery of the event satisfies `done`; answers them.
+async fn deliveries_when(
+    store: &Store,
+    event: EventId,
+    done: impl Fn(&Delivery) -> bool,
+) -> Vec<Delivery> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let deliveries = store.deliveries_of_event(event).await.unwrap();
+        if !deliveries.is_empty() && deliveries.iter().all(&done) {
+            return deliveries;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "deliveries never settled: {deliveries:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn settled(delivery: &Delivery) -> bool {
+    delivery.state != DeliveryState::Pending
+}
+
+backend_tests! {
+    async fn a_delivery_is_signed_verifiably_and_logged(db) {
+        let receiver = Receiver::start().await;
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, secret) = db.webhook(ws, &receiver.url("/in"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let running = start(db.store(), config(&receiver));
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({"messageId": "m_1"})).await.unwrap();
+
+        let received = receiver.wait_for(1, WAIT).await;
+        assert_eq!(received.len(), 1);
+        let request = &received[0];
+        assert_eq!(request.path, "/in");
+        assert_eq!(request.version, hyper::Version::HTTP_2, "HTTP/2 was offered by ALPN");
+        assert_eq!(request.body, emitted.payload.to_json().as_bytes(), "the body is the stored payload, byte for byte");
+        assert_eq!(request.headers["content-type"], "application/json");
+        assert!(request.headers["user-agent"].to_str().unwrap().starts_with("hookline/"));
+        assert_eq!(request.headers["webhook-id"], emitted.payload.id.to_string().as_str());
+        let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
+        verifier.verify(&request.body, &request.headers).expect("standardwebhooks verifies the delivery");
+        let wrong = standardwebhooks::Webhook::new(hookline_auth::generate_webhook_secret().unwrap().expose()).unwrap();
+        assert!(wrong.verify(&request.body, &request.headers).is_err());
+
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+        assert_eq!(deliveries[0].attempts, 1);
+        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!((log[0].attempt, log[0].status, log[0].error.clone()), (1, Some(200), None));
+        assert_eq!(log[0].response_body.as_deref(), Some("answer 200"));
+        running.stop().await;
+    }
+
+    async fn events_reach_exactly_the_subscribed_enabled_webhooks_of_their_workspace(db) {
+        let receiver = Receiver::start().await;
+        let ws = db.workspace(Plan::Free).await;
+        let other = db.workspace(Plan::Studio).await;
+        for (path, events) in [
+            ("/a", vec![EventName::LinkClicked]),
+            ("/b", vec![EventName::DmSent, EventName::LinkClicked]),
+            ("/c", vec![EventName::DmSent]),
+        ] {
+            db.webhook(ws, &receiver.url(path), &events, WebhookSource::Settings).await.unwrap();
+        }
+        let (off, _) = db.webhook(ws, &receiver.url("/off"), &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
+        db.store().set_webhook_enabled(off.id, false).await.unwrap();
+        db.webhook(other, &receiver.url("/other"), &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
+
+        let running = start(db.store(), config(&receiver));
+        let emitted = running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
+        deliveries_when(db.store(), emitted.payload.id, settled).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut paths: Vec<String> = receiver.received().into_iter().map(|r| r.path).collect();
+        paths.sort();
+        assert_eq!(paths, ["/a", "/b"]);
+        running.stop().await;
+    }
+
+    async fn retries_keep_the_webhook_id_until_a_2xx(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/flaky", [Reply::status(500), Reply::status(302)]);
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, secret) = db.webhook(ws, &receiver.url("/flaky"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let running = start(db.store(), config(&receiver));
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+        assert_eq!(deliveries[0].attempts, 3);
+
+        let received = receiver.received();
+        assert_eq!(received.len(), 3, "a redirect is a failure, never followed");
+        let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
+        for request in &received {
+            assert_eq!(request.headers["webhook-id"], emitted.payload.id.to_string().as_str());
+            verifier.verify(&request.body, &request.headers).unwrap();
+        }
+        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let statuses: Vec<_> = log.iter().map(|a| (a.attempt, a.status)).collect();
+        assert_eq!(statuses, [(3, Some(200)), (2, Some(302)), (1, Some(500))]);
+        running.stop().await;
+    }
+
+    async fn a_slow_receiver_times_out_and_the_delivery_is_retried(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/slow", [Reply { delay: Duration::from_secs(3), ..Reply::status(200) }]);
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/slow"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let running = start(db.store(), DeliveryConfig { timeout: Duration::from_millis(500), ..config(&receiver) });
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        assert_eq!(log.len(), 2);
+        assert_eq!(log[1].status, None);
+        assert!(log[1].error.as_deref().unwrap().contains("timed out"), "{:?}", log[1].error);
+        running.stop().await;
+    }
+
+    async fn a_delivery_is_given_up_after_the_last_attempt(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/down", (0..10).map(|_| Reply::status(503)));
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/down"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let schedule = RetrySchedule::new(vec![Duration::from_millis(100); 2]);
+        let running = start(db.store(), DeliveryConfig { retry_schedule: schedule, ..config(&receiver) });
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Failed);
+        assert_eq!(deliveries[0].attempts, 3);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(receiver.received().len(), 3);
+        assert_eq!(db.store().delivery_attempts(hook.id, 10).await.unwrap().len(), 3);
+        running.stop().await;
+    }
+
+    async fn retry_after_of_a_429_is_waited_for(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/busy", [Reply { retry_after: Some(2), ..Reply::status(429) }]);
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/busy"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let running = start(db.store(), config(&receiver));
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let waited = log[0].at.unix_millis() - log[1].at.unix_millis();
+        assert!(waited >= 2_000, "retried after {waited} ms despite Retry-After: 2");
+        running.stop().await;
+    }
+
+    async fn gone_deletes_an_api_webhook_and_disables_a_settings_one(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/api", [Reply::status(410)]);
+        receiver.script("/settings", [Reply::status(410)]);
+        let ws = db.workspace(Plan::Studio).await;
+        let (api_hook, _) = db.webhook(ws, &receiver.url("/api"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let (settings_hook, _) = db.webhook(ws, &receiver.url("/settings"), &[EventName::DmSent], WebhookSource::Settings).await.unwrap();
+        let running = start(db.store(), config(&receiver));
+        running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        receiver.wait_for(2, WAIT).await;
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let api_gone = db.store().webhook(api_hook.id).await.unwrap().is_none();
+            let settings = db.store().webhook(settings_hook.id).await.unwrap().unwrap();
+            if api_gone && !settings.enabled {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "410 not acted on");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        // No more deliveries for either.
+        running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(receiver.received().len(), 2);
+        running.stop().await;
+    }
+
+    async fn deleting_or_disabling_a_webhook_cancels_its_retries(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/del", (0..10).map(|_| Reply::status(500)));
+        receiver.script("/dis", (0..10).map(|_| Reply::status(500)));
+        let ws = db.workspace(Plan::Studio).await;
+        let (deleted, _) = db.webhook(ws, &receiver.url("/del"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let (disabled, _) = db.webhook(ws, &receiver.url("/dis"), &[EventName::DmSent], WebhookSource::Settings).await.unwrap();
+        let schedule = RetrySchedule::new(vec![Duration::from_millis(600); 5]);
+        let running = start(db.store(), DeliveryConfig { retry_schedule: schedule, ..config(&receiver) });
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        receiver.wait_for(2, WAIT).await;
+        db.store().delete_webhook(deleted.id, None).await.unwrap();
+        db.store().set_webhook_enabled(disabled.id, false).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        assert_eq!(receiver.received().len(), 2, "a retry went out after delete or disable");
+        let left = db.store().deliveries_of_event(emitted.payload.id).await.unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].state, DeliveryState::Cancelled);
+        running.stop().await;
+    }
+
+    async fn private_targets_are_refused_at_delivery(db) {
+        let receiver = Receiver::start().await;
+        let ws = db.workspace(Plan::Studio).await;
+        // Made while private targets were allowed; delivered by a worker that refuses them.
+        let (by_name, _) = db.webhook(ws, &receiver.url("/name"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let (by_ip, _) = db.webhook(ws, &receiver.ip_url("/ip"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let schedule = RetrySchedule::new(vec![]);
+        let running = start(db.store(), DeliveryConfig { target_policy: TargetPolicy::PublicOnly, retry_schedule: schedule, ..config(&receiver) });
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert!(deliveries.iter().all(|d| d.state == DeliveryState::Failed));
+        for hook in [by_name.id, by_ip.id] {
+            let log = db.store().delivery_attempts(hook, 10).await.unwrap();
+            let error = log[0].error.clone().unwrap();
+            assert!(error.contains("refused") && error.contains("private"), "{error}");
+        }
+        assert!(receiver.received().is_empty(), "a private target was reached");
+        running.stop().await;
+    }
+}
+
+/// Two workers, each with its own pool, on one PostgreSQL database: each of 1,000
+/// deliveries is sent exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_on_postgres_send_each_of_1000_deliveries_once() {
+    let db = TestDb::new(Backend::Postgres).await;
+    let receiver = Receiver::start().await;
+    let ws = db.workspace(Plan::Studio).await;
+    for n in 0..10 {
+        db.webhook(
+            ws,
+            &receiver.url(&format!("/w{n}")),
+            &[EventName::LinkClicked],
+            WebhookSource::Api,
+        )
+        .await
+        .unwrap();
+    }
+    let outbox = Outbox::new(db.store().clone());
+    for n in 0..100 {
+        outbox
+            .emit(ws, EventName::LinkClicked, json!({"n": n}))
+            .await
+            .unwrap();
+    }
+    let second_store = Store::connect(&hookline_store::StoreConfig::new(db.url()))
+        .await
+        .unwrap();
+    let first = start(db.store(), config(&receiver));
+    let second = start(&second_store, config(&receiver));
+    let received = receiver.wait_for(1000, Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let received = if receiver.received().len() > received.len() {
+        receiver.received()
+    } else {
+        received
+    };
+    let mut seen = std::collections::HashSet::new();
+    for request in &received {
+        let id = request.headers["webhook-id"].to_str().unwrap().to_owned();
+        assert!(
+            seen.insert((id, request.path.clone())),
+            "sent twice: {}",
+            request.path
+        );
+    }
+    assert_eq!(received.len(), 1000);
+    first.stop().await;
+    second.stop().await;
+}
