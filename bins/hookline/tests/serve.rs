@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use hookline_domain::{KeyName, KeyPrefix, Plan, WorkspaceName};
 use hookline_store::testing::TestDb;
-use hookline_store::{Backend, backend_tests};
+use hookline_store::{Backend, DeliveryState, backend_tests};
+use hookline_tests::{Receiver, Reply};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
@@ -20,31 +21,54 @@ struct Served {
 
 /// Starts `hookline serve` on a free port; answers once it listens.
 async fn serve(db: &TestDb, rate_limit: u32) -> Served {
+    let rate_limit = rate_limit.to_string();
+    let (child, line) = start(
+        db,
+        "serve",
+        &[("HOOKLINE_RATE_LIMIT", &rate_limit)],
+        "listening on ",
+    )
+    .await;
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    Served { child, addr }
+}
+
+/// Starts `hookline COMMAND` with `env`, and waits for a log line holding `ready`;
+/// answers the process and that line.
+async fn start(db: &TestDb, command: &str, env: &[(&str, &str)], ready: &str) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
-        .arg("serve")
+        .arg(command)
         .env("DATABASE_URL", db.url())
         .env("HOOKLINE_LISTEN", "127.0.0.1:0")
-        .env("HOOKLINE_RATE_LIMIT", rate_limit.to_string())
         .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+    let line = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                return rest.split_whitespace().next().unwrap().parse().unwrap();
+            if line.contains(ready) {
+                return line;
             }
         }
-        panic!("hookline serve exited before listening");
+        panic!("hookline {command} exited before it was ready");
     })
     .await
-    .expect("hookline serve did not start listening");
+    .unwrap_or_else(|_| panic!("hookline {command} did not get ready"));
     // Keep reading the log so the pipe never fills.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Served { child, addr }
+    (child, line)
 }
 
 /// One request on its own connection; the status code.
@@ -74,18 +98,43 @@ async fn studio_key(db: &TestDb) -> (String, String) {
     (record.id.to_string(), key.expose().to_owned())
 }
 
-async fn terminate(mut served: Served) -> std::process::ExitStatus {
-    let pid = served.child.id().unwrap().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
+async fn terminate(served: Served) -> std::process::ExitStatus {
+    signal(served.child, "-TERM").await
+}
+
+/// Sends `signal` to the process and waits for it to end.
+async fn signal(mut child: Child, signal: &str) -> std::process::ExitStatus {
+    let pid = child.id().unwrap().to_string();
+    let sent = Command::new("kill")
+        .args([signal, &pid])
         .status()
         .await
         .unwrap();
-    assert!(killed.success());
-    tokio::time::timeout(Duration::from_secs(15), served.child.wait())
+    assert!(sent.success());
+    tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
-        .expect("hookline serve did not stop after SIGTERM")
+        .expect("hookline did not stop")
         .unwrap()
+}
+
+/// Settings for delivering to the test receiver.
+fn delivery_env(receiver: &Receiver) -> Vec<(&'static str, String)> {
+    vec![
+        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        (
+            "HOOKLINE_TLS_EXTRA_ROOTS",
+            receiver.ca_file().display().to_string(),
+        ),
+        ("HOOKLINE_DELIVERY_TIMEOUT", "3s".to_owned()),
+        ("HOOKLINE_RETRY_SCHEDULE", "500ms,500ms,500ms".to_owned()),
+    ]
+}
+
+fn as_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    pairs
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect()
 }
 
 backend_tests! {
@@ -130,5 +179,74 @@ async fn servers_on_one_postgres_database_share_each_keys_window() {
     assert_eq!(ok, 10);
     for served in servers {
         assert!(terminate(served).await.success());
+    }
+}
+
+backend_tests! {
+    async fn an_emit_from_the_cli_reaches_a_receiver_through_serve(db) {
+        let receiver = Receiver::start().await;
+        let env = delivery_env(&receiver);
+        let env = as_env(&env);
+        let ws = db.workspace(Plan::Studio).await.to_string();
+        let cli = |args: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+            command.args(args).env("DATABASE_URL", db.url()).envs(env.iter().copied());
+            command
+        };
+        let created = cli(&["hook", "create", &ws, "--url", &receiver.url("/cli"), "--event", "dm.sent"])
+            .output().await.unwrap();
+        assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+        let (child, _) = start(&db, "serve", &env, "delivery worker started").await;
+
+        let emitted = cli(&["event", "emit", &ws, "dm.sent", "--data", r#"{"messageId":"m_9"}"#, "--json"])
+            .output().await.unwrap();
+        assert!(emitted.status.success());
+        let payload: serde_json::Value = serde_json::from_slice(&emitted.stdout).unwrap();
+        let received = receiver.wait_for(1, Duration::from_secs(20)).await;
+        assert_eq!(received.len(), 1, "the emit never arrived");
+        assert_eq!(received[0].headers["webhook-id"], payload["id"].as_str().unwrap());
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&received[0].body).unwrap(), payload);
+        assert!(signal(child, "-TERM").await.success());
+    }
+
+    async fn deliveries_survive_a_worker_killed_with_sigkill(db) {
+        let receiver = Receiver::start().await;
+        // Slow answers, so the worker is mid-attempt when it is killed.
+        let slow = Reply { delay: Duration::from_secs(2), ..Reply::status(200) };
+        receiver.script("/slow", std::iter::repeat_n(slow, 5));
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
+            hookline_domain::WebhookSource::Api).await.unwrap();
+        let outbox = hookline_delivery::Outbox::new(db.store().clone());
+        let mut events = Vec::new();
+        for n in 0..5 {
+            events.push(outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({"n": n})).await.unwrap().payload.id);
+        }
+        let env = delivery_env(&receiver);
+        let env = as_env(&env);
+        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
+        receiver.wait_for(1, Duration::from_secs(20)).await;
+        let killed = signal(worker, "-KILL").await;
+        assert!(!killed.success());
+
+        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        for event in events {
+            loop {
+                let deliveries = db.store().deliveries_of_event(event).await.unwrap();
+                if deliveries.iter().all(|d| d.state == DeliveryState::Delivered) {
+                    break;
+                }
+                assert!(tokio::time::Instant::now() < deadline, "not delivered after the restart: {deliveries:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        let ids: std::collections::HashSet<String> = receiver
+            .received()
+            .iter()
+            .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(ids.len(), 5, "every event arrived at least once");
+        assert!(signal(worker, "-TERM").await.success());
     }
 }
