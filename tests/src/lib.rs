@@ -39,6 +39,8 @@ pub struct Reply {
     /// Wait this long before answering (to provoke timeouts).
     pub delay: Duration,
     pub retry_after: Option<u64>,
+    /// The body; `answer <status>` when `None`.
+    pub body: Option<String>,
 }
 
 impl Reply {
@@ -47,6 +49,7 @@ impl Reply {
             status,
             delay: Duration::ZERO,
             retry_after: None,
+            body: None,
         }
     }
 }
@@ -248,7 +251,10 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Byte
         });
     state.arrived.notify_waiters();
     tokio::time::sleep(reply.delay).await;
-    let mut response = Response::new(Full::new(Bytes::from(format!("answer {}", reply.status))));
+    let body = reply
+        .body
+        .unwrap_or_else(|| format!("answer {}", reply.status));
+    let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
     if let Some(seconds) = reply.retry_after {
         response

@@ -175,6 +175,21 @@ backend_tests! {
         running.stop().await;
     }
 
+    async fn at_most_4_kib_of_an_answer_is_kept(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/chatty", [Reply { body: Some("é".repeat(10_000)), ..Reply::status(200) }]);
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/chatty"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let running = start(db.store(), config(&receiver));
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        deliveries_when(db.store(), emitted.payload.id, settled).await;
+        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let kept = log[0].response_body.clone().unwrap();
+        assert!(kept.len() <= hookline_delivery::MAX_KEPT_BODY, "{} bytes kept", kept.len());
+        assert!(kept.len() >= hookline_delivery::MAX_KEPT_BODY - 4);
+        running.stop().await;
+    }
+
     async fn a_delivery_is_given_up_after_the_last_attempt(db) {
         let receiver = Receiver::start().await;
         receiver.script("/down", (0..10).map(|_| Reply::status(503)));

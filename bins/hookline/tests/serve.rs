@@ -249,4 +249,23 @@ backend_tests! {
         assert_eq!(ids.len(), 5, "every event arrived at least once");
         assert!(signal(worker, "-TERM").await.success());
     }
+
+    async fn sigterm_lets_an_attempt_in_flight_finish(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/slow", [Reply { delay: Duration::from_secs(2), ..Reply::status(200) }]);
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
+            hookline_domain::WebhookSource::Api).await.unwrap();
+        let outbox = hookline_delivery::Outbox::new(db.store().clone());
+        let event = outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({})).await.unwrap().payload.id;
+        let env = delivery_env(&receiver);
+        let (worker, _) = start(&db, "worker", &as_env(&env), "delivery worker started").await;
+        receiver.wait_for(1, Duration::from_secs(20)).await;
+        // The receiver is still answering: the attempt is in flight.
+        assert!(signal(worker, "-TERM").await.success());
+        let deliveries = db.store().deliveries_of_event(event).await.unwrap();
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+        assert_eq!(deliveries[0].attempts, 1);
+        assert_eq!(receiver.received().len(), 1);
+    }
 }

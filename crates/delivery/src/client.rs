@@ -179,12 +179,18 @@ impl HttpsClient {
             }
         }
         kept.truncate(MAX_KEPT_BODY);
-        Ok((
-            status,
-            retry_after,
-            String::from_utf8_lossy(&kept).into_owned(),
-        ))
+        Ok((status, retry_after, kept_text(&kept)))
     }
+}
+
+/// The kept bytes as text of at most [`MAX_KEPT_BODY`] bytes: invalid UTF-8 (such
+/// as a character cut in half by the limit) becomes U+FFFD, which may need trimming.
+fn kept_text(bytes: &[u8]) -> String {
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    while text.len() > MAX_KEPT_BODY {
+        text.pop();
+    }
+    text
 }
 
 /// The request URI: the host as the URL rules read it (an IPv4 spelled as a number
@@ -282,5 +288,19 @@ impl tower_service::Service<Uri> for GuardedConnector {
             }
             Err(last_error.unwrap_or_else(|| io::Error::other("no address to connect to")))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_text_never_exceeds_the_limit() {
+        let cut = "é".repeat(3000).into_bytes()[..MAX_KEPT_BODY - 1].to_vec();
+        let text = kept_text(&cut);
+        assert!(text.len() <= MAX_KEPT_BODY);
+        assert!(text.starts_with("éé"));
+        assert_eq!(kept_text(b"ok"), "ok");
     }
 }

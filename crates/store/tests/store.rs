@@ -450,4 +450,51 @@ backend_tests! {
         let recent = store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap();
         assert_eq!(recent, [sent[4].clone(), sent[3].clone(), sent[2].clone()]);
     }
+
+    async fn retention_keeps_the_last_three_per_event_and_anything_pending(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let mut old_dms = Vec::new();
+        for _ in 0..5 {
+            old_dms.push(emit(store, ws, EventName::DmSent).await.0);
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let (old_bio, _) = emit(store, ws, EventName::BioSubscribed).await;
+        // Deliver every DM but the oldest, which stays pending.
+        let now = Timestamp::now();
+        let claimed = store.claim_due_deliveries(now, now.plus_millis(60_000), 10, "t").await.unwrap();
+        assert_eq!(claimed.len(), 5);
+        for claimed in claimed.iter().filter(|c| c.event_id != old_dms[0].id) {
+            let attempt = DeliveryAttempt {
+                event_id: claimed.event_id,
+                webhook_id: hook.id,
+                event: EventName::DmSent,
+                attempt: 1,
+                at: now,
+                status: Some(200),
+                error: None,
+                duration_ms: 1,
+                response_body: None,
+            };
+            let outcome = hookline_store::Outcome::Delivered;
+            assert!(store.finish_delivery_attempt(claimed, &attempt, outcome).await.unwrap());
+        }
+        assert_eq!(store.release_delivery_leases("t").await.unwrap(), 1);
+        let cutoff = Timestamp::now().plus_millis(1);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let (recent, _) = emit(store, ws, EventName::DmFailed).await;
+
+        let (events, attempts) = store.delete_expired(cutoff).await.unwrap();
+        // Gone: the 4th newest DM. Kept: the last three DMs, the oldest (still
+        // pending), the only bio event, and the one newer than the cutoff.
+        assert_eq!(attempts, 4);
+        assert_eq!(events, 1);
+        assert!(store.event_payload(old_dms[0].id).await.unwrap().is_some(), "pending kept");
+        assert!(store.event_payload(old_dms[1].id).await.unwrap().is_none(), "expired");
+        for kept in [&old_dms[2], &old_dms[3], &old_dms[4], &old_bio, &recent] {
+            assert!(store.event_payload(kept.id).await.unwrap().is_some());
+        }
+        assert!(store.delivery_attempts(hook.id, 100).await.unwrap().is_empty());
+    }
 }
