@@ -26,6 +26,8 @@ use tokio_rustls::TlsAcceptor;
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// When the request's body had arrived.
+    pub at: std::time::SystemTime,
     pub path: String,
     pub version: Version,
     pub headers: HeaderMap,
@@ -133,11 +135,21 @@ impl Receiver {
 
     /// Every request so far.
     pub fn received(&self) -> Vec<Received> {
-        self.state
-            .received
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.log().clone()
+    }
+
+    /// How many requests arrived so far.
+    pub fn count(&self) -> usize {
+        self.log().len()
+    }
+
+    /// Forgets the requests so far.
+    pub fn clear(&self) {
+        self.log().clear();
+    }
+
+    fn log(&self) -> std::sync::MutexGuard<'_, Vec<Received>> {
+        self.state.received.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits until at least `count` requests arrived, at most `timeout`; answers all
@@ -146,9 +158,8 @@ impl Receiver {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let arrived = self.state.arrived.notified();
-            let received = self.received();
-            if received.len() >= count || tokio::time::Instant::now() >= deadline {
-                return received;
+            if self.count() >= count || tokio::time::Instant::now() >= deadline {
+                return self.received();
             }
             let _ = tokio::time::timeout_at(deadline, arrived).await;
         }
@@ -244,6 +255,7 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Byte
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(Received {
+            at: std::time::SystemTime::now(),
             path,
             version,
             headers: parts.headers,

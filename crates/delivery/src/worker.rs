@@ -56,7 +56,7 @@ impl Default for DeliveryConfig {
             retention: Duration::from_secs(30 * 86_400),
             concurrency: 64,
             batch_size: 64,
-            poll_interval: Duration::from_millis(250),
+            poll_interval: Duration::from_millis(50),
         }
     }
 }
@@ -168,7 +168,9 @@ impl Worker {
                     Err(error) => tracing::error!(%error, "cannot claim deliveries"),
                 }
             }
-            if more_due && free > wanted {
+            // A full batch means more may be due: claim again at once (or, with every
+            // slot busy, as soon as one frees up).
+            if more_due {
                 continue;
             }
             tokio::select! {

@@ -360,9 +360,15 @@ mod cluster {
         let mut last_error = String::new();
         for _ in 0..3 {
             let port = free_port()?;
+            // Tests need no durability; benchmarks (HOOKLINE_TEST_PG_DURABLE=1) do,
+            // to measure what production pays for it.
+            let durability = if std::env::var_os("HOOKLINE_TEST_PG_DURABLE").is_some() {
+                ""
+            } else {
+                " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            };
             let options = format!(
-                "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400 \
-                 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+                "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability}",
                 dir = dir.display()
             );
             let started = run(as_owner("pg_ctl")

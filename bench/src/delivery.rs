@@ -1,0 +1,216 @@
+//! The delivery figures: a `hookline worker` process draining a full outbox to an
+//! HTTPS receiver, against the same HTTPS client posting the same bodies straight
+//! to the same receiver; then emit-to-receipt latency at half the sustained rate.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use hookline_delivery::{HttpsClient, Outbox};
+use hookline_domain::{EventName, Plan, TargetPolicy, WebhookSource, WebhookUrl, WorkspaceId};
+use hookline_store::Backend;
+use hookline_store::testing::TestDb;
+use hookline_tests::Receiver;
+use hyper::body::Bytes;
+use tokio::sync::Semaphore;
+
+use crate::api::micros;
+use crate::process::Measured;
+
+/// Emits in flight at once while filling the outbox.
+const EMITTERS: usize = 16;
+/// Requests in flight at once for the baseline: the worker's default concurrency.
+const BASELINE_CONCURRENCY: usize = 64;
+
+pub(crate) async fn run(hookline: &Path, backend: Backend, deliveries: usize) -> anyhow::Result<String> {
+    let receiver = Receiver::start().await;
+    let mut report = format!(
+        "Delivery (HTTPS receiver on loopback)\n  {:<18} {:>12} {:>14} {:>7} {:>9} {:>9} {:>12} {:>9}  target\n",
+        "run", "delivered/s", "baseline/s", "ratio", "p50", "p99", "CPU s/1000", "peak RSS"
+    );
+    for webhooks in [1, 10] {
+        let events = deliveries / webhooks;
+        let run = one_run(hookline, backend, &receiver, webhooks, events).await?;
+        let ratio = run.rate / run.baseline;
+        let met = ratio >= 0.5 && run.p99 < Duration::from_millis(100) && run.peak_rss_mib < 100.0;
+        let _ = writeln!(
+            report,
+            "  {:<18} {:>12.0} {:>14.0} {:>7.3} {:>9} {:>9} {:>12.3} {:>6.1} MiB  ratio >= 0.5, p99 < 100 ms, RSS < 100 MiB: {}",
+            format!("{events} x {webhooks} webhook{}", if webhooks > 1 { "s" } else { "" }),
+            run.rate,
+            run.baseline,
+            ratio,
+            micros(run.p50),
+            micros(run.p99),
+            run.cpu_per_1000,
+            run.peak_rss_mib,
+            if met { "met" } else { "MISSED" }
+        );
+    }
+    Ok(report)
+}
+
+struct Run {
+    rate: f64,
+    baseline: f64,
+    p50: Duration,
+    p99: Duration,
+    cpu_per_1000: f64,
+    peak_rss_mib: f64,
+}
+
+async fn one_run(hookline: &Path, backend: Backend, receiver: &Receiver, webhooks: usize, events: usize) -> anyhow::Result<Run> {
+    let db = TestDb::new(backend).await;
+    let ws = db.workspace(Plan::Studio).await;
+    let mut urls = Vec::new();
+    for n in 0..webhooks {
+        let url = receiver.url(&format!("/w{n}"));
+        db.webhook(ws, &url, &[EventName::LinkClicked], WebhookSource::Api).await?;
+        urls.push(WebhookUrl::parse(&url, TargetPolicy::AllowPrivate)?);
+    }
+    let outbox = Outbox::new(db.store().clone());
+    receiver.clear();
+
+    // The outbox is filled first, so the sustained rate is the worker's alone.
+    let bodies = fill(&outbox, ws, events).await?;
+    let total = events * webhooks;
+    let env = [
+        ("DATABASE_URL", db.url().to_owned()),
+        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        ("HOOKLINE_TLS_EXTRA_ROOTS", receiver.ca_file().display().to_string()),
+        ("RUST_LOG", "warn".to_owned()),
+    ];
+    let started = Instant::now();
+    let (worker, _) = Measured::start(hookline, &["worker"], &env, None).await?;
+    wait_for(receiver, total, Duration::from_secs(900)).await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let rate = total as f64 / elapsed;
+    let cpu_per_1000 = worker.cpu_seconds() / (total as f64 / 1000.0);
+
+    // Emit-to-receipt at half the sustained rate, for five seconds.
+    receiver.clear();
+    let (p50, p99) = latency(&outbox, ws, receiver, webhooks, rate / 2.0).await?;
+    let peak_rss_mib = worker.peak_rss_mib();
+    worker.stop().await?;
+
+    receiver.clear();
+    let baseline = baseline(receiver, &urls, &bodies).await?;
+    Ok(Run {
+        rate,
+        baseline,
+        p50,
+        p99,
+        cpu_per_1000,
+        peak_rss_mib,
+    })
+}
+
+/// Emits `events` events with [`EMITTERS`] emitters; answers their bodies.
+async fn fill(outbox: &Outbox, ws: WorkspaceId, events: usize) -> anyhow::Result<Vec<String>> {
+    let mut tasks = Vec::new();
+    for emitter in 0..EMITTERS {
+        let outbox = outbox.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut bodies = Vec::new();
+            for n in (emitter..events).step_by(EMITTERS) {
+                let data = serde_json::json!({"link": {"id": format!("lnk_{n}"), "url": "https://shop.example.com/spring-sale"}});
+                bodies.push(outbox.emit(ws, EventName::LinkClicked, data).await?.payload.to_json());
+            }
+            anyhow::Ok(bodies)
+        }));
+    }
+    let mut bodies = Vec::with_capacity(events);
+    for task in tasks {
+        bodies.extend(task.await??);
+    }
+    Ok(bodies)
+}
+
+async fn wait_for(receiver: &Receiver, count: usize, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while receiver.count() < count {
+        anyhow::ensure!(Instant::now() < deadline, "only {} of {count} arrived", receiver.count());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+/// Emits at `deliveries_per_second` (spread over 10 ms ticks) for five seconds and
+/// answers p50 and p99 of emit-to-receipt.
+async fn latency(outbox: &Outbox, ws: WorkspaceId, receiver: &Receiver, webhooks: usize, deliveries_per_second: f64) -> anyhow::Result<(Duration, Duration)> {
+    let events_per_tick = (deliveries_per_second / webhooks as f64 / 100.0).max(0.01);
+    let ticks = 500;
+    let emitted_at: Arc<std::sync::Mutex<HashMap<String, SystemTime>>> = Arc::default();
+    let mut interval = tokio::time::interval(Duration::from_millis(10));
+    let mut owed = 0.0;
+    let mut tasks = Vec::new();
+    for _ in 0..ticks {
+        interval.tick().await;
+        owed += events_per_tick;
+        while owed >= 1.0 {
+            owed -= 1.0;
+            let outbox = outbox.clone();
+            let emitted_at = Arc::clone(&emitted_at);
+            tasks.push(tokio::spawn(async move {
+                let at = SystemTime::now();
+                let emitted = outbox.emit(ws, EventName::LinkClicked, serde_json::json!({})).await?;
+                emitted_at
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("poisoned"))?
+                    .insert(emitted.payload.id.to_string(), at);
+                anyhow::Ok(())
+            }));
+        }
+    }
+    let emitted = tasks.len();
+    for task in tasks {
+        task.await??;
+    }
+    wait_for(receiver, emitted * webhooks, Duration::from_secs(120)).await?;
+    let emitted_at = emitted_at.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    let mut latencies: Vec<Duration> = receiver
+        .received()
+        .iter()
+        .filter_map(|request| {
+            let id = request.headers.get("webhook-id")?.to_str().ok()?;
+            request.at.duration_since(*emitted_at.get(id)?).ok()
+        })
+        .collect();
+    latencies.sort_unstable();
+    let percentile = |p: f64| {
+        let index = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
+        latencies.get(index).copied().unwrap_or_default()
+    };
+    Ok((percentile(0.5), percentile(0.99)))
+}
+
+/// The same client posting the same bodies to the same receiver, no database:
+/// answers deliveries per second.
+async fn baseline(receiver: &Receiver, urls: &[WebhookUrl], bodies: &[String]) -> anyhow::Result<f64> {
+    let client = HttpsClient::new(TargetPolicy::AllowPrivate, Duration::from_secs(15), Some(receiver.ca_file()))?;
+    let permits = Arc::new(Semaphore::new(BASELINE_CONCURRENCY));
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(bodies.len() * urls.len());
+    for body in bodies {
+        for url in urls {
+            let permit = Arc::clone(&permits).acquire_owned().await?;
+            let client = client.clone();
+            let url = url.clone();
+            let body = Bytes::from(body.clone());
+            tasks.push(tokio::spawn(async move {
+                let headers = [("content-type", "application/json".to_owned())];
+                let response = client.post(&url, &headers, body).await;
+                drop(permit);
+                response.status.is_some_and(|status| status.is_success())
+            }));
+        }
+    }
+    let mut delivered = 0usize;
+    for task in tasks {
+        delivered += usize::from(task.await?);
+    }
+    anyhow::ensure!(delivered == bodies.len() * urls.len(), "the baseline lost requests");
+    Ok(delivered as f64 / started.elapsed().as_secs_f64())
+}

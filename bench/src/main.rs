@@ -1,0 +1,102 @@
+//! `hookline-bench`: measures hookline against baselines in the same run, on the
+//! same machine, once per backend, and prints one table per backend.
+//!
+//! Build and run it with the release binary beside it:
+//! `cargo build --release -p hookline -p hookline-bench && target/release/hookline-bench`.
+//!
+//! - API: `GET /api/v1/me` and `GET /api/v1/hooks` over 64 keep-alive connections,
+//!   against a bare hyper server answering a body of the same size.
+//! - Delivery: 50,000 events to one webhook and 5,000 events to ten, received over
+//!   HTTPS; against the same HTTPS client posting the same bodies straight to the
+//!   same receiver. Then emit-to-receipt latency at half the sustained rate.
+//! - Cost: peak RSS and CPU seconds of the hookline process.
+//!
+//! Guarantees stay on: keys are checked against the database and every request is
+//! counted in its rate window (the limit is raised, not switched off).
+
+mod api;
+mod delivery;
+mod load;
+mod process;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use hookline_store::Backend;
+
+#[derive(Debug, Parser)]
+#[command(name = "hookline-bench", about = "Benchmarks hookline against baselines.")]
+struct Args {
+    /// Seconds of load per API figure.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Keep-alive connections of the API load.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Deliveries per delivery run (the one-webhook run sends this many events;
+    /// the ten-webhook run a tenth of it).
+    #[arg(long, default_value_t = 50_000)]
+    deliveries: usize,
+    /// Which backends: sqlite, postgres or both.
+    #[arg(long, default_value = "both")]
+    backend: String,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The API baseline (run by the benchmark itself): a bare hyper server answering
+    /// every request with a fixed JSON body of this many bytes.
+    BaselineServer {
+        #[arg(long)]
+        body_size: usize,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    if let Some(Command::BaselineServer { body_size }) = args.command {
+        return runtime.block_on(api::baseline_server(body_size));
+    }
+    runtime.block_on(run(&args))
+}
+
+async fn run(args: &Args) -> anyhow::Result<()> {
+    let backends = match args.backend.as_str() {
+        "sqlite" => vec![Backend::Sqlite],
+        "postgres" => vec![Backend::Postgres],
+        "both" => vec![Backend::Sqlite, Backend::Postgres],
+        other => anyhow::bail!("--backend {other}: expected sqlite, postgres or both"),
+    };
+    let hookline = process::sibling("hookline")?;
+    say(&format!(
+        "hookline-bench: {} cores, hookline at {}",
+        std::thread::available_parallelism().map_or(0, usize::from),
+        hookline.display()
+    ));
+    // The private PostgreSQL cluster skips fsync unless told otherwise; production
+    // does not, so a benchmark should not either.
+    let durable = std::env::var_os("HOOKLINE_TEST_PG_DURABLE").is_some()
+        || std::env::var_os("HOOKLINE_TEST_DATABASE_URL").is_some();
+    if backends.contains(&Backend::Postgres) && !durable {
+        say("note: PostgreSQL runs with fsync off; set HOOKLINE_TEST_PG_DURABLE=1 for production-like figures");
+    }
+    for backend in backends {
+        say(&format!("\n== {} ==", backend.as_str()));
+        let api = api::run(&hookline, backend, Duration::from_secs(args.seconds), args.connections).await?;
+        let delivery = delivery::run(&hookline, backend, args.deliveries).await?;
+        say(&api);
+        say(&delivery);
+    }
+    Ok(())
+}
+
+/// Prints a line of the report (stdout is the report).
+pub(crate) fn say(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+    let _ = stdout.flush();
+}

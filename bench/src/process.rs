@@ -1,0 +1,122 @@
+//! hookline processes under measurement: start, wait for readiness, read their
+//! CPU time and peak memory from /proc, stop.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, Command};
+
+/// The executable `name` beside this one (the same `target/<profile>`).
+pub(crate) fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let path = me.with_file_name(name);
+    if !path.exists() {
+        return Err(anyhow!(
+            "{} not found: build it first (cargo build --release -p {name})",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+pub(crate) struct Measured {
+    child: Child,
+    pid: u32,
+}
+
+impl Measured {
+    /// Starts `program args` with `env`; when `ready` is given, waits for a line of
+    /// its output (stderr or stdout) holding it and answers that line.
+    pub(crate) async fn start(
+        program: &Path,
+        args: &[&str],
+        env: &[(&str, String)],
+        ready: Option<&str>,
+    ) -> anyhow::Result<(Measured, String)> {
+        let mut child = Command::new(program)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("start {}", program.display()))?;
+        let pid = child.id().ok_or_else(|| anyhow!("no pid"))?;
+        let mut stderr = BufReader::new(child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?).lines();
+        let mut stdout = BufReader::new(child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?).lines();
+        let mut line = String::new();
+        if let Some(ready) = ready {
+            line = tokio::time::timeout(Duration::from_secs(60), async {
+                loop {
+                    let next = tokio::select! {
+                        l = stderr.next_line() => l,
+                        l = stdout.next_line() => l,
+                    };
+                    match next {
+                        Ok(Some(l)) if l.contains(ready) => return Ok(l),
+                        Ok(Some(_)) => {}
+                        _ => return Err(anyhow!("{} exited before it was ready", program.display())),
+                    }
+                }
+            })
+            .await
+            .map_err(|_| anyhow!("{} was not ready in time", program.display()))??;
+        }
+        // Drain both pipes so they never fill.
+        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+        Ok((Measured { child, pid }, line))
+    }
+
+    /// User plus system CPU seconds so far.
+    pub(crate) fn cpu_seconds(&self) -> f64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+            return 0.0;
+        };
+        // Fields after the command name (which may hold spaces) closed by ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        // utime and stime are fields 14 and 15 of stat; 11 and 12 after the name.
+        (ticks(11) + ticks(12)) / clock_ticks_per_second()
+    }
+
+    /// Peak resident memory in MiB (VmHWM).
+    pub(crate) fn peak_rss_mib(&self) -> f64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find(|line| line.starts_with("VmHWM:"))
+                    .and_then(|line| line.split_whitespace().nth(1))
+                    .and_then(|kib| kib.parse::<f64>().ok())
+            })
+            .map_or(0.0, |kib| kib / 1024.0)
+    }
+
+    /// SIGTERM, then wait.
+    pub(crate) async fn stop(mut self) -> anyhow::Result<()> {
+        Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .await?;
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await??;
+        Ok(())
+    }
+}
+
+fn clock_ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
