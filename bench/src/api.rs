@@ -6,12 +6,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, Username, WebhookSource};
 use hookline_store::Backend;
 use hookline_store::testing::TestDb;
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 
 use crate::load::{self, Load};
@@ -22,7 +22,10 @@ use crate::process::Measured;
 pub(crate) async fn baseline_server(body_size: usize) -> anyhow::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     crate::say(&format!("listening on {}", listener.local_addr()?));
-    let body = Bytes::from(format!("{{\"success\":true,\"data\":\"{}\"}}", "x".repeat(body_size.saturating_sub(29))));
+    let body = Bytes::from(format!(
+        "{{\"success\":true,\"data\":\"{}\"}}",
+        "x".repeat(body_size.saturating_sub(29))
+    ));
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
@@ -32,9 +35,10 @@ pub(crate) async fn baseline_server(body_size: usize) -> anyhow::Result<()> {
                 let body = body.clone();
                 async move {
                     let mut response = hyper::Response::new(Full::new(body));
-                    response
-                        .headers_mut()
-                        .insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+                    response.headers_mut().insert(
+                        "content-type",
+                        hyper::header::HeaderValue::from_static("application/json"),
+                    );
                     Ok::<_, Infallible>(response)
                 }
             });
@@ -45,7 +49,12 @@ pub(crate) async fn baseline_server(body_size: usize) -> anyhow::Result<()> {
     }
 }
 
-pub(crate) async fn run(hookline: &Path, backend: Backend, seconds: Duration, connections: usize) -> anyhow::Result<String> {
+pub(crate) async fn run(
+    hookline: &Path,
+    backend: Backend,
+    seconds: Duration,
+    connections: usize,
+) -> anyhow::Result<String> {
     let db = TestDb::new(backend).await;
     let ws = db.workspace(Plan::Studio).await;
     let store = db.store();
@@ -53,12 +62,20 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, seconds: Duration, co
         store.connect_account(ws, &Username::parse(name)?).await?;
     }
     for n in 0..5 {
-        db.webhook(ws, &format!("https://h{n}.example.com/in"), &[EventName::DmSent], WebhookSource::Api).await?;
+        db.webhook(
+            ws,
+            &format!("https://h{n}.example.com/in"),
+            &[EventName::DmSent],
+            WebhookSource::Api,
+        )
+        .await?;
     }
     let mut keys = Vec::new();
     for n in 0..8 {
         let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
-        store.create_api_key(ws, &KeyName::parse(&format!("bench {n}"))?, &hash).await?;
+        store
+            .create_api_key(ws, &KeyName::parse(&format!("bench {n}"))?, &hash)
+            .await?;
         keys.push(key.expose().to_owned());
     }
     let env = [
@@ -81,14 +98,23 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, seconds: Duration, co
         "baseline req/s",
         "ratio"
     );
-    let target = if backend == Backend::Sqlite { 1.0 / 3.0 } else { 0.1 };
+    let target = if backend == Backend::Sqlite {
+        1.0 / 3.0
+    } else {
+        0.1
+    };
     for path in ["/api/v1/me", "/api/v1/hooks"] {
         let size = body_size(addr, path, &keys[0]).await?;
         // Warm up connections, caches and the pool before measuring.
         load::run(addr, path, &keys, connections, Duration::from_secs(1)).await?;
         let measured = load::run(addr, path, &keys, connections, seconds).await?;
-        let (baseline, base_line) =
-            Measured::start(&crate::process::sibling("hookline-bench")?, &["baseline-server", "--body-size", &size.to_string()], &[], Some("listening on ")).await?;
+        let (baseline, base_line) = Measured::start(
+            &crate::process::sibling("hookline-bench")?,
+            &["baseline-server", "--body-size", &size.to_string()],
+            &[],
+            Some("listening on "),
+        )
+        .await?;
         let base_addr = listening_addr(&base_line)?;
         load::run(base_addr, path, &keys, connections, Duration::from_secs(1)).await?;
         let base = load::run(base_addr, path, &keys, connections, seconds).await?;
@@ -147,13 +173,18 @@ pub(crate) fn listening_addr(line: &str) -> anyhow::Result<SocketAddr> {
 async fn body_size(addr: SocketAddr, path: &str, key: &str) -> anyhow::Result<usize> {
     use http_body_util::BodyExt as _;
     let stream = tokio::net::TcpStream::connect(addr).await?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
     let request = hyper::Request::get(path)
         .header("host", addr.to_string())
         .header("authorization", format!("Bearer {key}"))
         .body(http_body_util::Empty::<Bytes>::new())?;
     let response = sender.send_request(request).await?;
-    anyhow::ensure!(response.status() == hyper::StatusCode::OK, "{path} answered {}", response.status());
+    anyhow::ensure!(
+        response.status() == hyper::StatusCode::OK,
+        "{path} answered {}",
+        response.status()
+    );
     Ok(response.into_body().collect().await?.to_bytes().len())
 }

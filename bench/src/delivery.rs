@@ -24,7 +24,11 @@ const EMITTERS: usize = 16;
 /// Requests in flight at once for the baseline: the worker's default concurrency.
 const BASELINE_CONCURRENCY: usize = 64;
 
-pub(crate) async fn run(hookline: &Path, backend: Backend, deliveries: usize) -> anyhow::Result<String> {
+pub(crate) async fn run(
+    hookline: &Path,
+    backend: Backend,
+    deliveries: usize,
+) -> anyhow::Result<String> {
     let receiver = Receiver::start().await;
     let mut report = format!(
         "Delivery (HTTPS receiver on loopback)\n  {:<18} {:>12} {:>14} {:>7} {:>9} {:>9} {:>12} {:>9}  target\n",
@@ -38,7 +42,10 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, deliveries: usize) ->
         let _ = writeln!(
             report,
             "  {:<18} {:>12.0} {:>14.0} {:>7.3} {:>9} {:>9} {:>12.3} {:>6.1} MiB  ratio >= 0.5, p99 < 100 ms, RSS < 100 MiB: {}",
-            format!("{events} x {webhooks} webhook{}", if webhooks > 1 { "s" } else { "" }),
+            format!(
+                "{events} x {webhooks} webhook{}",
+                if webhooks > 1 { "s" } else { "" }
+            ),
             run.rate,
             run.baseline,
             ratio,
@@ -61,13 +68,20 @@ struct Run {
     peak_rss_mib: f64,
 }
 
-async fn one_run(hookline: &Path, backend: Backend, receiver: &Receiver, webhooks: usize, events: usize) -> anyhow::Result<Run> {
+async fn one_run(
+    hookline: &Path,
+    backend: Backend,
+    receiver: &Receiver,
+    webhooks: usize,
+    events: usize,
+) -> anyhow::Result<Run> {
     let db = TestDb::new(backend).await;
     let ws = db.workspace(Plan::Studio).await;
     let mut urls = Vec::new();
     for n in 0..webhooks {
         let url = receiver.url(&format!("/w{n}"));
-        db.webhook(ws, &url, &[EventName::LinkClicked], WebhookSource::Api).await?;
+        db.webhook(ws, &url, &[EventName::LinkClicked], WebhookSource::Api)
+            .await?;
         urls.push(WebhookUrl::parse(&url, TargetPolicy::AllowPrivate)?);
     }
     let outbox = Outbox::new(db.store().clone());
@@ -79,7 +93,10 @@ async fn one_run(hookline: &Path, backend: Backend, receiver: &Receiver, webhook
     let env = [
         ("DATABASE_URL", db.url().to_owned()),
         ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
-        ("HOOKLINE_TLS_EXTRA_ROOTS", receiver.ca_file().display().to_string()),
+        (
+            "HOOKLINE_TLS_EXTRA_ROOTS",
+            receiver.ca_file().display().to_string(),
+        ),
         ("RUST_LOG", "warn".to_owned()),
     ];
     let started = Instant::now();
@@ -131,7 +148,11 @@ async fn fill(outbox: &Outbox, ws: WorkspaceId, events: usize) -> anyhow::Result
 async fn wait_for(receiver: &Receiver, count: usize, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     while receiver.count() < count {
-        anyhow::ensure!(Instant::now() < deadline, "only {} of {count} arrived", receiver.count());
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {} of {count} arrived",
+            receiver.count()
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())
@@ -139,7 +160,13 @@ async fn wait_for(receiver: &Receiver, count: usize, timeout: Duration) -> anyho
 
 /// Emits at `deliveries_per_second` (spread over 10 ms ticks) for five seconds and
 /// answers p50 and p99 of emit-to-receipt.
-async fn latency(outbox: &Outbox, ws: WorkspaceId, receiver: &Receiver, webhooks: usize, deliveries_per_second: f64) -> anyhow::Result<(Duration, Duration)> {
+async fn latency(
+    outbox: &Outbox,
+    ws: WorkspaceId,
+    receiver: &Receiver,
+    webhooks: usize,
+    deliveries_per_second: f64,
+) -> anyhow::Result<(Duration, Duration)> {
     let events_per_tick = (deliveries_per_second / webhooks as f64 / 100.0).max(0.01);
     let ticks = 500;
     let emitted_at: Arc<std::sync::Mutex<HashMap<String, SystemTime>>> = Arc::default();
@@ -155,7 +182,9 @@ async fn latency(outbox: &Outbox, ws: WorkspaceId, receiver: &Receiver, webhooks
             let emitted_at = Arc::clone(&emitted_at);
             tasks.push(tokio::spawn(async move {
                 let at = SystemTime::now();
-                let emitted = outbox.emit(ws, EventName::LinkClicked, serde_json::json!({})).await?;
+                let emitted = outbox
+                    .emit(ws, EventName::LinkClicked, serde_json::json!({}))
+                    .await?;
                 emitted_at
                     .lock()
                     .map_err(|_| anyhow::anyhow!("poisoned"))?
@@ -188,8 +217,16 @@ async fn latency(outbox: &Outbox, ws: WorkspaceId, receiver: &Receiver, webhooks
 
 /// The same client posting the same bodies to the same receiver, no database:
 /// answers deliveries per second.
-async fn baseline(receiver: &Receiver, urls: &[WebhookUrl], bodies: &[String]) -> anyhow::Result<f64> {
-    let client = HttpsClient::new(TargetPolicy::AllowPrivate, Duration::from_secs(15), Some(receiver.ca_file()))?;
+async fn baseline(
+    receiver: &Receiver,
+    urls: &[WebhookUrl],
+    bodies: &[String],
+) -> anyhow::Result<f64> {
+    let client = HttpsClient::new(
+        TargetPolicy::AllowPrivate,
+        Duration::from_secs(15),
+        Some(receiver.ca_file()),
+    )?;
     let permits = Arc::new(Semaphore::new(BASELINE_CONCURRENCY));
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(bodies.len() * urls.len());
@@ -211,6 +248,9 @@ async fn baseline(receiver: &Receiver, urls: &[WebhookUrl], bodies: &[String]) -
     for task in tasks {
         delivered += usize::from(task.await?);
     }
-    anyhow::ensure!(delivered == bodies.len() * urls.len(), "the baseline lost requests");
+    anyhow::ensure!(
+        delivered == bodies.len() * urls.len(),
+        "the baseline lost requests"
+    );
     Ok(delivered as f64 / started.elapsed().as_secs_f64())
 }

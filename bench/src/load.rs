@@ -21,14 +21,22 @@ pub(crate) struct Load {
 
 /// `connections` connections to `addr`, each sending `GET path` for `duration`,
 /// keys taken in turn. A non-200 answer counts as a failure.
-pub(crate) async fn run(addr: SocketAddr, path: &str, keys: &[String], connections: usize, duration: Duration) -> anyhow::Result<Load> {
+pub(crate) async fn run(
+    addr: SocketAddr,
+    path: &str,
+    keys: &[String],
+    connections: usize,
+    duration: Duration,
+) -> anyhow::Result<Load> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(connections);
     for n in 0..connections {
         let path = path.to_owned();
         let key = keys.get(n % keys.len().max(1)).cloned().unwrap_or_default();
-        tasks.push(tokio::spawn(async move { connection(addr, &path, &key, deadline).await }));
+        tasks.push(tokio::spawn(async move {
+            connection(addr, &path, &key, deadline).await
+        }));
     }
     let mut latencies = Vec::new();
     let mut failures = 0;
@@ -41,7 +49,10 @@ pub(crate) async fn run(addr: SocketAddr, path: &str, keys: &[String], connectio
     latencies.sort_unstable();
     let percentile = |p: f64| {
         let index = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
-        latencies.get(index).copied().map_or(Duration::ZERO, Duration::from_micros)
+        latencies
+            .get(index)
+            .copied()
+            .map_or(Duration::ZERO, Duration::from_micros)
     };
     Ok(Load {
         requests: latencies.len() as u64,
@@ -52,10 +63,16 @@ pub(crate) async fn run(addr: SocketAddr, path: &str, keys: &[String], connectio
     })
 }
 
-async fn connection(addr: SocketAddr, path: &str, key: &str, deadline: Instant) -> anyhow::Result<(Vec<u64>, u64)> {
+async fn connection(
+    addr: SocketAddr,
+    path: &str,
+    key: &str,
+    deadline: Instant,
+) -> anyhow::Result<(Vec<u64>, u64)> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
     let authorization = format!("Bearer {key}");
     let mut latencies = Vec::new();

@@ -26,7 +26,10 @@ use clap::{Parser, Subcommand};
 use hookline_store::Backend;
 
 #[derive(Debug, Parser)]
-#[command(name = "hookline-bench", about = "Benchmarks hookline against baselines.")]
+#[command(
+    name = "hookline-bench",
+    about = "Benchmarks hookline against baselines."
+)]
 struct Args {
     /// Seconds of load per API figure.
     #[arg(long, default_value_t = 5)]
@@ -57,7 +60,9 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     if let Some(Command::BaselineServer { body_size }) = args.command {
         return runtime.block_on(api::baseline_server(body_size));
     }
@@ -82,11 +87,19 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let durable = std::env::var_os("HOOKLINE_TEST_PG_DURABLE").is_some()
         || std::env::var_os("HOOKLINE_TEST_DATABASE_URL").is_some();
     if backends.contains(&Backend::Postgres) && !durable {
-        say("note: PostgreSQL runs with fsync off; set HOOKLINE_TEST_PG_DURABLE=1 for production-like figures");
+        say(
+            "note: PostgreSQL runs with fsync off; set HOOKLINE_TEST_PG_DURABLE=1 for production-like figures",
+        );
     }
     for backend in backends {
         say(&format!("\n== {} ==", backend.as_str()));
-        let api = api::run(&hookline, backend, Duration::from_secs(args.seconds), args.connections).await?;
+        let api = api::run(
+            &hookline,
+            backend,
+            Duration::from_secs(args.seconds),
+            args.connections,
+        )
+        .await?;
         let delivery = delivery::run(&hookline, backend, args.deliveries).await?;
         say(&api);
         say(&delivery);

@@ -46,8 +46,10 @@ impl Measured {
             .spawn()
             .with_context(|| format!("start {}", program.display()))?;
         let pid = child.id().ok_or_else(|| anyhow!("no pid"))?;
-        let mut stderr = BufReader::new(child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?).lines();
-        let mut stdout = BufReader::new(child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?).lines();
+        let mut stderr =
+            BufReader::new(child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?).lines();
+        let mut stdout =
+            BufReader::new(child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?).lines();
         let mut line = String::new();
         if let Some(ready) = ready {
             line = tokio::time::timeout(Duration::from_secs(60), async {
@@ -59,7 +61,12 @@ impl Measured {
                     match next {
                         Ok(Some(l)) if l.contains(ready) => return Ok(l),
                         Ok(Some(_)) => {}
-                        _ => return Err(anyhow!("{} exited before it was ready", program.display())),
+                        _ => {
+                            return Err(anyhow!(
+                                "{} exited before it was ready",
+                                program.display()
+                            ));
+                        }
                     }
                 }
             })
@@ -82,7 +89,12 @@ impl Measured {
             .rsplit_once(')')
             .map(|(_, rest)| rest.split_whitespace().collect())
             .unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         // utime and stime are fields 14 and 15 of stat; 11 and 12 after the name.
         (ticks(11) + ticks(12)) / clock_ticks_per_second()
     }

@@ -149,7 +149,10 @@ impl Receiver {
     }
 
     fn log(&self) -> std::sync::MutexGuard<'_, Vec<Received>> {
-        self.state.received.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state
+            .received
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits until at least `count` requests arrived, at most `timeout`; answers all

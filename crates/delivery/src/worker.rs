@@ -9,11 +9,13 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hookline_domain::{TargetPolicy, Timestamp};
-use hookline_store::{ClaimedDelivery, DeliveryAttempt, DeliveryListener, Outcome, Store};
+use hookline_store::{
+    ClaimedDelivery, DeliveryAttempt, DeliveryListener, Finished, Outcome, Store,
+};
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
@@ -120,6 +122,10 @@ impl Worker {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = std::pin::pin!(shutdown);
         let permits = Arc::new(Semaphore::new(self.config.concurrency));
+        // With most slots busy, wait until a quarter is free and claim those together:
+        // claiming one delivery per freed slot costs a round of queries each.
+        let quarter = (self.config.concurrency / 4).max(1);
+        let (finished, recorder) = recorder(self.store.clone(), self.config.concurrency);
         let mut listener = match self.store.delivery_listener().await {
             Ok(listener) => listener,
             Err(error) => {
@@ -137,52 +143,60 @@ impl Worker {
                 self.remove_expired().await;
                 next_cleanup = Instant::now() + Duration::from_secs(3600);
             }
-            let free = u32::try_from(permits.available_permits()).unwrap_or(u32::MAX);
-            let wanted = free.min(self.config.batch_size);
-            let mut more_due = false;
-            if wanted > 0 {
+            let free = permits.available_permits();
+            let busy = free < quarter;
+            if !busy {
+                let wanted = u32::try_from(free)
+                    .unwrap_or(u32::MAX)
+                    .min(self.config.batch_size);
                 let now = Timestamp::now();
-                let lease_until = now.plus_millis(
-                    i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX),
-                );
+                let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
                 match self
                     .store
-                    .claim_due_deliveries(now, lease_until, wanted, &self.lease_token)
+                    .claim_due_deliveries(now, now.plus_millis(lease), wanted, &self.lease_token)
                     .await
                 {
                     Ok(batch) => {
-                        more_due = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
+                        let full = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
                         for delivery in batch {
                             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
                                 break;
                             };
-                            tokio::spawn(attempt(
-                                self.store.clone(),
-                                self.client.clone(),
-                                self.config.retry_schedule.clone(),
-                                delivery,
-                                permit,
-                            ));
+                            let attempt = Attempt {
+                                client: self.client.clone(),
+                                schedule: self.config.retry_schedule.clone(),
+                                finished: finished.clone(),
+                                store: self.store.clone(),
+                            };
+                            tokio::spawn(attempt.run(delivery, permit));
+                        }
+                        // A full batch means more may be due: claim again at once.
+                        if full {
+                            continue;
                         }
                     }
                     Err(error) => tracing::error!(%error, "cannot claim deliveries"),
                 }
             }
-            // A full batch means more may be due: claim again at once (or, with every
-            // slot busy, as soon as one frees up).
-            if more_due {
-                continue;
-            }
             tokio::select! {
                 () = &mut shutdown => break,
                 () = self.wakeup.notified() => {}
                 () = next_notification(&mut listener) => {}
-                // All permits busy: go on as soon as one attempt ends.
-                Ok(permit) = Arc::clone(&permits).acquire_owned(), if free == 0 => drop(permit),
-                () = tokio::time::sleep(self.config.poll_interval) => {}
+                Ok(freed) = Arc::clone(&permits).acquire_many_owned(u32::try_from(quarter).unwrap_or(1)), if busy => drop(freed),
+                () = tokio::time::sleep(self.config.poll_interval), if !busy => {}
             }
         }
         self.drain(&permits).await;
+        // Every attempt has ended (or its claim was handed back): flush the outcomes.
+        drop(finished);
+        if tokio::time::timeout(self.config.timeout, recorder)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "outcomes not recorded in time at shutdown; those deliveries will be made again"
+            );
+        }
     }
 
     async fn drain(&self, permits: &Arc<Semaphore>) {
@@ -235,77 +249,130 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
     }
 }
 
-/// One attempt of one delivery, in its own span.
-async fn attempt(
+/// Records outcomes as they come, many per transaction: whatever has queued up
+/// while the previous batch was written goes into the next.
+fn recorder(
     store: Store,
+    capacity: usize,
+) -> (mpsc::Sender<Finished>, tokio::task::JoinHandle<()>) {
+    const MAX_BATCH: usize = 256;
+    let (sender, mut receiver) = mpsc::channel::<Finished>(capacity.max(1));
+    let task = tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            match store.finish_delivery_attempts(&batch).await {
+                Ok(recorded) => {
+                    for (finished, recorded) in batch.iter().zip(recorded) {
+                        if !recorded {
+                            tracing::warn!(
+                                event_id = %finished.claimed.event_id,
+                                webhook_id = %finished.claimed.webhook_id,
+                                "the claim ran out before the attempt was recorded; another worker owns it now"
+                            );
+                        }
+                    }
+                }
+                Err(error) => tracing::error!(
+                    %error,
+                    attempts = batch.len(),
+                    "cannot record attempts; their deliveries will be made again when the claims end"
+                ),
+            }
+            batch.clear();
+        }
+    });
+    (sender, task)
+}
+
+/// What one attempt needs besides its delivery.
+struct Attempt {
     client: HttpsClient,
     schedule: RetrySchedule,
-    delivery: ClaimedDelivery,
-    _permit: OwnedSemaphorePermit,
-) {
-    let number = delivery.attempts.saturating_add(1);
-    let span = tracing::info_span!(
-        "delivery",
-        event_id = %delivery.event_id,
-        webhook_id = %delivery.webhook_id,
-        attempt = number,
-    );
-    async move {
-        if !delivery.webhook.enabled {
-            if let Err(error) = store.cancel_claimed_delivery(&delivery).await {
-                tracing::error!(%error, "cannot cancel the delivery of a disabled webhook");
-            }
-            return;
-        }
-        let at = Timestamp::now();
-        let id = delivery.event_id.to_string();
-        let timestamp = at.unix_seconds();
-        let headers = [
-            ("content-type", "application/json".to_owned()),
-            ("user-agent", USER_AGENT.to_owned()),
-            ("webhook-id", id.clone()),
-            ("webhook-timestamp", timestamp.to_string()),
-            ("webhook-signature", sign(&delivery.secret, &id, timestamp, delivery.payload.as_bytes())),
-        ];
-        let response = client
-            .post(&delivery.webhook.url, &headers, Bytes::from(delivery.payload.clone()))
-            .await;
-        let outcome = match response.status {
-            Some(status) if status.is_success() => Outcome::Delivered,
-            Some(StatusCode::GONE) => Outcome::Gone,
-            status => match schedule.delay_after(number) {
-                None => Outcome::GaveUp,
-                Some(delay) => {
-                    let asked = matches!(status, Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE))
-                        .then_some(response.retry_after)
-                        .flatten()
-                        .unwrap_or_default();
-                    let wait = delay.max(asked);
-                    Outcome::RetryAt(Timestamp::now().plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)))
+    store: Store,
+    finished: mpsc::Sender<Finished>,
+}
+
+impl Attempt {
+    /// One attempt of one delivery, in its own span; the slot is freed once the
+    /// outcome is handed to the recorder.
+    async fn run(self, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
+        let number = delivery.attempts.saturating_add(1);
+        let span = tracing::info_span!(
+            "delivery",
+            event_id = %delivery.event_id,
+            webhook_id = %delivery.webhook_id,
+            attempt = number,
+        );
+        async move {
+            if !delivery.webhook.enabled {
+                if let Err(error) = self.store.cancel_claimed_delivery(&delivery).await {
+                    tracing::error!(%error, "cannot cancel the delivery of a disabled webhook");
                 }
-            },
-        };
-        let record = DeliveryAttempt {
-            event_id: delivery.event_id,
-            webhook_id: delivery.webhook_id,
-            event: delivery.event,
-            attempt: number,
-            at,
-            status: response.status.map(|status| status.as_u16()),
-            error: response.error.clone(),
-            duration_ms: u64::try_from(response.duration.as_millis()).unwrap_or(u64::MAX),
-            response_body: response.body.clone(),
-        };
-        let status = record.status;
-        match store.finish_delivery_attempt(&delivery, &record, outcome).await {
-            Ok(true) => match &response.error {
-                None => tracing::info!(?status, duration_ms = record.duration_ms, ?outcome, "delivery attempt"),
-                Some(error) => tracing::warn!(%error, duration_ms = record.duration_ms, ?outcome, "delivery attempt failed"),
-            },
-            Ok(false) => tracing::warn!("the claim ran out before the attempt ended; another worker owns it now"),
-            Err(error) => tracing::error!(%error, "cannot record the attempt; it will be made again"),
+                return;
+            }
+            let at = Timestamp::now();
+            let id = delivery.event_id.to_string();
+            let timestamp = at.unix_seconds();
+            let headers = [
+                ("content-type", "application/json".to_owned()),
+                ("user-agent", USER_AGENT.to_owned()),
+                ("webhook-id", id.clone()),
+                ("webhook-timestamp", timestamp.to_string()),
+                ("webhook-signature", sign(&delivery.secret, &id, timestamp, delivery.payload.as_bytes())),
+            ];
+            let response = self
+                .client
+                .post(&delivery.webhook.url, &headers, Bytes::from(delivery.payload.clone()))
+                .await;
+            let outcome = outcome(&self.schedule, number, &response);
+            let attempt = DeliveryAttempt {
+                event_id: delivery.event_id,
+                webhook_id: delivery.webhook_id,
+                event: delivery.event,
+                attempt: number,
+                at,
+                status: response.status.map(|status| status.as_u16()),
+                error: response.error.clone(),
+                duration_ms: u64::try_from(response.duration.as_millis()).unwrap_or(u64::MAX),
+                response_body: response.body,
+            };
+            match &attempt.error {
+                None => tracing::info!(status = attempt.status, duration_ms = attempt.duration_ms, ?outcome, "delivery attempt"),
+                Some(error) => tracing::warn!(%error, duration_ms = attempt.duration_ms, ?outcome, "delivery attempt failed"),
+            }
+            let finished = Finished { claimed: delivery, attempt, outcome };
+            if self.finished.send(finished).await.is_err() {
+                tracing::error!("the recorder is gone; this attempt will be made again");
+            }
+            drop(permit);
         }
+        .instrument(span)
+        .await;
     }
-    .instrument(span)
-    .await;
+}
+
+/// What a response leads to: 2xx delivered, 410 gone, else a retry by the schedule
+/// (at least `Retry-After` on 429 and 503) or, after the last attempt, giving up.
+fn outcome(schedule: &RetrySchedule, attempt: u32, response: &crate::Response) -> Outcome {
+    match response.status {
+        Some(status) if status.is_success() => Outcome::Delivered,
+        Some(StatusCode::GONE) => Outcome::Gone,
+        status => match schedule.delay_after(attempt) {
+            None => Outcome::GaveUp,
+            Some(delay) => {
+                let asked = matches!(
+                    status,
+                    Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE)
+                )
+                .then_some(response.retry_after)
+                .flatten()
+                .unwrap_or_default();
+                let wait = delay.max(asked);
+                Outcome::RetryAt(
+                    Timestamp::now()
+                        .plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)),
+                )
+            }
+        },
+    }
 }

@@ -22,7 +22,7 @@ pub mod testing;
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
 pub use models::delivery::{Delivery, DeliveryAttempt, DeliveryState};
-pub use models::outbox::{ClaimedDelivery, DeliveryListener, Outcome};
+pub use models::outbox::{ClaimedDelivery, DeliveryListener, Finished, Outcome};
 pub use models::rate_limit::RateWindow;
 pub use models::webhook::NewWebhook;
 
@@ -32,6 +32,10 @@ pub use models::webhook::NewWebhook;
 pub struct Store {
     pools: pool::Pools,
     database_url: String,
+    /// SQLite has one writer at a time. Writers of this process queue here, in
+    /// order and without delay, rather than in SQLite's busy handler, which sleeps
+    /// in steps of milliseconds; other processes still wait in the busy handler.
+    sqlite_writes: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -50,7 +54,17 @@ impl Store {
         Ok(Store {
             pools,
             database_url: config.database_url.clone(),
+            sqlite_writes: std::sync::Arc::default(),
         })
+    }
+
+    /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,
+    /// whose row locks let writers of different rows run at once.
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self.pools {
+            pool::Pools::Sqlite(_) => Some(self.sqlite_writes.lock().await),
+            pool::Pools::Postgres(_) => None,
+        }
     }
 
     pub fn backend(&self) -> Backend {

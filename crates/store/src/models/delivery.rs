@@ -4,7 +4,7 @@ use hookline_domain::{EventId, EventName, Timestamp, WebhookId};
 
 use crate::error::Stored as _;
 use crate::models::timestamp;
-use crate::pool::with_conn;
+use crate::pool::{with_conn, write_conn};
 use crate::schema::{deliveries, delivery_attempts};
 use crate::{Error, Result, Store};
 
@@ -178,7 +178,7 @@ impl Store {
     /// Adds an attempt to the log of its delivery.
     pub async fn record_delivery_attempt(&self, attempt: &DeliveryAttempt) -> Result<()> {
         let row = DeliveryAttemptRow::from(attempt);
-        with_conn!(self, |conn| {
+        write_conn!(self, |conn| {
             diesel::insert_into(delivery_attempts::table)
                 .values(&row)
                 .execute(conn)

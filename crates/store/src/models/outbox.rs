@@ -12,7 +12,7 @@ use hookline_domain::{
 use crate::error::Stored as _;
 use crate::models::delivery::{DeliveryAttempt, DeliveryAttemptRow, DeliveryState};
 use crate::models::webhook::WebhookRow;
-use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, with_conn, write_tx};
+use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, delivery_attempts, events, webhooks};
 use crate::{Backend, Error, Result, Store};
 
@@ -34,6 +34,46 @@ pub struct ClaimedDelivery {
 
 /// An event's id, name and payload, as stored.
 type EventText = (String, String, String);
+
+/// An attempt made under a claim, and what it leads to.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub claimed: ClaimedDelivery,
+    pub attempt: DeliveryAttempt,
+    pub outcome: Outcome,
+}
+
+/// A [`Finished`] as the statements that record it take it.
+struct FinishRow {
+    event_id: String,
+    webhook_id: String,
+    lease_token: String,
+    state: DeliveryState,
+    next_attempt_at: i64,
+    attempt: DeliveryAttemptRow,
+    /// For `410 Gone`: the webhook's source, which decides what happens to it.
+    gone: Option<WebhookSource>,
+}
+
+impl From<&Finished> for FinishRow {
+    fn from(finished: &Finished) -> Self {
+        let (state, next_attempt_at) = match finished.outcome {
+            Outcome::Delivered => (DeliveryState::Delivered, finished.attempt.at),
+            Outcome::RetryAt(at) => (DeliveryState::Pending, at),
+            Outcome::GaveUp => (DeliveryState::Failed, finished.attempt.at),
+            Outcome::Gone => (DeliveryState::Cancelled, finished.attempt.at),
+        };
+        FinishRow {
+            event_id: finished.claimed.event_id.to_string(),
+            webhook_id: finished.claimed.webhook_id.to_string(),
+            lease_token: finished.claimed.lease_token.clone(),
+            state,
+            next_attempt_at: next_attempt_at.unix_millis(),
+            attempt: DeliveryAttemptRow::from(&finished.attempt),
+            gone: (finished.outcome == Outcome::Gone).then_some(finished.claimed.webhook.source),
+        }
+    }
+}
 
 /// What an attempt leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +106,7 @@ impl Store {
             now: now.unix_millis(),
             limit: i64::from(limit),
         };
-        let claimed = with_conn!(self, |conn| conn.claim_due(&claim).await?);
+        let claimed = write_conn!(self, |conn| conn.claim_due(&claim).await?);
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
@@ -127,49 +167,57 @@ impl Store {
         attempt: &DeliveryAttempt,
         outcome: Outcome,
     ) -> Result<bool> {
-        let event_id = claimed.event_id.to_string();
-        let webhook_id = claimed.webhook_id.to_string();
-        let (state, next_attempt_at) = match outcome {
-            Outcome::Delivered => (DeliveryState::Delivered, None),
-            Outcome::RetryAt(at) => (DeliveryState::Pending, Some(at.unix_millis())),
-            Outcome::GaveUp => (DeliveryState::Failed, None),
-            Outcome::Gone => (DeliveryState::Cancelled, None),
-        };
-        let row = DeliveryAttemptRow::from(attempt);
+        let finished = [Finished {
+            claimed: claimed.clone(),
+            attempt: attempt.clone(),
+            outcome,
+        }];
+        let recorded = self.finish_delivery_attempts(&finished).await?;
+        Ok(<[bool]>::first(&recorded).copied().unwrap_or(false))
+    }
+
+    /// Records many attempts and their outcomes in one transaction (one commit for
+    /// the lot: what a busy worker needs); answers, for each, whether its lease was
+    /// still held (see [`Store::finish_delivery_attempt`]).
+    pub async fn finish_delivery_attempts(&self, finished: &[Finished]) -> Result<Vec<bool>> {
+        let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
         write_tx!(self, |conn| {
-            let updated = diesel::update(deliveries::table.find((&event_id, &webhook_id)))
-                .filter(deliveries::lease_token.eq(&claimed.lease_token))
-                .set((
-                    deliveries::attempts.eq(deliveries::attempts + 1),
-                    deliveries::state.eq(state.as_str()),
-                    deliveries::next_attempt_at
-                        .eq(next_attempt_at.unwrap_or(attempt.at.unix_millis())),
-                    deliveries::lease_until.eq(None::<i64>),
-                    deliveries::lease_token.eq(None::<String>),
-                ))
-                .execute(conn)
-                .await?;
-            if updated == 0 {
-                return Ok(false);
-            }
-            diesel::insert_into(delivery_attempts::table)
-                .values(&row)
-                .execute(conn)
-                .await?;
-            if outcome == Outcome::Gone {
-                match claimed.webhook.source {
-                    WebhookSource::Api => {
-                        diesel::delete(webhooks::table.find(&webhook_id))
+            let mut recorded = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let updated =
+                    diesel::update(deliveries::table.find((&row.event_id, &row.webhook_id)))
+                        .filter(deliveries::lease_token.eq(&row.lease_token))
+                        .set((
+                            deliveries::attempts.eq(deliveries::attempts + 1),
+                            deliveries::state.eq(row.state.as_str()),
+                            deliveries::next_attempt_at.eq(row.next_attempt_at),
+                            deliveries::lease_until.eq(None::<i64>),
+                            deliveries::lease_token.eq(None::<String>),
+                        ))
+                        .execute(conn)
+                        .await?;
+                recorded.push(updated > 0);
+                if updated == 0 {
+                    continue;
+                }
+                diesel::insert_into(delivery_attempts::table)
+                    .values(&row.attempt)
+                    .execute(conn)
+                    .await?;
+                match row.gone {
+                    None => {}
+                    Some(WebhookSource::Api) => {
+                        diesel::delete(webhooks::table.find(&row.webhook_id))
                             .execute(conn)
                             .await?;
                     }
-                    WebhookSource::Settings => {
-                        diesel::update(webhooks::table.find(&webhook_id))
+                    Some(WebhookSource::Settings) => {
+                        diesel::update(webhooks::table.find(&row.webhook_id))
                             .set(webhooks::enabled.eq(false))
                             .execute(conn)
                             .await?;
                         diesel::update(deliveries::table)
-                            .filter(deliveries::webhook_id.eq(&webhook_id))
+                            .filter(deliveries::webhook_id.eq(&row.webhook_id))
                             .filter(deliveries::state.eq(DeliveryState::Pending.as_str()))
                             .set(deliveries::state.eq(DeliveryState::Cancelled.as_str()))
                             .execute(conn)
@@ -177,7 +225,7 @@ impl Store {
                     }
                 }
             }
-            Ok(true)
+            Ok(recorded)
         })
     }
 
@@ -185,7 +233,7 @@ impl Store {
     /// the event was emitted.
     pub async fn cancel_claimed_delivery(&self, claimed: &ClaimedDelivery) -> Result<bool> {
         let key = (claimed.event_id.to_string(), claimed.webhook_id.to_string());
-        let updated = with_conn!(self, |conn| {
+        let updated = write_conn!(self, |conn| {
             diesel::update(deliveries::table.find((&key.0, &key.1)))
                 .filter(deliveries::lease_token.eq(&claimed.lease_token))
                 .set((
@@ -202,7 +250,7 @@ impl Store {
     /// Hands back every claim of `lease_token` that has not ended: those deliveries
     /// are due again at once. Answers how many.
     pub async fn release_delivery_leases(&self, lease_token: &str) -> Result<usize> {
-        let released = with_conn!(self, |conn| {
+        let released = write_conn!(self, |conn| {
             diesel::update(deliveries::table)
                 .filter(deliveries::lease_token.eq(lease_token))
                 .set((
@@ -231,7 +279,7 @@ impl Store {
                      PARTITION BY workspace_id, event ORDER BY occurred_at DESC, id DESC) AS n \
                  FROM events) AS ranked WHERE n <= 3)"
         );
-        with_conn!(self, |conn| {
+        write_conn!(self, |conn| {
             let attempts = diesel::delete(delivery_attempts::table)
                 .filter(delivery_attempts::attempted_at.lt(cutoff))
                 .execute(conn)

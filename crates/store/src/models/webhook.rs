@@ -8,7 +8,7 @@ use hookline_domain::{
 
 use crate::error::Stored as _;
 use crate::models::timestamp;
-use crate::pool::{Dialect as _, with_conn, write_tx};
+use crate::pool::{Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, webhooks};
 use crate::{DeliveryState, Error, Result, Store};
 
@@ -199,7 +199,7 @@ impl Store {
     ) -> Result<bool> {
         let id = id.to_string();
         let workspace = in_workspace.map(|ws| ws.to_string());
-        let deleted = with_conn!(self, |conn| {
+        let deleted = write_conn!(self, |conn| {
             // Deliveries and attempts go with it (ON DELETE CASCADE), in this statement.
             let mut delete = diesel::delete(webhooks::table.find(&id)).into_boxed();
             if let Some(workspace) = &workspace {

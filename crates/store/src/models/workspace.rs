@@ -4,7 +4,7 @@ use hookline_domain::{Plan, Timestamp, Workspace, WorkspaceId, WorkspaceName};
 
 use crate::error::Stored as _;
 use crate::models::timestamp;
-use crate::pool::with_conn;
+use crate::pool::{with_conn, write_conn};
 use crate::schema::workspaces;
 use crate::{Result, Store};
 
@@ -37,7 +37,7 @@ impl Store {
             plan: plan.as_str().to_owned(),
             created_at: Timestamp::now().unix_millis(),
         };
-        with_conn!(self, |conn| {
+        write_conn!(self, |conn| {
             diesel::insert_into(workspaces::table)
                 .values(&row)
                 .execute(conn)
@@ -67,7 +67,7 @@ impl Store {
         plan: Plan,
     ) -> Result<Option<Workspace>> {
         let id = id.to_string();
-        let row: Option<WorkspaceRow> = with_conn!(self, |conn| {
+        let row: Option<WorkspaceRow> = write_conn!(self, |conn| {
             diesel::update(workspaces::table.find(&id))
                 .set(workspaces::plan.eq(plan.as_str()))
                 .returning(WorkspaceRow::as_returning())
