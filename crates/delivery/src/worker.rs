@@ -10,7 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hookline_domain::{TargetPolicy, Timestamp};
 use hookline_store::{
-    ClaimedDelivery, DeliveryAttempt, DeliveryListener, Finished, Outcome, Store,
+    Backend, ClaimedDelivery, DeliveryAttempt, DeliveryListener, Finished, Outcome, Store,
 };
 use hyper::StatusCode;
 use hyper::body::Bytes;
@@ -125,7 +125,7 @@ impl Worker {
         // With most slots busy, wait until a quarter is free and claim those together:
         // claiming one delivery per freed slot costs a round of queries each.
         let quarter = (self.config.concurrency / 4).max(1);
-        let (finished, recorder) = recorder(self.store.clone(), self.config.concurrency);
+        let (recorders, recording) = Recorders::start(&self.store, self.config.concurrency);
         let mut listener = match self.store.delivery_listener().await {
             Ok(listener) => listener,
             Err(error) => {
@@ -165,7 +165,7 @@ impl Worker {
                             let attempt = Attempt {
                                 client: self.client.clone(),
                                 schedule: self.config.retry_schedule.clone(),
-                                finished: finished.clone(),
+                                recorders: recorders.clone(),
                                 store: self.store.clone(),
                             };
                             tokio::spawn(attempt.run(delivery, permit));
@@ -188,8 +188,8 @@ impl Worker {
         }
         self.drain(&permits).await;
         // Every attempt has ended (or its claim was handed back): flush the outcomes.
-        drop(finished);
-        if tokio::time::timeout(self.config.timeout, recorder)
+        drop(recorders);
+        if tokio::time::timeout(self.config.timeout, futures_join(recording))
             .await
             .is_err()
         {
@@ -237,6 +237,13 @@ impl Worker {
     }
 }
 
+/// Waits for every task.
+async fn futures_join(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
 /// Completes on the next PostgreSQL notification; never without a listener. A lost
 /// listener connection is dropped (the worker still polls).
 async fn next_notification(listener: &mut Option<DeliveryListener>) {
@@ -249,39 +256,67 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
     }
 }
 
-/// Records outcomes as they come, many per transaction: whatever has queued up
-/// while the previous batch was written goes into the next.
-fn recorder(
-    store: Store,
-    capacity: usize,
-) -> (mpsc::Sender<Finished>, tokio::task::JoinHandle<()>) {
+/// Recorders of outcomes. Each commits whatever has queued up for it in one
+/// transaction; on PostgreSQL several run side by side, each on its own
+/// connection, because one would spend its time waiting on round trips (SQLite has
+/// one writer, so one recorder).
+#[derive(Clone)]
+struct Recorders {
+    queues: Vec<mpsc::Sender<Finished>>,
+}
+
+impl Recorders {
     const MAX_BATCH: usize = 256;
-    let (sender, mut receiver) = mpsc::channel::<Finished>(capacity.max(1));
-    let task = tokio::spawn(async move {
-        let mut batch = Vec::with_capacity(MAX_BATCH);
-        while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
-            match store.finish_delivery_attempts(&batch).await {
-                Ok(recorded) => {
-                    for (finished, recorded) in batch.iter().zip(recorded) {
-                        if !recorded {
-                            tracing::warn!(
-                                event_id = %finished.claimed.event_id,
-                                webhook_id = %finished.claimed.webhook_id,
-                                "the claim ran out before the attempt was recorded; another worker owns it now"
-                            );
-                        }
+
+    fn start(store: &Store, capacity: usize) -> (Recorders, Vec<tokio::task::JoinHandle<()>>) {
+        let count = match store.backend() {
+            Backend::Sqlite => 1,
+            Backend::Postgres => 4,
+        };
+        let mut queues = Vec::with_capacity(count);
+        let mut tasks = Vec::with_capacity(count);
+        for _ in 0..count {
+            let (queue, receiver) = mpsc::channel::<Finished>(capacity.max(1));
+            queues.push(queue);
+            tasks.push(tokio::spawn(record(store.clone(), receiver)));
+        }
+        (Recorders { queues }, tasks)
+    }
+
+    /// Queues an outcome; one delivery's outcomes always go to the same recorder.
+    async fn send(&self, finished: Finished) -> bool {
+        let shard = (finished.claimed.event_id.ulid().0 ^ finished.claimed.webhook_id.ulid().0)
+            % self.queues.len() as u128;
+        match self.queues.get(usize::try_from(shard).unwrap_or(0)) {
+            Some(queue) => queue.send(finished).await.is_ok(),
+            None => false,
+        }
+    }
+}
+
+async fn record(store: Store, mut receiver: mpsc::Receiver<Finished>) {
+    let mut batch = Vec::with_capacity(Recorders::MAX_BATCH);
+    while receiver.recv_many(&mut batch, Recorders::MAX_BATCH).await > 0 {
+        match store.finish_delivery_attempts(&batch).await {
+            Ok(recorded) => {
+                for (finished, recorded) in batch.iter().zip(recorded) {
+                    if !recorded {
+                        tracing::warn!(
+                            event_id = %finished.claimed.event_id,
+                            webhook_id = %finished.claimed.webhook_id,
+                            "the claim ran out before the attempt was recorded; another worker owns it now"
+                        );
                     }
                 }
-                Err(error) => tracing::error!(
-                    %error,
-                    attempts = batch.len(),
-                    "cannot record attempts; their deliveries will be made again when the claims end"
-                ),
             }
-            batch.clear();
+            Err(error) => tracing::error!(
+                %error,
+                attempts = batch.len(),
+                "cannot record attempts; their deliveries will be made again when the claims end"
+            ),
         }
-    });
-    (sender, task)
+        batch.clear();
+    }
 }
 
 /// What one attempt needs besides its delivery.
@@ -289,7 +324,7 @@ struct Attempt {
     client: HttpsClient,
     schedule: RetrySchedule,
     store: Store,
-    finished: mpsc::Sender<Finished>,
+    recorders: Recorders,
 }
 
 impl Attempt {
@@ -341,7 +376,7 @@ impl Attempt {
                 Some(error) => tracing::warn!(%error, duration_ms = attempt.duration_ms, ?outcome, "delivery attempt failed"),
             }
             let finished = Finished { claimed: delivery, attempt, outcome };
-            if self.finished.send(finished).await.is_err() {
+            if !self.recorders.send(finished).await {
                 tracing::error!("the recorder is gone; this attempt will be made again");
             }
             drop(permit);

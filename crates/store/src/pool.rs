@@ -291,38 +291,3 @@ macro_rules! write_conn {
     }};
 }
 pub(crate) use write_conn;
-
-/// [`write_conn!`] for a statement whose commit need not wait for the disk: on
-/// PostgreSQL it runs in a transaction with `synchronous_commit = off` (still atomic
-/// and at once visible to every session; only the last fraction of a second of such
-/// commits may be lost in a crash). For counters nobody needs back after one, never
-/// for the outbox. On SQLite it is one plain statement: WAL with `synchronous =
-/// NORMAL` commits without waiting for the disk already.
-macro_rules! relaxed_write {
-    ($store:expr, |$conn:ident| $body:expr) => {{
-        #[allow(unused_imports)]
-        use diesel_async::AsyncConnection as _;
-        let _turn = $store.write_turn().await;
-        match &$store.pools {
-            $crate::pool::Pools::Sqlite(pool) => {
-                let mut pooled = pool.get().await?;
-                let $conn = &mut *pooled;
-                $body
-            }
-            $crate::pool::Pools::Postgres(pool) => {
-                let mut pooled = pool.get().await?;
-                pooled
-                    .transaction(async |$conn| -> $crate::Result<_> {
-                        diesel_async::RunQueryDsl::execute(
-                            diesel::sql_query("SET LOCAL synchronous_commit TO OFF"),
-                            $conn,
-                        )
-                        .await?;
-                        Ok($body)
-                    })
-                    .await?
-            }
-        }
-    }};
-}
-pub(crate) use relaxed_write;

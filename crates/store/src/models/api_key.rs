@@ -8,7 +8,7 @@ use hookline_domain::{
 use crate::error::Stored as _;
 use crate::models::timestamp;
 use crate::models::workspace::WorkspaceRow;
-use crate::pool::{Dialect as _, relaxed_write, with_conn, write_tx};
+use crate::pool::{Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{api_keys, workspaces};
 use crate::{Error, Result, Store};
 
@@ -171,7 +171,7 @@ impl Store {
         }
         let id = key.id.to_string();
         let minute = minute.unix_millis();
-        relaxed_write!(self, |conn| {
+        write_conn!(self, |conn| {
             diesel::update(api_keys::table.find(&id))
                 .filter(
                     api_keys::last_used_at

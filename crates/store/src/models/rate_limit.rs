@@ -5,7 +5,7 @@ use diesel_async::RunQueryDsl;
 use hookline_domain::{ApiKeyId, Timestamp};
 
 use crate::models::timestamp;
-use crate::pool::relaxed_write;
+use crate::pool::write_conn;
 use crate::schema::rate_limit_windows as windows;
 use crate::{Result, Store};
 
@@ -24,8 +24,7 @@ impl Store {
     ///
     /// One statement (an upsert), so it is exact under any concurrency and, on
     /// PostgreSQL, shared by every server on the database: the row lock serialises
-    /// the increments, and each caller sees the count its own increment made. It
-    /// commits without waiting for the disk (see `relaxed_write!`).
+    /// the increments, and each caller sees the count its own increment made.
     pub async fn count_request(
         &self,
         key: ApiKeyId,
@@ -36,9 +35,7 @@ impl Store {
         let now_ms = now.unix_millis();
         // A window that started at or before this instant has ended.
         let expired_before = now_ms - window_ms;
-        // A window is worth no disk flush: after a crash a key may get a few
-        // requests more, and nothing else is lost.
-        let (started_at, count): (i64, i64) = relaxed_write!(self, |conn| {
+        let (started_at, count): (i64, i64) = write_conn!(self, |conn| {
             diesel::insert_into(windows::table)
                 .values((
                     windows::key_id.eq(&key),
