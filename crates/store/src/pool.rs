@@ -14,8 +14,10 @@ use diesel_async::pooled_connection::{
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 
+use crate::models::delivery::DeliveryAttemptRow;
+use crate::models::outbox::FinishRow;
 use crate::models::webhook::WebhookRow;
-use crate::schema::{webhooks, workspaces};
+use crate::schema::{deliveries, delivery_attempts, webhooks, workspaces};
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -118,6 +120,11 @@ pub(crate) trait Dialect {
     /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
     /// SQLite, whose workers poll.
     async fn notify_workers(&mut self) -> QueryResult<()>;
+
+    /// Records outcomes whose lease is still held, with their attempts; answers for
+    /// each row whether it was. SQLite: two statements per row (a statement costs a
+    /// hop to its thread, not a round trip); PostgreSQL: two statements per batch.
+    async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>>;
 }
 
 /// The arguments of [`Dialect::claim_due`], bound in this order.
@@ -136,6 +143,15 @@ pub(crate) struct ClaimedRow {
     pub(crate) webhook_id: String,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub(crate) attempts: i64,
+}
+
+/// A delivery's key, as `RETURNING` gives it back.
+#[derive(Debug, diesel::QueryableByName)]
+pub(crate) struct KeyRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) event_id: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) webhook_id: String,
 }
 
 /// The channel PostgreSQL workers LISTEN on.
@@ -196,6 +212,31 @@ macro_rules! bind_claim {
 impl Dialect for SqliteConn {
     locking_queries!();
 
+    async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
+        let mut recorded = Vec::with_capacity(rows.len());
+        for row in rows {
+            let updated = diesel::update(deliveries::table.find((&row.event_id, &row.webhook_id)))
+                .filter(deliveries::lease_token.eq(&row.lease_token))
+                .set((
+                    deliveries::attempts.eq(deliveries::attempts + 1),
+                    deliveries::state.eq(row.state.as_str()),
+                    deliveries::next_attempt_at.eq(row.next_attempt_at),
+                    deliveries::lease_until.eq(None::<i64>),
+                    deliveries::lease_token.eq(None::<String>),
+                ))
+                .execute(self)
+                .await?;
+            if updated > 0 {
+                diesel::insert_into(delivery_attempts::table)
+                    .values(&row.attempt)
+                    .execute(self)
+                    .await?;
+            }
+            recorded.push(updated > 0);
+        }
+        Ok(recorded)
+    }
+
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         let sql = "UPDATE deliveries SET lease_until = ?1, lease_token = ?2 \
              WHERE (event_id, webhook_id) IN ( \
@@ -214,6 +255,49 @@ impl Dialect for SqliteConn {
 
 impl Dialect for PgConn {
     locking_queries!(for_update, for_share);
+
+    async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
+        use diesel::pg::sql_types::Array;
+        use diesel::sql_types::{BigInt, Text};
+        let column = |field: fn(&FinishRow) -> String| rows.iter().map(field).collect::<Vec<_>>();
+        let updated: Vec<KeyRow> = diesel::sql_query(
+            "UPDATE deliveries AS d SET attempts = d.attempts + 1, state = v.state, \
+                 next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
+                 AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
+             WHERE d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
+               AND d.lease_token = v.lease_token \
+             RETURNING d.event_id, d.webhook_id",
+        )
+        .bind::<Array<Text>, _>(column(|r| r.event_id.clone()))
+        .bind::<Array<Text>, _>(column(|r| r.webhook_id.clone()))
+        .bind::<Array<Text>, _>(column(|r| r.lease_token.clone()))
+        .bind::<Array<Text>, _>(column(|r| r.state.as_str().to_owned()))
+        .bind::<Array<BigInt>, _>(rows.iter().map(|r| r.next_attempt_at).collect::<Vec<_>>())
+        .load(self)
+        .await?;
+        let updated: std::collections::HashSet<(String, String)> = updated
+            .into_iter()
+            .map(|key| (key.event_id, key.webhook_id))
+            .collect();
+        let recorded: Vec<bool> = rows
+            .iter()
+            .map(|r| updated.contains(&(r.event_id.clone(), r.webhook_id.clone())))
+            .collect();
+        let attempts: Vec<&DeliveryAttemptRow> = rows
+            .iter()
+            .zip(&recorded)
+            .filter(|(_, recorded)| **recorded)
+            .map(|(row, _)| &row.attempt)
+            .collect();
+        if !attempts.is_empty() {
+            diesel::insert_into(delivery_attempts::table)
+                .values(attempts)
+                .execute(self)
+                .await?;
+        }
+        Ok(recorded)
+    }
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         let sql = "UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 \

@@ -14,6 +14,7 @@ use crate::models::delivery::{DeliveryAttempt, DeliveryAttemptRow, DeliveryState
 use crate::models::webhook::WebhookRow;
 use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, delivery_attempts, events, webhooks};
+
 use crate::{Backend, Error, Result, Store};
 
 /// A delivery leased to one worker, with everything needed to attempt it.
@@ -44,15 +45,15 @@ pub struct Finished {
 }
 
 /// A [`Finished`] as the statements that record it take it.
-struct FinishRow {
-    event_id: String,
-    webhook_id: String,
-    lease_token: String,
-    state: DeliveryState,
-    next_attempt_at: i64,
-    attempt: DeliveryAttemptRow,
+pub(crate) struct FinishRow {
+    pub(crate) event_id: String,
+    pub(crate) webhook_id: String,
+    pub(crate) lease_token: String,
+    pub(crate) state: DeliveryState,
+    pub(crate) next_attempt_at: i64,
+    pub(crate) attempt: DeliveryAttemptRow,
     /// For `410 Gone`: the webhook's source, which decides what happens to it.
-    gone: Option<WebhookSource>,
+    pub(crate) gone: Option<WebhookSource>,
 }
 
 impl From<&Finished> for FinishRow {
@@ -182,28 +183,13 @@ impl Store {
     pub async fn finish_delivery_attempts(&self, finished: &[Finished]) -> Result<Vec<bool>> {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
         write_tx!(self, |conn| {
-            let mut recorded = Vec::with_capacity(rows.len());
-            for row in &rows {
-                let updated =
-                    diesel::update(deliveries::table.find((&row.event_id, &row.webhook_id)))
-                        .filter(deliveries::lease_token.eq(&row.lease_token))
-                        .set((
-                            deliveries::attempts.eq(deliveries::attempts + 1),
-                            deliveries::state.eq(row.state.as_str()),
-                            deliveries::next_attempt_at.eq(row.next_attempt_at),
-                            deliveries::lease_until.eq(None::<i64>),
-                            deliveries::lease_token.eq(None::<String>),
-                        ))
-                        .execute(conn)
-                        .await?;
-                recorded.push(updated > 0);
-                if updated == 0 {
-                    continue;
-                }
-                diesel::insert_into(delivery_attempts::table)
-                    .values(&row.attempt)
-                    .execute(conn)
-                    .await?;
+            let recorded = conn.record_outcomes(&rows).await?;
+            // A 410 is rare: its webhook is dealt with one by one.
+            for (row, _) in rows
+                .iter()
+                .zip(&recorded)
+                .filter(|(_, recorded)| **recorded)
+            {
                 match row.gone {
                     None => {}
                     Some(WebhookSource::Api) => {
