@@ -100,6 +100,18 @@ impl Api {
         (record.id, key.expose().to_owned())
     }
 
+    /// The workspace of a key made by [`Api::workspace_with_key`].
+    async fn workspace_of(&self, key: &str) -> WorkspaceId {
+        let key = hookline_domain::ApiKey::parse(&KeyPrefix::default(), key).unwrap();
+        let (_, workspace) = self
+            .store
+            .api_key_by_hash(&hookline_auth::hash_api_key(&key))
+            .await
+            .unwrap()
+            .unwrap();
+        workspace.id
+    }
+
     async fn send(&self, request: Request<Full<Bytes>>) -> Reply {
         let stream = TcpStream::connect(self.addr).await.unwrap();
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -614,5 +626,64 @@ backend_tests! {
         stream.read_to_end(&mut answer).await.unwrap();
         assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 201"), "{}", String::from_utf8_lossy(&answer));
         tokio::time::timeout(Duration::from_secs(5), &mut api.served).await.unwrap().unwrap();
+    }
+
+    async fn random_input_never_takes_the_server_down(db) {
+        let api = std::sync::Arc::new(
+            Api::start_with(db, |config| config.header_read_timeout = Duration::from_millis(300)).await,
+        );
+        let (_, key) = api.workspace_with_key(Plan::Studio).await;
+        // A fixed seed: a failure here replays exactly.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for n in 0..120 {
+            let len = (next() % 2048) as usize;
+            let noise: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            inputs.push(match n % 3 {
+                // Raw garbage where a request should be.
+                0 => noise,
+                // A well-formed request whose body is noise.
+                1 => {
+                    let mut request = format!(
+                        "POST /api/v1/hooks HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n\
+                         Content-Type: application/json\r\nContent-Length: {len}\r\n\r\n"
+                    )
+                    .into_bytes();
+                    request.extend_from_slice(&noise);
+                    request
+                }
+                // A request line and headers with noise in them.
+                _ => {
+                    let mut request = b"GET /api/v1/".to_vec();
+                    request.extend(noise.iter().take(64).map(|b| b.clamp(&0x21, &0x7e)));
+                    request.extend_from_slice(b" HTTP/1.1\r\nHost: t\r\nX-Noise: ");
+                    request.extend(noise.iter().skip(64).take(256));
+                    request.extend_from_slice(b"\r\n\r\n");
+                    request
+                }
+            });
+        }
+        let sent: Vec<_> = inputs
+            .into_iter()
+            .map(|input| {
+                let api = api.clone();
+                tokio::spawn(async move { api.raw(&input).await })
+            })
+            .collect();
+        for answer in sent {
+            let answer = answer.await.unwrap();
+            // Each got an HTTP answer below 500, or a closed connection.
+            if let Some(status) = answer.strip_prefix("HTTP/1.1 ") {
+                assert!(!status.starts_with('5'), "{}", &answer[..answer.len().min(200)]);
+            }
+        }
+        assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
+        assert_eq!(api.store.webhooks(api.workspace_of(&key).await).await.unwrap().len(), 0);
     }
 }

@@ -295,6 +295,25 @@ impl tower_service::Service<Uri> for GuardedConnector {
 mod tests {
     use super::*;
 
+    /// Every URL the domain's rules accept can be put on a request line.
+    #[test]
+    fn every_accepted_url_makes_a_request_target() {
+        let allowed = "-._~:/?#[]@!$&'()*+,;=%41azAZ09";
+        for c in allowed.chars() {
+            let text = match c {
+                '%' => "https://a.example.com/p%41?q=%7E".to_owned(),
+                c => format!("https://a.example.com/p{c}x?q{c}y"),
+            };
+            let url = WebhookUrl::parse(&text, TargetPolicy::PublicOnly).unwrap();
+            let uri = target_uri(&url).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(uri.host(), Some("a.example.com"), "{text}");
+        }
+        let url = WebhookUrl::parse("https://2130706433:8443/x", TargetPolicy::AllowPrivate).unwrap();
+        assert_eq!(target_uri(&url).unwrap().to_string(), "https://127.0.0.1:8443/x");
+        let url = WebhookUrl::parse("https://[::1]/", TargetPolicy::AllowPrivate).unwrap();
+        assert_eq!(target_uri(&url).unwrap().host(), Some("[::1]"));
+    }
+
     #[test]
     fn kept_text_never_exceeds_the_limit() {
         let cut = "é".repeat(3000).into_bytes()[..MAX_KEPT_BODY - 1].to_vec();
