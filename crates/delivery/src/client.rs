@@ -308,8 +308,12 @@ mod tests {
             let uri = target_uri(&url).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(uri.host(), Some("a.example.com"), "{text}");
         }
-        let url = WebhookUrl::parse("https://2130706433:8443/x", TargetPolicy::AllowPrivate).unwrap();
-        assert_eq!(target_uri(&url).unwrap().to_string(), "https://127.0.0.1:8443/x");
+        let url =
+            WebhookUrl::parse("https://2130706433:8443/x", TargetPolicy::AllowPrivate).unwrap();
+        assert_eq!(
+            target_uri(&url).unwrap().to_string(),
+            "https://127.0.0.1:8443/x"
+        );
         let url = WebhookUrl::parse("https://[::1]/", TargetPolicy::AllowPrivate).unwrap();
         assert_eq!(target_uri(&url).unwrap().host(), Some("[::1]"));
     }
