@@ -5,7 +5,7 @@
 use std::process::Output;
 
 use hookline_store::testing::TestDb;
-use hookline_store::{DeliveryAttempt, backend_tests};
+use hookline_store::{DeliveryAttempt, Outcome, backend_tests};
 use serde_json::{Value, json};
 
 /// Runs `hookline ARGS` against the test database, with no setting leaking in from
@@ -258,8 +258,8 @@ backend_tests! {
             response_body: None,
         };
         let second = DeliveryAttempt { attempt: 2, at: first.at.plus_millis(5000), status: Some(200), error: None, duration_ms: 40, ..first.clone() };
-        db.store().record_delivery_attempt(&first).await.unwrap();
-        db.store().record_delivery_attempt(&second).await.unwrap();
+        db.record_attempt(&first, Outcome::RetryAt(second.at)).await;
+        db.record_attempt(&second, Outcome::Delivered).await;
 
         let log = ok_json(&db, &["hook", "deliveries", &hook_id, "--json"]).await;
         assert_eq!(log, json!([

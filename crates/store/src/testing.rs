@@ -13,12 +13,12 @@ use std::path::PathBuf;
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookline_domain::{
-    EventName, Plan, TargetPolicy, Webhook, WebhookDescription, WebhookSecret, WebhookSource,
-    WebhookUrl, WorkspaceId, WorkspaceName,
+    EventName, Plan, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookSecret,
+    WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 use tokio::sync::OnceCell;
 
-use crate::{Backend, NewWebhook, Store, StoreConfig};
+use crate::{Backend, DeliveryAttempt, Finished, NewWebhook, Outcome, Store, StoreConfig};
 
 /// A fresh, migrated database for one test; dropped with it.
 #[derive(Debug)]
@@ -119,6 +119,38 @@ impl TestDb {
             })
             .await?;
         Ok((webhook, secret))
+    }
+
+    /// Records `attempt` the way a worker does: claims its delivery (whenever it is
+    /// due), records the attempt with `outcome`, and hands back any other claim it
+    /// took on the way.
+    pub async fn record_attempt(&self, attempt: &DeliveryAttempt, outcome: Outcome) {
+        const TOKEN: &str = "hookline-test-fixture";
+        let far = Timestamp::now().plus_millis(400 * 86_400_000);
+        let claimed = self
+            .store
+            .claim_due_deliveries(far, far.plus_millis(60_000), u32::MAX, TOKEN)
+            .await
+            .expect("claim deliveries");
+        let claimed = claimed
+            .into_iter()
+            .find(|c| c.event_id == attempt.event_id && c.webhook_id == attempt.webhook_id)
+            .expect("the attempt's delivery is pending");
+        let finished = [Finished {
+            claimed,
+            attempt: attempt.clone(),
+            outcome,
+        }];
+        let recorded = self
+            .store
+            .finish_delivery_attempts(&finished)
+            .await
+            .expect("record the attempt");
+        assert_eq!(recorded, [true], "the fixture's claim was lost");
+        self.store
+            .release_delivery_leases(TOKEN)
+            .await
+            .expect("hand back other claims");
     }
 
     /// Every column of the migrated schema (diesel's own table left out), sorted:

@@ -7,7 +7,9 @@ use hookline_domain::{
     TargetPolicy, Timestamp, Username, Webhook, WebhookDescription, WebhookId, WebhookSecret,
     WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
-use hookline_store::{DeliveryAttempt, DeliveryState, Error, NewWebhook, Store, backend_tests};
+use hookline_store::{
+    DeliveryAttempt, DeliveryState, Error, Finished, NewWebhook, Outcome, Store, backend_tests,
+};
 use serde_json::json;
 
 async fn workspace(store: &Store, plan: Plan) -> WorkspaceId {
@@ -354,8 +356,8 @@ backend_tests! {
             response_body: Some("ok".into()),
             ..failed.clone()
         };
-        store.record_delivery_attempt(&failed).await.unwrap();
-        store.record_delivery_attempt(&delivered).await.unwrap();
+        db.record_attempt(&failed, Outcome::RetryAt(delivered.at)).await;
+        db.record_attempt(&delivered, Outcome::Delivered).await;
         assert_eq!(store.delivery_attempts(hook.id, 100).await.unwrap(), [delivered.clone(), failed]);
         assert_eq!(store.delivery_attempts(hook.id, 1).await.unwrap(), [delivered]);
     }
@@ -477,8 +479,8 @@ backend_tests! {
                 duration_ms: 1,
                 response_body: None,
             };
-            let outcome = hookline_store::Outcome::Delivered;
-            assert!(store.finish_delivery_attempt(claimed, &attempt, outcome).await.unwrap());
+            let finished = [Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }];
+            assert_eq!(store.finish_delivery_attempts(&finished).await.unwrap(), [true]);
         }
         assert_eq!(store.release_delivery_leases("t").await.unwrap(), 1);
         let cutoff = Timestamp::now().plus_millis(1);

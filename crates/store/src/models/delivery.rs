@@ -4,7 +4,7 @@ use hookline_domain::{EventId, EventName, Timestamp, WebhookId};
 
 use crate::error::Stored as _;
 use crate::models::timestamp;
-use crate::pool::{with_conn, write_conn};
+use crate::pool::with_conn;
 use crate::schema::{deliveries, delivery_attempts};
 use crate::{Error, Result, Store};
 
@@ -173,18 +173,6 @@ impl Store {
                 .await?
         });
         rows.into_iter().map(DeliveryRow::into_domain).collect()
-    }
-
-    /// Adds an attempt to the log of its delivery.
-    pub async fn record_delivery_attempt(&self, attempt: &DeliveryAttempt) -> Result<()> {
-        let row = DeliveryAttemptRow::from(attempt);
-        write_conn!(self, |conn| {
-            diesel::insert_into(delivery_attempts::table)
-                .values(&row)
-                .execute(conn)
-                .await?
-        });
-        Ok(())
     }
 
     /// The attempt log of a webhook, newest first, at most `limit` entries.

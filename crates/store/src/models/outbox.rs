@@ -159,27 +159,10 @@ impl Store {
         Ok(out)
     }
 
-    /// Records an attempt and its outcome in one transaction, if `claimed`'s lease
-    /// is still held; answers whether it was (a worker whose lease ran out and was
-    /// taken over records nothing: the new holder decides).
-    pub async fn finish_delivery_attempt(
-        &self,
-        claimed: &ClaimedDelivery,
-        attempt: &DeliveryAttempt,
-        outcome: Outcome,
-    ) -> Result<bool> {
-        let finished = [Finished {
-            claimed: claimed.clone(),
-            attempt: attempt.clone(),
-            outcome,
-        }];
-        let recorded = self.finish_delivery_attempts(&finished).await?;
-        Ok(<[bool]>::first(&recorded).copied().unwrap_or(false))
-    }
-
-    /// Records many attempts and their outcomes in one transaction (one commit for
-    /// the lot: what a busy worker needs); answers, for each, whether its lease was
-    /// still held (see [`Store::finish_delivery_attempt`]).
+    /// Records attempts and their outcomes in one transaction (one commit for the
+    /// lot: what a busy worker needs). Each is recorded only if its claim's lease is
+    /// still held; answers, for each, whether it was (a worker whose lease ran out
+    /// and was taken over records nothing: the new holder decides).
     pub async fn finish_delivery_attempts(&self, finished: &[Finished]) -> Result<Vec<bool>> {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
         write_tx!(self, |conn| {
