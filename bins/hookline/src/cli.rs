@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use hookline_delivery::RetrySchedule;
 use hookline_domain::{AccountId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
+use hookline_store::StoreConfig;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,7 +35,7 @@ pub(crate) struct Settings {
     #[arg(
         long,
         env = "DATABASE_URL",
-        default_value = "hookline.db",
+        default_value = StoreConfig::DEFAULT_DATABASE_URL,
         global = true
     )]
     pub(crate) database_url: String,

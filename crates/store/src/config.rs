@@ -26,12 +26,6 @@ impl StoreConfig {
     }
 }
 
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig::new(Self::DEFAULT_DATABASE_URL)
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
     Sqlite,

@@ -3,8 +3,9 @@
 //!
 //! [`Store`] is the whole interface: one method per thing the product does with its
 //! data, each taking and returning domain types. Every query is written once, in
-//! diesel's DSL, and expanded for both backends by the macros in `pool.rs`; the few
-//! places where the dialects differ (row locks) are the [`pool::Dialect`] trait.
+//! diesel's DSL, and expanded for both backends by the macros in `pool.rs`; where the
+//! dialects differ (row locks, claiming due deliveries, recording outcomes set-based,
+//! NOTIFY) a private `Dialect` trait has one impl per connection type.
 //!
 //! Invariants kept here, under any number of concurrent writers on either backend:
 //! at most 10 webhooks and 10 active API keys per workspace; an event and its
