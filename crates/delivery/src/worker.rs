@@ -126,6 +126,13 @@ impl Worker {
         // claiming one delivery per freed slot costs a round of queries each.
         let quarter = (self.config.concurrency / 4).max(1);
         let (recorders, recording) = Recorders::start(&self.store, self.config.concurrency);
+        // What every attempt shares, made once: attempts are the hot path.
+        let attempt = Arc::new(Attempt {
+            client: self.client.clone(),
+            schedule: self.config.retry_schedule.clone(),
+            recorders,
+            store: self.store.clone(),
+        });
         let mut listener = match self.store.delivery_listener().await {
             Ok(listener) => listener,
             Err(error) => {
@@ -162,13 +169,7 @@ impl Worker {
                             let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
                                 break;
                             };
-                            let attempt = Attempt {
-                                client: self.client.clone(),
-                                schedule: self.config.retry_schedule.clone(),
-                                recorders: recorders.clone(),
-                                store: self.store.clone(),
-                            };
-                            tokio::spawn(attempt.run(delivery, permit));
+                            tokio::spawn(Arc::clone(&attempt).run(delivery, permit));
                         }
                         // A full batch means more may be due: claim again at once.
                         if full {
@@ -188,8 +189,8 @@ impl Worker {
         }
         self.drain(&permits).await;
         // Every attempt has ended (or its claim was handed back): flush the outcomes.
-        drop(recorders);
-        if tokio::time::timeout(self.config.timeout, futures_join(recording))
+        drop(attempt);
+        if tokio::time::timeout(self.config.timeout, join_all(recording))
             .await
             .is_err()
         {
@@ -238,7 +239,7 @@ impl Worker {
 }
 
 /// Waits for every task.
-async fn futures_join(tasks: Vec<tokio::task::JoinHandle<()>>) {
+async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
     for task in tasks {
         let _ = task.await;
     }
@@ -260,7 +261,6 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
 /// transaction; on PostgreSQL several run side by side, each on its own
 /// connection, because one would spend its time waiting on round trips (SQLite has
 /// one writer, so one recorder).
-#[derive(Clone)]
 struct Recorders {
     queues: Vec<mpsc::Sender<Finished>>,
 }
@@ -319,7 +319,7 @@ async fn record(store: Store, mut receiver: mpsc::Receiver<Finished>) {
     }
 }
 
-/// What one attempt needs besides its delivery.
+/// What attempts need besides their delivery; one per worker run, shared.
 struct Attempt {
     client: HttpsClient,
     schedule: RetrySchedule,
@@ -330,7 +330,7 @@ struct Attempt {
 impl Attempt {
     /// One attempt of one delivery, in its own span; the slot is freed once the
     /// outcome is handed to the recorder.
-    async fn run(self, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
+    async fn run(self: Arc<Self>, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
         let number = delivery.attempts.saturating_add(1);
         let span = tracing::info_span!(
             "delivery",
