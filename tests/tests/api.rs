@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use hookline_auth::AuthConfig;
 use hookline_delivery::Outbox;
-use hookline_domain::{
-    EventName, KeyName, KeyPrefix, Plan, TargetPolicy, WorkspaceId, WorkspaceName,
-};
+use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, TargetPolicy, WorkspaceId};
 use hookline_http::{HttpConfig, Server};
 use hookline_store::testing::TestDb;
 use hookline_store::{Store, backend_tests};
@@ -26,7 +24,7 @@ struct Api {
     store: Store,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<()>,
-    _db: TestDb,
+    db: TestDb,
 }
 
 struct Reply {
@@ -69,7 +67,7 @@ impl Api {
             store,
             stop: Some(stop),
             served,
-            _db: db,
+            db,
         }
     }
 
@@ -82,12 +80,8 @@ impl Api {
 
     /// A workspace on `plan` and one of its keys.
     async fn workspace_with_key(&self, plan: Plan) -> (WorkspaceId, String) {
-        let ws = self
-            .store
-            .create_workspace(&WorkspaceName::parse("Acme").unwrap(), plan)
-            .await
-            .unwrap();
-        (ws.id, self.key(ws.id).await.1)
+        let ws = self.db.workspace(plan).await;
+        (ws, self.key(ws).await.1)
     }
 
     async fn key(&self, ws: WorkspaceId) -> (hookline_domain::ApiKeyId, String) {

@@ -5,19 +5,10 @@
 use hookline_delivery::{Error, Outbox};
 use hookline_domain::{
     EventName, Plan, TargetPolicy, Webhook, WebhookDescription, WebhookSource, WebhookUrl,
-    WorkspaceId, WorkspaceName,
+    WorkspaceId,
 };
 use hookline_store::{DeliveryState, NewWebhook, Store, backend_tests};
 use serde_json::json;
-
-async fn workspace(store: &Store) -> WorkspaceId {
-    let name = WorkspaceName::parse("Acme").unwrap();
-    store
-        .create_workspace(&name, Plan::Studio)
-        .await
-        .unwrap()
-        .id
-}
 
 async fn webhook(store: &Store, ws: WorkspaceId, host: &str, events: &[EventName]) -> Webhook {
     let url = WebhookUrl::parse(&format!("https://{host}/hook"), TargetPolicy::PublicOnly).unwrap();
@@ -39,8 +30,8 @@ async fn webhook(store: &Store, ws: WorkspaceId, host: &str, events: &[EventName
 backend_tests! {
     async fn emit_stores_the_payload_and_one_delivery_per_subscribed_webhook(db) {
         let store = db.store();
-        let ws = workspace(store).await;
-        let other = workspace(store).await;
+        let ws = db.workspace(Plan::Studio).await;
+        let other = db.workspace(Plan::Studio).await;
         let captured = webhook(store, ws, "a.example.com", &[EventName::ContactEmailCaptured]).await;
         let dms = webhook(store, ws, "b.example.com", &[EventName::DmSent]).await;
         webhook(store, other, "c.example.com", &[EventName::ContactEmailCaptured]).await;
@@ -66,7 +57,7 @@ backend_tests! {
 
     async fn emit_refuses_bad_data_and_unknown_workspaces(db) {
         let store = db.store();
-        let ws = workspace(store).await;
+        let ws = db.workspace(Plan::Studio).await;
         let outbox = Outbox::new(store.clone());
         let bad = outbox
             .emit(ws, EventName::ContactEmailCaptured, json!({"contact": {"email": "nope"}}))
@@ -86,7 +77,7 @@ backend_tests! {
     /// fails, and no pending delivery is left for a webhook that is gone or disabled.
     async fn emits_racing_deletes_and_disables_leave_no_orphan(db) {
         let store = db.store();
-        let ws = workspace(store).await;
+        let ws = db.workspace(Plan::Studio).await;
         let mut hooks = Vec::new();
         for i in 0..6 {
             hooks.push(webhook(store, ws, &format!("h{i}.example.com"), &[EventName::LinkClicked]).await);

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use hookline_domain::{KeyName, KeyPrefix, Plan, WorkspaceName};
+use hookline_domain::{KeyName, KeyPrefix, Plan};
 use hookline_store::testing::TestDb;
 use hookline_store::{Backend, DeliveryState, backend_tests};
 use hookline_tests::{Receiver, Reply};
@@ -85,14 +85,11 @@ async fn status(addr: SocketAddr, path: &str, key: &str) -> u16 {
 
 /// A STUDIO workspace's key: its id and its text.
 async fn studio_key(db: &TestDb) -> (String, String) {
-    let store = db.store();
-    let ws = store
-        .create_workspace(&WorkspaceName::parse("Acme").unwrap(), Plan::Studio)
-        .await
-        .unwrap();
+    let ws = db.workspace(Plan::Studio).await;
     let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default()).unwrap();
-    let record = store
-        .create_api_key(ws.id, &KeyName::parse("k").unwrap(), &hash)
+    let record = db
+        .store()
+        .create_api_key(ws, &KeyName::parse("k").unwrap(), &hash)
         .await
         .unwrap();
     (record.id.to_string(), key.expose().to_owned())

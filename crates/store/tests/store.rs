@@ -12,11 +12,6 @@ use hookline_store::{
 };
 use serde_json::json;
 
-async fn workspace(store: &Store, plan: Plan) -> WorkspaceId {
-    let name = WorkspaceName::parse("Acme").unwrap();
-    store.create_workspace(&name, plan).await.unwrap().id
-}
-
 fn key_hash(seed: u8) -> KeyHash {
     KeyHash::from_digest([seed; 32])
 }
@@ -67,7 +62,7 @@ backend_tests! {
 
     async fn accounts_connect_disconnect_and_reconnect_with_the_same_id(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let maria = Username::parse("@Maria").unwrap();
         let account = store.connect_account(ws, &maria).await.unwrap();
         assert_eq!(account.username.as_str(), "maria");
@@ -88,7 +83,7 @@ backend_tests! {
         assert_eq!(store.connected_accounts(ws).await.unwrap().len(), 2);
 
         // Another workspace may connect the same handle: it is its own account.
-        let other = workspace(store, Plan::Free).await;
+        let other = db.workspace(Plan::Free).await;
         let theirs = store.connect_account(other, &maria).await.unwrap();
         assert_ne!(theirs.id, account.id);
 
@@ -99,7 +94,7 @@ backend_tests! {
 
     async fn api_keys_are_kept_by_hash_and_revoked_once(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let name = KeyName::parse("Zapier").unwrap();
         let key = store.create_api_key(ws, &name, &key_hash(1)).await.unwrap();
         assert_eq!(key.status(), ApiKeyStatus::Active);
@@ -124,7 +119,7 @@ backend_tests! {
 
     async fn at_most_ten_active_keys_and_revoking_frees_a_place(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let name = KeyName::parse("k").unwrap();
         let mut keys = Vec::new();
         for seed in 0..MAX_ACTIVE_API_KEYS as u8 {
@@ -139,13 +134,13 @@ backend_tests! {
         store.create_api_key(ws, &name, &key_hash(101)).await.unwrap();
         assert_eq!(store.api_keys(ws).await.unwrap().len(), 11);
         // Another workspace has its own ten.
-        let other = workspace(store, Plan::Studio).await;
+        let other = db.workspace(Plan::Studio).await;
         store.create_api_key(other, &name, &key_hash(102)).await.unwrap();
     }
 
     async fn key_limit_holds_under_concurrent_creation(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let tasks: Vec<_> = (0..30u8)
             .map(|seed| {
                 let store = store.clone();
@@ -169,7 +164,7 @@ backend_tests! {
 
     async fn webhooks_are_listed_oldest_first_without_their_secret(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let first = webhook(store, ws, "https://a.example.com/1", &[EventName::DmSent]).await.unwrap();
         let second = webhook(
             store,
@@ -187,7 +182,7 @@ backend_tests! {
         let secret = store.webhook_secret(first.id).await.unwrap().unwrap();
         assert_eq!(secret, WebhookSecret::from_random_bytes(&[3; 32]));
 
-        let other = workspace(store, Plan::Studio).await;
+        let other = db.workspace(Plan::Studio).await;
         assert!(store.webhooks(other).await.unwrap().is_empty());
         assert_eq!(store.webhook(WebhookId::generate()).await.unwrap(), None);
         assert_eq!(store.webhook_secret(WebhookId::generate()).await.unwrap(), None);
@@ -199,7 +194,7 @@ backend_tests! {
 
     async fn at_most_ten_webhooks_enabled_or_not(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         for i in 0..MAX_WEBHOOKS {
             let hook = webhook(store, ws, &format!("https://h{i}.example.com/"), &[EventName::DmSent])
                 .await
@@ -221,7 +216,7 @@ backend_tests! {
 
     async fn webhook_limit_holds_under_concurrent_creation(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let tasks: Vec<_> = (0..30)
             .map(|i| {
                 let store = store.clone();
@@ -244,8 +239,8 @@ backend_tests! {
 
     async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
-        let other = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
+        let other = db.workspace(Plan::Studio).await;
         let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
         let (payload, reached) = emit(store, ws, EventName::DmSent).await;
         assert_eq!(reached, [hook.id]);
@@ -262,8 +257,8 @@ backend_tests! {
 
     async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Free).await;
-        let other = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Free).await;
+        let other = db.workspace(Plan::Studio).await;
         let dm = webhook(store, ws, "https://dm.example.com/", &[EventName::DmSent]).await.unwrap();
         let both = webhook(store, ws, "https://both.example.com/", &[EventName::LinkClicked, EventName::DmSent])
             .await
@@ -310,7 +305,7 @@ backend_tests! {
 
     async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
         let (payload, _) = emit(store, ws, EventName::DmSent).await;
 
@@ -331,7 +326,7 @@ backend_tests! {
 
     async fn attempts_are_logged_newest_first(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
         let (payload, _) = emit(store, ws, EventName::DmSent).await;
         assert!(store.delivery_attempts(hook.id, 100).await.unwrap().is_empty());
@@ -368,7 +363,7 @@ backend_tests! {
 
     async fn keys_are_found_by_hash_with_their_workspace(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Creator).await;
+        let ws = db.workspace(Plan::Creator).await;
         let name = KeyName::parse("n8n").unwrap();
         let key = store.create_api_key(ws, &name, &key_hash(7)).await.unwrap();
         let (found, workspace) = store.api_key_by_hash(&key_hash(7)).await.unwrap().unwrap();
@@ -384,7 +379,7 @@ backend_tests! {
 
     async fn last_use_is_kept_to_the_minute(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
         let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
         store.touch_api_key(&key, at).await.unwrap();
@@ -402,7 +397,7 @@ backend_tests! {
 
     async fn rate_windows_count_per_key_and_restart_after_they_end(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let a = store.create_api_key(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
         let b = store.create_api_key(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
         let t0 = Timestamp::from_unix_millis(1_795_341_845_000).unwrap();
@@ -420,7 +415,7 @@ backend_tests! {
 
     async fn concurrent_counts_are_exact(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
         let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
         let now = Timestamp::now();
         let tasks: Vec<_> = (0..300)
@@ -439,8 +434,8 @@ backend_tests! {
 
     async fn samples_are_the_last_three_payloads_newest_first(db) {
         let store = db.store();
-        let ws = workspace(store, Plan::Studio).await;
-        let other = workspace(store, Plan::Studio).await;
+        let ws = db.workspace(Plan::Studio).await;
+        let other = db.workspace(Plan::Studio).await;
         assert!(store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap().is_empty());
         let mut sent = Vec::new();
         for _ in 0..5 {
