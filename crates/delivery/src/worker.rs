@@ -84,9 +84,14 @@ pub struct Worker {
 
 impl Worker {
     pub fn new(store: Store, config: DeliveryConfig) -> Result<Worker> {
-        if config.concurrency == 0 || config.batch_size == 0 {
+        if config.concurrency == 0 {
             return Err(Error::Config(
-                "concurrency and batch size must be at least 1".into(),
+                "the delivery concurrency must be at least 1".into(),
+            ));
+        }
+        if config.batch_size == 0 {
+            return Err(Error::Config(
+                "the claim batch size must be at least 1".into(),
             ));
         }
         if config.timeout.is_zero() {

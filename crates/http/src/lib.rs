@@ -23,10 +23,12 @@ pub use server::{HttpConfig, Server};
 /// private: see `error.rs`.)
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot listen on {addr}: {source}")]
+    /// The cause is in the message (logs print `Display` only), not a `source`, so
+    /// printers of error chains do not repeat it.
+    #[error("cannot listen on {addr}: {cause}")]
     Bind {
         addr: std::net::SocketAddr,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(transparent)]
     Auth(#[from] hookline_auth::Error),

@@ -75,9 +75,9 @@ impl Server {
         let auth = Authenticator::new(store.clone(), config.auth.clone())?;
         let listener = TcpListener::bind(config.listen)
             .await
-            .map_err(|source| Error::Bind {
+            .map_err(|cause| Error::Bind {
                 addr: config.listen,
-                source,
+                cause,
             })?;
         Ok(Server {
             listener,

@@ -35,10 +35,11 @@ pub enum Error {
     #[error("no database connection available: {0}")]
     Pool(String),
     /// A stored row that no longer passes the domain's rules: a bug or a hand edit.
-    #[error("stored {what} is invalid: {source}")]
+    /// The cause is in the message, not a `source`, so it is printed once.
+    #[error("stored {what} is invalid: {cause}")]
     Corrupt {
         what: &'static str,
-        source: hookline_domain::Error,
+        cause: hookline_domain::Error,
     },
 }
 
@@ -64,7 +65,7 @@ pub(crate) trait Stored<T> {
 
 impl<T> Stored<T> for hookline_domain::Result<T> {
     fn stored(self, what: &'static str) -> Result<T> {
-        self.map_err(|source| Error::Corrupt { what, source })
+        self.map_err(|cause| Error::Corrupt { what, cause })
     }
 }
 

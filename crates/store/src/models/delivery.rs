@@ -42,7 +42,7 @@ impl DeliveryState {
         .find(|state| state.as_str() == text)
         .ok_or_else(|| Error::Corrupt {
             what: "delivery state",
-            source: hookline_domain::Error::Invalid {
+            cause: hookline_domain::Error::Invalid {
                 field: "delivery state",
                 reason: format!("unknown state `{text}`"),
             },
