@@ -44,6 +44,9 @@ struct Args {
     /// Which backends: sqlite, postgres or both.
     #[arg(long, default_value = "both")]
     backend: String,
+    /// Which figures: api, delivery or all.
+    #[arg(long, default_value = "all")]
+    only: String,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -76,6 +79,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         "both" => vec![Backend::Sqlite, Backend::Postgres],
         other => anyhow::bail!("--backend {other}: expected sqlite, postgres or both"),
     };
+    let (api, delivery) = match args.only.as_str() {
+        "api" => (true, false),
+        "delivery" => (false, true),
+        "all" => (true, true),
+        other => anyhow::bail!("--only {other}: expected api, delivery or all"),
+    };
     let hookline = process::sibling("hookline")?;
     say(&format!(
         "hookline-bench: {} cores, hookline at {}",
@@ -93,16 +102,19 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     }
     for backend in backends {
         say(&format!("\n== {} ==", backend.as_str()));
-        let api = api::run(
-            &hookline,
-            backend,
-            Duration::from_secs(args.seconds),
-            args.connections,
-        )
-        .await?;
-        let delivery = delivery::run(&hookline, backend, args.deliveries).await?;
-        say(&api);
-        say(&delivery);
+        if api {
+            let report = api::run(
+                &hookline,
+                backend,
+                Duration::from_secs(args.seconds),
+                args.connections,
+            )
+            .await?;
+            say(&report);
+        }
+        if delivery {
+            say(&delivery::run(&hookline, backend, args.deliveries).await?);
+        }
     }
     Ok(())
 }

@@ -97,12 +97,12 @@ impl Api {
     /// The workspace of a key made by [`Api::workspace_with_key`].
     async fn workspace_of(&self, key: &str) -> WorkspaceId {
         let key = hookline_domain::ApiKey::parse(&KeyPrefix::default(), key).unwrap();
-        let (_, workspace) = self
+        let found = self
             .store
-            .api_key_by_hash(&hookline_auth::hash_api_key(&key))
+            .api_keys_by_hash(&[hookline_auth::hash_api_key(&key)])
             .await
-            .unwrap()
             .unwrap();
+        let (_, workspace) = found[0].clone().unwrap();
         workspace.id
     }
 

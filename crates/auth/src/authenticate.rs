@@ -3,6 +3,7 @@ use std::time::Duration;
 use hookline_domain::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyPrefix, Timestamp, Workspace};
 use hookline_store::Store;
 
+use crate::batch::{KeyChecker, KeyUse, Policy};
 use crate::{Error, Result, hash_api_key};
 
 /// How requests are authenticated and limited. Filled by the binary from
@@ -81,18 +82,30 @@ impl RateLimit {
     }
 }
 
-/// Checks requests against the database: nothing about keys or plans is cached, so
-/// a revocation or plan change made by any process counts on the next request.
+/// Checks requests against the database, in batches (see `batch.rs`): nothing about
+/// keys or plans is cached, so a revocation or plan change made by any process counts
+/// for every request that arrives after it.
 #[derive(Debug, Clone)]
 pub struct Authenticator {
-    store: Store,
+    checker: KeyChecker,
     config: AuthConfig,
 }
 
 impl Authenticator {
+    /// Starts the task that checks requests in batches; call it inside a Tokio
+    /// runtime. The task ends when the last clone of the authenticator is dropped.
     pub fn new(store: Store, config: AuthConfig) -> Result<Self> {
         config.validate()?;
-        Ok(Authenticator { store, config })
+        let policy = Policy {
+            window_ms: config.window_ms(),
+            counted: |key, workspace| {
+                key.status() == ApiKeyStatus::Active && workspace.plan.includes_api()
+            },
+        };
+        Ok(Authenticator {
+            checker: KeyChecker::spawn(store, policy),
+            config,
+        })
     }
 
     pub fn config(&self) -> &AuthConfig {
@@ -117,23 +130,25 @@ impl Authenticator {
         let token = bearer_token(header)?;
         let key = ApiKey::parse(&self.config.key_prefix, token)
             .map_err(|_| Error::Unauthenticated("malformed key"))?;
-        let (key, workspace) = self
-            .store
-            .api_key_by_hash(&hash_api_key(&key))
-            .await?
+        let KeyUse {
+            key,
+            workspace,
+            window,
+            now,
+        } = self
+            .checker
+            .check(hash_api_key(&key))
+            .await
+            .map_err(|_| Error::CheckerStopped)?
+            .map_err(Error::Lookup)?
             .ok_or(Error::Unauthenticated("unknown key"))?;
         if key.status() == ApiKeyStatus::Revoked {
             return Err(Error::Unauthenticated("revoked key"));
         }
-        let now = Timestamp::now();
-        self.store.touch_api_key(&key, now).await?;
-        if !workspace.plan.includes_api() {
+        // An active key is counted unless its workspace's plan has no API.
+        let Some(window) = window else {
             return Err(Error::PlanExcludesApi(workspace.plan));
-        }
-        let window = self
-            .store
-            .count_request(key.id, now, self.config.window_ms())
-            .await?;
+        };
         let limit = self.config.rate_limit;
         let rate = RateLimit {
             limit,

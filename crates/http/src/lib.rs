@@ -8,8 +8,9 @@
 //! - `error.rs`: every way a request fails, and the one place mapping each to a
 //!   status code and the `{success:false, error}` body.
 //!
-//! Every request is authenticated against the database (no cache), so a revocation
-//! or plan change made by any process counts on the next request.
+//! Every request is authenticated against the database (no cache; concurrent
+//! requests are checked in one batch), so a revocation or plan change made by any
+//! process counts on the next request.
 
 mod error;
 mod handlers;

@@ -16,8 +16,9 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncC
 
 use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::outbox::FinishRow;
+use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
-use crate::schema::{deliveries, delivery_attempts, webhooks, workspaces};
+use crate::schema::{deliveries, delivery_attempts, rate_limit_windows, webhooks, workspaces};
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -120,6 +121,16 @@ pub(crate) trait Dialect {
     /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
     /// SQLite, whose workers poll.
     async fn notify_workers(&mut self) -> QueryResult<()>;
+
+    /// Counts requests in their keys' rate windows, one upsert per key: a window
+    /// that started at or before `expired_before` restarts at `now`. Answers each
+    /// key's window after counting. SQLite: one statement per key in one
+    /// transaction; PostgreSQL: one statement, its rows locked in the order given.
+    async fn count_in_windows(
+        &mut self,
+        at: &Windows,
+        counts: &[WindowCount],
+    ) -> QueryResult<Vec<CountedWindow>>;
 
     /// Records outcomes whose lease is still held, with their attempts; answers for
     /// each row whether it was. SQLite: two statements per row (a statement costs a
@@ -237,6 +248,48 @@ impl Dialect for SqliteConn {
         Ok(recorded)
     }
 
+    async fn count_in_windows(
+        &mut self,
+        at: &Windows,
+        counts: &[WindowCount],
+    ) -> QueryResult<Vec<CountedWindow>> {
+        use diesel::dsl::case_when;
+        use diesel::sql_types::BigInt;
+        use rate_limit_windows as windows;
+        let (now, expired) = (at.now, at.expired_before);
+        self.immediate_transaction(async |conn| {
+            let mut counted = Vec::with_capacity(counts.len());
+            for count in counts {
+                let ended = windows::window_start.le(expired);
+                let row = diesel::insert_into(windows::table)
+                    .values((
+                        windows::key_id.eq(&count.key_id),
+                        windows::window_start.eq(now),
+                        windows::request_count.eq(count.requests),
+                    ))
+                    .on_conflict(windows::key_id)
+                    .do_update()
+                    .set((
+                        windows::window_start
+                            .eq(case_when::<_, _, BigInt>(ended, now)
+                                .otherwise(windows::window_start)),
+                        windows::request_count.eq(case_when::<_, _, BigInt>(ended, count.requests)
+                            .otherwise(windows::request_count + count.requests)),
+                    ))
+                    .returning((
+                        windows::key_id,
+                        windows::window_start,
+                        windows::request_count,
+                    ))
+                    .get_result::<CountedWindow>(conn)
+                    .await?;
+                counted.push(row);
+            }
+            Ok(counted)
+        })
+        .await
+    }
+
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         let sql = "UPDATE deliveries SET lease_until = ?1, lease_token = ?2 \
              WHERE (event_id, webhook_id) IN ( \
@@ -297,6 +350,33 @@ impl Dialect for PgConn {
                 .await?;
         }
         Ok(recorded)
+    }
+
+    async fn count_in_windows(
+        &mut self,
+        at: &Windows,
+        counts: &[WindowCount],
+    ) -> QueryResult<Vec<CountedWindow>> {
+        use diesel::pg::sql_types::Array;
+        use diesel::sql_types::{BigInt, Text};
+        diesel::sql_query(
+            "INSERT INTO rate_limit_windows AS w (key_id, window_start, request_count) \
+             SELECT v.key_id, $1, v.requests \
+                 FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(key_id, requests, n) \
+                 ORDER BY v.n \
+             ON CONFLICT (key_id) DO UPDATE SET \
+                 window_start = CASE WHEN w.window_start <= $2 THEN $1 \
+                     ELSE w.window_start END, \
+                 request_count = CASE WHEN w.window_start <= $2 THEN excluded.request_count \
+                     ELSE w.request_count + excluded.request_count END \
+             RETURNING w.key_id, w.window_start, w.request_count",
+        )
+        .bind::<BigInt, _>(at.now)
+        .bind::<BigInt, _>(at.expired_before)
+        .bind::<Array<Text>, _>(counts.iter().map(|c| c.key_id.as_str()).collect::<Vec<_>>())
+        .bind::<Array<BigInt>, _>(counts.iter().map(|c| c.requests).collect::<Vec<_>>())
+        .load(self)
+        .await
     }
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {

@@ -366,14 +366,17 @@ backend_tests! {
         let ws = db.workspace(Plan::Creator).await;
         let name = KeyName::parse("n8n").unwrap();
         let key = store.create_api_key(ws, &name, &key_hash(7)).await.unwrap();
-        let (found, workspace) = store.api_key_by_hash(&key_hash(7)).await.unwrap().unwrap();
-        assert_eq!(found, key);
+        let found = store.api_keys_by_hash(&[key_hash(7), key_hash(8), key_hash(7)]).await.unwrap();
+        let (first, workspace) = found[0].clone().unwrap();
+        assert_eq!(first, key);
         assert_eq!(workspace.id, ws);
         assert_eq!(workspace.plan, Plan::Creator);
-        assert_eq!(store.api_key_by_hash(&key_hash(8)).await.unwrap(), None);
+        assert_eq!(found[1], None);
+        assert_eq!(found[2], found[0]);
+        assert!(store.api_keys_by_hash(&[]).await.unwrap().is_empty());
 
         store.revoke_api_key(key.id).await.unwrap();
-        let (revoked, _) = store.api_key_by_hash(&key_hash(7)).await.unwrap().unwrap();
+        let (revoked, _) = store.api_keys_by_hash(&[key_hash(7)]).await.unwrap()[0].clone().unwrap();
         assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
     }
 
@@ -381,18 +384,23 @@ backend_tests! {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
+        let other = store.create_api_key(ws, &KeyName::parse("o").unwrap(), &key_hash(2)).await.unwrap();
+        let last_used = async |hash| {
+            store.api_keys_by_hash(&[hash]).await.unwrap()[0].clone().unwrap().0.last_used_at
+        };
         let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
-        store.touch_api_key(&key, at).await.unwrap();
-        let (touched, _) = store.api_key_by_hash(&key_hash(1)).await.unwrap().unwrap();
-        assert_eq!(touched.last_used_at.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
-        // Later in the same minute: nothing to write. An older record never moves it back.
-        store.touch_api_key(&touched, at.plus_millis(30_000)).await.unwrap();
-        store.touch_api_key(&key, at.plus_millis(-120_000)).await.unwrap();
-        let (same, _) = store.api_key_by_hash(&key_hash(1)).await.unwrap().unwrap();
-        assert_eq!(same.last_used_at, touched.last_used_at);
-        store.touch_api_key(&same, at.plus_millis(60_000)).await.unwrap();
-        let (next, _) = store.api_key_by_hash(&key_hash(1)).await.unwrap().unwrap();
-        assert_eq!(next.last_used_at.unwrap().to_string(), "2026-11-22T10:05:00.000Z");
+        store.touch_api_keys(&[key.id, other.id], at).await.unwrap();
+        let touched = last_used(key_hash(1)).await;
+        assert_eq!(touched.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
+        assert_eq!(last_used(key_hash(2)).await, touched);
+        // Later in the same minute: nothing changes. An older record never moves it back.
+        store.touch_api_keys(&[key.id], at.plus_millis(30_000)).await.unwrap();
+        store.touch_api_keys(&[key.id], at.plus_millis(-120_000)).await.unwrap();
+        assert_eq!(last_used(key_hash(1)).await, touched);
+        store.touch_api_keys(&[key.id], at.plus_millis(60_000)).await.unwrap();
+        assert_eq!(last_used(key_hash(1)).await.unwrap().to_string(), "2026-11-22T10:05:00.000Z");
+        assert_eq!(last_used(key_hash(2)).await, touched);
+        store.touch_api_keys(&[], at).await.unwrap();
     }
 
     async fn rate_windows_count_per_key_and_restart_after_they_end(db) {
@@ -400,28 +408,40 @@ backend_tests! {
         let ws = db.workspace(Plan::Studio).await;
         let a = store.create_api_key(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
         let b = store.create_api_key(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
+        let count = async |requests: &[(ApiKeyId, u32)], at: Timestamp| {
+            store.count_requests(requests, at, 60_000).await.unwrap()
+        };
         let t0 = Timestamp::from_unix_millis(1_795_341_845_000).unwrap();
-        let first = store.count_request(a.id, t0, 60_000).await.unwrap();
-        assert_eq!((first.started_at, first.count), (t0, 1));
-        let second = store.count_request(a.id, t0.plus_millis(59_999), 60_000).await.unwrap();
-        assert_eq!((second.started_at, second.count), (t0, 2));
-        // Each key has its own window.
-        assert_eq!(store.count_request(b.id, t0.plus_millis(10), 60_000).await.unwrap().count, 1);
-        // The window ends one minute after its first request.
+        let first = count(&[(a.id, 1)], t0).await;
+        assert_eq!((first[0].started_at, first[0].count), (t0, 1));
+        let second = count(&[(a.id, 3)], t0.plus_millis(59_999)).await;
+        assert_eq!((second[0].started_at, second[0].count), (t0, 4));
+        // Each key has its own window, answered in the order asked.
+        let both = count(&[(b.id, 2), (a.id, 1)], t0.plus_millis(59_999)).await;
+        assert_eq!((both[0].started_at, both[0].count), (t0.plus_millis(59_999), 2));
+        assert_eq!((both[1].started_at, both[1].count), (t0, 5));
+        // The window ends one minute after its first request; the batch starts the next.
         let t1 = t0.plus_millis(60_000);
-        let next = store.count_request(a.id, t1, 60_000).await.unwrap();
-        assert_eq!((next.started_at, next.count), (t1, 1));
+        let next = count(&[(a.id, 2)], t1).await;
+        assert_eq!((next[0].started_at, next[0].count), (t1, 2));
+        assert!(count(&[], t1).await.is_empty());
     }
 
     async fn concurrent_counts_are_exact(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
+        let other = store.create_api_key(ws, &KeyName::parse("o").unwrap(), &key_hash(2)).await.unwrap();
         let now = Timestamp::now();
-        let tasks: Vec<_> = (0..300)
-            .map(|_| {
+        // Batches of both keys in either order: exact, and no deadlock on PostgreSQL.
+        let tasks: Vec<_> = (0..300u32)
+            .map(|n| {
                 let store = store.clone();
-                tokio::spawn(async move { store.count_request(key.id, now, 60_000).await.unwrap().count })
+                let requests = if n % 2 == 0 { [(key.id, 1), (other.id, 2)] } else { [(other.id, 2), (key.id, 1)] };
+                tokio::spawn(async move {
+                    let windows = store.count_requests(&requests, now, 60_000).await.unwrap();
+                    if n % 2 == 0 { windows[0].count } else { windows[1].count }
+                })
             })
             .collect();
         let mut counts = Vec::new();
@@ -430,6 +450,8 @@ backend_tests! {
         }
         counts.sort_unstable();
         assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
+        let last = store.count_requests(&[(other.id, 1)], now, 60_000).await.unwrap();
+        assert_eq!(last[0].count, 601);
     }
 
     async fn samples_are_the_last_three_payloads_newest_first(db) {

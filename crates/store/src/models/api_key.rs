@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::limits::MAX_ACTIVE_API_KEYS;
@@ -140,39 +142,47 @@ impl Store {
         row.map(ApiKeyRow::into_domain).transpose()
     }
 
-    /// The key with this hash and its workspace, revoked or not: the caller decides
-    /// what a revoked key or another plan means. One indexed lookup per request, so a
-    /// revocation or plan change made anywhere counts on the next request.
-    pub async fn api_key_by_hash(
+    /// The key of each hash and its workspace, revoked or not, in the order asked
+    /// (a hash may be asked more than once): the caller decides what a revoked key or
+    /// another plan means. One indexed query for the whole batch, read at the moment
+    /// it runs, so a revocation or plan change made anywhere counts from then on.
+    pub async fn api_keys_by_hash(
         &self,
-        hash: &KeyHash,
-    ) -> Result<Option<(ApiKeyRecord, Workspace)>> {
-        let hash = hash.to_hex();
-        let found: Option<(ApiKeyRow, WorkspaceRow)> = with_conn!(self, |conn| {
+        hashes: &[KeyHash],
+    ) -> Result<Vec<Option<(ApiKeyRecord, Workspace)>>> {
+        let asked: Vec<String> = hashes.iter().map(KeyHash::to_hex).collect();
+        let mut distinct = asked.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let rows: Vec<(String, ApiKeyRow, WorkspaceRow)> = with_conn!(self, |conn| {
             api_keys::table
                 .inner_join(workspaces::table)
-                .filter(api_keys::key_hash.eq(&hash))
-                .select((ApiKeyRow::as_select(), WorkspaceRow::as_select()))
-                .first(conn)
-                .await
-                .optional()?
+                .filter(api_keys::key_hash.eq_any(&distinct))
+                .select((
+                    api_keys::key_hash,
+                    ApiKeyRow::as_select(),
+                    WorkspaceRow::as_select(),
+                ))
+                .load(conn)
+                .await?
         });
-        found
-            .map(|(key, workspace)| Ok((key.into_domain()?, workspace.into_domain()?)))
-            .transpose()
+        let mut found = HashMap::with_capacity(rows.len());
+        for (hash, key, workspace) in rows {
+            found.insert(hash, (key.into_domain()?, workspace.into_domain()?));
+        }
+        Ok(asked.iter().map(|hash| found.get(hash).cloned()).collect())
     }
 
-    /// Records that the key was used at `now`, kept to the minute: writes at most
-    /// once a minute per key, however many requests it makes.
-    pub async fn touch_api_key(&self, key: &ApiKeyRecord, now: Timestamp) -> Result<()> {
-        let minute = now.floor_minute();
-        if key.last_used_at.is_some_and(|at| at >= minute) {
+    /// Records that these keys were used at `now`, kept to the minute: a key whose
+    /// last use is already in this minute (or later) is not written again.
+    pub async fn touch_api_keys(&self, ids: &[ApiKeyId], now: Timestamp) -> Result<()> {
+        if ids.is_empty() {
             return Ok(());
         }
-        let id = key.id.to_string();
-        let minute = minute.unix_millis();
+        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let minute = now.floor_minute().unix_millis();
         write_conn!(self, |conn| {
-            diesel::update(api_keys::table.find(&id))
+            diesel::update(api_keys::table.filter(api_keys::id.eq_any(&ids)))
                 .filter(
                     api_keys::last_used_at
                         .is_null()

@@ -1,13 +1,34 @@
-use diesel::dsl::case_when;
+use std::collections::HashMap;
+
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
-use diesel_async::RunQueryDsl;
 use hookline_domain::{ApiKeyId, Timestamp};
 
 use crate::models::timestamp;
-use crate::pool::write_conn;
-use crate::schema::rate_limit_windows as windows;
-use crate::{Result, Store};
+use crate::pool::{Dialect as _, write_conn};
+use crate::{Error, Result, Store};
+
+/// Requests of one key to count, as [`Dialect::count_in_windows`] takes them.
+pub(crate) struct WindowCount {
+    pub(crate) key_id: String,
+    pub(crate) requests: i64,
+}
+
+/// When the counting happens, for [`Dialect::count_in_windows`].
+pub(crate) struct Windows {
+    pub(crate) now: i64,
+    pub(crate) expired_before: i64,
+}
+
+/// A window as counted, from `RETURNING`.
+#[derive(Debug, diesel::QueryableByName, Queryable)]
+pub(crate) struct CountedWindow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) key_id: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) window_start: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) request_count: i64,
+}
 
 /// A key's rate-limit window after counting one request in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,50 +40,60 @@ pub struct RateWindow {
 }
 
 impl Store {
-    /// Counts one request of `key` in its fixed window: a window starts at the first
-    /// request after the previous one ended and lasts `window_ms`.
+    /// Counts `n` requests of each key in its fixed window, and answers each key's
+    /// window after counting them, in the order asked; each key appears once. A
+    /// window starts at the first request after the previous one ended and lasts
+    /// `window_ms`.
     ///
-    /// One statement (an upsert), so it is exact under any concurrency and, on
-    /// PostgreSQL, shared by every server on the database: the row lock serialises
-    /// the increments, and each caller sees the count its own increment made.
-    pub async fn count_request(
+    /// One statement (an upsert) for the whole batch, so it is exact under any
+    /// concurrency and, on PostgreSQL, shared by every server on the database: the
+    /// row locks serialise the increments, and each caller sees the count its own
+    /// increment made. The requests of one key in a batch hold the counts
+    /// `count - n + 1 ..= count`.
+    pub async fn count_requests(
         &self,
-        key: ApiKeyId,
+        requests: &[(ApiKeyId, u32)],
         now: Timestamp,
         window_ms: i64,
-    ) -> Result<RateWindow> {
-        let key = key.to_string();
+    ) -> Result<Vec<RateWindow>> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
         let now_ms = now.unix_millis();
-        // A window that started at or before this instant has ended.
-        let expired_before = now_ms - window_ms;
-        let (started_at, count): (i64, i64) = write_conn!(self, |conn| {
-            diesel::insert_into(windows::table)
-                .values((
-                    windows::key_id.eq(&key),
-                    windows::window_start.eq(now_ms),
-                    windows::request_count.eq(1),
-                ))
-                .on_conflict(windows::key_id)
-                .do_update()
-                .set((
-                    windows::window_start.eq(case_when::<_, _, BigInt>(
-                        windows::window_start.le(expired_before),
-                        now_ms,
-                    )
-                    .otherwise(windows::window_start)),
-                    windows::request_count.eq(case_when::<_, _, BigInt>(
-                        windows::window_start.le(expired_before),
-                        1i64,
-                    )
-                    .otherwise(windows::request_count + 1i64)),
-                ))
-                .returning((windows::window_start, windows::request_count))
-                .get_result(conn)
-                .await?
-        });
-        Ok(RateWindow {
-            started_at: timestamp(started_at, "rate window start")?,
-            count: u64::try_from(count).unwrap_or(0),
-        })
+        let mut counts: Vec<WindowCount> = requests
+            .iter()
+            .map(|(key, n)| WindowCount {
+                key_id: key.to_string(),
+                requests: i64::from(*n),
+            })
+            .collect();
+        // One lock order for every batch, so concurrent batches cannot deadlock.
+        counts.sort_unstable_by(|a, b| a.key_id.cmp(&b.key_id));
+        let windows = Windows {
+            now: now_ms,
+            // A window that started at or before this instant has ended.
+            expired_before: now_ms - window_ms,
+        };
+        let counted: Vec<CountedWindow> = write_conn!(self, |conn| conn
+            .count_in_windows(&windows, &counts)
+            .await?);
+        let counted: HashMap<String, (i64, i64)> = counted
+            .into_iter()
+            .map(|row| (row.key_id, (row.window_start, row.request_count)))
+            .collect();
+        requests
+            .iter()
+            .map(|(key, _)| {
+                let (started_at, count) = counted
+                    .get(&key.to_string())
+                    .copied()
+                    // Only a key asked twice could go missing: a caller's bug.
+                    .ok_or(Error::Database(diesel::result::Error::NotFound))?;
+                Ok(RateWindow {
+                    started_at: timestamp(started_at, "rate window start")?,
+                    count: u64::try_from(count).unwrap_or(0),
+                })
+            })
+            .collect()
     }
 }
