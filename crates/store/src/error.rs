@@ -34,6 +34,12 @@ pub enum Error {
     Database(#[from] diesel::result::Error),
     #[error("no database connection available: {0}")]
     Pool(String),
+    /// A read shared by concurrent callers failed: each of them gets this.
+    #[error(transparent)]
+    Shared(std::sync::Arc<Error>),
+    /// The task serving coalesced reads is gone: the runtime is shutting down.
+    #[error("the store's reader has stopped")]
+    Stopped,
     /// A stored row that no longer passes the domain's rules: a bug or a hand edit.
     /// The cause is in the message, not a `source`, so it is printed once.
     #[error("stored {what} is invalid: {cause}")]

@@ -13,12 +13,15 @@
 
 mod config;
 mod error;
+mod loader;
 mod migrate;
 mod models;
 mod pool;
 mod schema;
 #[cfg(feature = "test-util")]
 pub mod testing;
+
+use hookline_domain::{Account, Webhook, WorkspaceId};
 
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
@@ -37,6 +40,15 @@ pub struct Store {
     /// order and without delay, rather than in SQLite's busy handler, which sleeps
     /// in steps of milliseconds; other processes still wait in the busy handler.
     sqlite_writes: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// The coalesced reads, started on first use.
+    loaders: std::sync::Arc<std::sync::OnceLock<Loaders>>,
+}
+
+/// The reads the API makes on every request, each shared by concurrent callers.
+#[derive(Debug)]
+struct Loaders {
+    accounts: loader::Loader<WorkspaceId, Vec<Account>>,
+    webhooks: loader::Loader<WorkspaceId, Vec<Webhook>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -56,7 +68,39 @@ impl Store {
             pools,
             database_url: config.database_url.clone(),
             sqlite_writes: std::sync::Arc::default(),
+            loaders: std::sync::Arc::default(),
         })
+    }
+
+    /// The coalesced reads of this store, started on first use (inside a Tokio
+    /// runtime, as every caller of an async method is).
+    fn loaders(&self) -> &Loaders {
+        self.loaders.get_or_init(|| {
+            // The loading tasks hold a handle without loaders: one holding these
+            // would keep its own task alive forever.
+            let accounts = self.detached();
+            let webhooks = self.detached();
+            Loaders {
+                accounts: loader::Loader::spawn(Box::new(move |ids| {
+                    let store = accounts.clone();
+                    Box::pin(async move { store.connected_accounts_of(ids).await })
+                })),
+                webhooks: loader::Loader::spawn(Box::new(move |ids| {
+                    let store = webhooks.clone();
+                    Box::pin(async move { store.webhooks_of(ids).await })
+                })),
+            }
+        })
+    }
+
+    /// A handle on the same database and write turn, with loaders of its own.
+    fn detached(&self) -> Store {
+        Store {
+            pools: self.pools.clone(),
+            database_url: self.database_url.clone(),
+            sqlite_writes: self.sqlite_writes.clone(),
+            loaders: std::sync::Arc::default(),
+        }
     }
 
     /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,

@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::{Account, AccountId, Timestamp, Username, WorkspaceId};
@@ -107,17 +109,32 @@ impl Store {
     }
 
     /// The accounts connected to the workspace now, in the order they were connected.
+    /// The workspace's connected accounts, oldest first. Concurrent callers share
+    /// one query (see `loader.rs`).
     pub async fn connected_accounts(&self, workspace_id: WorkspaceId) -> Result<Vec<Account>> {
-        let workspace = workspace_id.to_string();
+        self.loaders().accounts.get(workspace_id).await
+    }
+
+    /// The connected accounts of each workspace, oldest first, in one query.
+    pub(crate) async fn connected_accounts_of(
+        &self,
+        workspace_ids: Vec<WorkspaceId>,
+    ) -> Result<HashMap<WorkspaceId, Vec<Account>>> {
+        let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<AccountRow> = with_conn!(self, |conn| {
             accounts::table
-                .filter(accounts::workspace_id.eq(&workspace))
+                .filter(accounts::workspace_id.eq_any(&ids))
                 .filter(accounts::disconnected_at.is_null())
                 .order((accounts::connected_at, accounts::id))
                 .select(AccountRow::as_select())
                 .load(conn)
                 .await?
         });
-        rows.into_iter().map(AccountRow::into_domain).collect()
+        let mut found: HashMap<WorkspaceId, Vec<Account>> = HashMap::new();
+        for row in rows {
+            let account = row.into_domain()?;
+            found.entry(account.workspace_id).or_default().push(account);
+        }
+        Ok(found)
     }
 }

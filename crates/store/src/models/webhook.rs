@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::limits::MAX_WEBHOOKS;
@@ -136,16 +138,29 @@ impl Store {
 
     /// Every webhook of the workspace, oldest first.
     pub async fn webhooks(&self, workspace_id: WorkspaceId) -> Result<Vec<Webhook>> {
-        let workspace = workspace_id.to_string();
+        self.loaders().webhooks.get(workspace_id).await
+    }
+
+    /// The webhooks of each workspace, oldest first, in one query.
+    pub(crate) async fn webhooks_of(
+        &self,
+        workspace_ids: Vec<WorkspaceId>,
+    ) -> Result<HashMap<WorkspaceId, Vec<Webhook>>> {
+        let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<WebhookRow> = with_conn!(self, |conn| {
             webhooks::table
-                .filter(webhooks::workspace_id.eq(&workspace))
+                .filter(webhooks::workspace_id.eq_any(&ids))
                 .order((webhooks::created_at, webhooks::id))
                 .select(WebhookRow::as_select())
                 .load(conn)
                 .await?
         });
-        rows.into_iter().map(WebhookRow::into_domain).collect()
+        let mut found: HashMap<WorkspaceId, Vec<Webhook>> = HashMap::new();
+        for row in rows {
+            let webhook = row.into_domain()?;
+            found.entry(webhook.workspace_id).or_default().push(webhook);
+        }
+        Ok(found)
     }
 
     pub async fn webhook(&self, id: WebhookId) -> Result<Option<Webhook>> {
