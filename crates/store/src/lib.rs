@@ -20,6 +20,7 @@ mod pool;
 mod schema;
 #[cfg(feature = "test-util")]
 pub mod testing;
+mod text_in;
 
 use hookline_domain::{Account, Webhook, WorkspaceId};
 

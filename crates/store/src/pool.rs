@@ -18,7 +18,8 @@ use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::outbox::FinishRow;
 use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
-use crate::schema::{deliveries, delivery_attempts, rate_limit_windows, webhooks, workspaces};
+use crate::schema::{deliveries, delivery_attempts, webhooks, workspaces};
+use crate::text_in::push_json_string;
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -124,8 +125,9 @@ pub(crate) trait Dialect {
 
     /// Counts requests in their keys' rate windows, one upsert per key: a window
     /// that started at or before `expired_before` restarts at `now`. Answers each
-    /// key's window after counting. SQLite: one statement per key in one
-    /// transaction; PostgreSQL: one statement, its rows locked in the order given.
+    /// key's window after counting. One statement, prepared once whatever the
+    /// batch size: SQLite reads the batch from JSON, PostgreSQL from arrays; rows
+    /// are locked in the order given.
     async fn count_in_windows(
         &mut self,
         at: &Windows,
@@ -253,40 +255,33 @@ impl Dialect for SqliteConn {
         at: &Windows,
         counts: &[WindowCount],
     ) -> QueryResult<Vec<CountedWindow>> {
-        use diesel::dsl::case_when;
-        use diesel::sql_types::BigInt;
-        use rate_limit_windows as windows;
-        let (now, expired) = (at.now, at.expired_before);
-        self.immediate_transaction(async |conn| {
-            let mut counted = Vec::with_capacity(counts.len());
-            for count in counts {
-                let ended = windows::window_start.le(expired);
-                let row = diesel::insert_into(windows::table)
-                    .values((
-                        windows::key_id.eq(&count.key_id),
-                        windows::window_start.eq(now),
-                        windows::request_count.eq(count.requests),
-                    ))
-                    .on_conflict(windows::key_id)
-                    .do_update()
-                    .set((
-                        windows::window_start
-                            .eq(case_when::<_, _, BigInt>(ended, now)
-                                .otherwise(windows::window_start)),
-                        windows::request_count.eq(case_when::<_, _, BigInt>(ended, count.requests)
-                            .otherwise(windows::request_count + count.requests)),
-                    ))
-                    .returning((
-                        windows::key_id,
-                        windows::window_start,
-                        windows::request_count,
-                    ))
-                    .get_result::<CountedWindow>(conn)
-                    .await?;
-                counted.push(row);
+        use diesel::sql_types::{BigInt, Text};
+        // `[["key", n], …]`: one bind, so one prepared statement for any batch.
+        let mut json = String::from("[");
+        for (n, count) in counts.iter().enumerate() {
+            if n > 0 {
+                json.push(',');
             }
-            Ok(counted)
-        })
+            json.push('[');
+            push_json_string(&mut json, &count.key_id);
+            json.push_str(&format!(",{}]", count.requests));
+        }
+        json.push(']');
+        // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
+        diesel::sql_query(
+            "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \
+             SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]') \
+                 FROM json_each(?3) WHERE true \
+             ON CONFLICT (key_id) DO UPDATE SET \
+                 window_start = CASE WHEN window_start <= ?2 THEN ?1 ELSE window_start END, \
+                 request_count = CASE WHEN window_start <= ?2 THEN excluded.request_count \
+                     ELSE request_count + excluded.request_count END \
+             RETURNING key_id, window_start, request_count",
+        )
+        .bind::<BigInt, _>(at.now)
+        .bind::<BigInt, _>(at.expired_before)
+        .bind::<Text, _>(json)
+        .load(self)
         .await
     }
 

@@ -8,6 +8,7 @@ use crate::error::Stored as _;
 use crate::models::timestamp;
 use crate::pool::{Dialect as _, with_conn, write_tx};
 use crate::schema::accounts;
+use crate::text_in::text_in;
 use crate::{Error, Result, Store};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -123,7 +124,7 @@ impl Store {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<AccountRow> = with_conn!(self, |conn| {
             accounts::table
-                .filter(accounts::workspace_id.eq_any(&ids))
+                .filter(text_in(accounts::workspace_id, ids))
                 .filter(accounts::disconnected_at.is_null())
                 .order((accounts::connected_at, accounts::id))
                 .select(AccountRow::as_select())

@@ -12,6 +12,7 @@ use crate::models::timestamp;
 use crate::models::workspace::WorkspaceRow;
 use crate::pool::{Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{api_keys, workspaces};
+use crate::text_in::text_in;
 use crate::{Error, Result, Store};
 
 /// An API key as read back: everything but the hash.
@@ -157,7 +158,7 @@ impl Store {
         let rows: Vec<(String, ApiKeyRow, WorkspaceRow)> = with_conn!(self, |conn| {
             api_keys::table
                 .inner_join(workspaces::table)
-                .filter(api_keys::key_hash.eq_any(&distinct))
+                .filter(text_in(api_keys::key_hash, distinct))
                 .select((
                     api_keys::key_hash,
                     ApiKeyRow::as_select(),

@@ -12,6 +12,7 @@ use crate::error::Stored as _;
 use crate::models::timestamp;
 use crate::pool::{Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, webhooks};
+use crate::text_in::text_in;
 use crate::{DeliveryState, Error, Result, Store};
 
 /// A webhook as read back: everything but the secret.
@@ -149,7 +150,7 @@ impl Store {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<WebhookRow> = with_conn!(self, |conn| {
             webhooks::table
-                .filter(webhooks::workspace_id.eq_any(&ids))
+                .filter(text_in(webhooks::workspace_id, ids))
                 .order((webhooks::created_at, webhooks::id))
                 .select(WebhookRow::as_select())
                 .load(conn)

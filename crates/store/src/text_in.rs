@@ -1,0 +1,110 @@
+//! `column IN (values)` as one bind parameter, so the statement is prepared once
+//! per connection whatever the number of values: diesel's `eq_any` writes one
+//! placeholder per value on SQLite, a new statement (parsed and planned again) for
+//! every batch size. SQLite reads the values from a JSON array (`json_each`);
+//! PostgreSQL from a text array (`= ANY`).
+
+use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
+use diesel::pg::Pg;
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::sql_types::{Array, Bool, Text};
+use diesel::sqlite::Sqlite;
+use diesel::{QueryResult, SelectableExpression};
+
+/// `column IN (values)` for a text column.
+#[derive(Debug, Clone)]
+pub(crate) struct TextIn<C> {
+    column: C,
+    values: Vec<String>,
+    /// The values as a JSON array of strings, for SQLite.
+    json: String,
+}
+
+pub(crate) fn text_in<C>(column: C, values: Vec<String>) -> TextIn<C> {
+    let json = json_string_array(&values);
+    TextIn {
+        column,
+        values,
+        json,
+    }
+}
+
+impl<C: Expression<SqlType = Text>> Expression for TextIn<C> {
+    type SqlType = Bool;
+}
+
+impl<C: AppearsOnTable<QS>, QS: ?Sized> AppearsOnTable<QS> for TextIn<C> where TextIn<C>: Expression {}
+
+impl<C: SelectableExpression<QS>, QS: ?Sized> SelectableExpression<QS> for TextIn<C> where
+    TextIn<C>: AppearsOnTable<QS>
+{
+}
+
+impl<C> ValidGrouping<()> for TextIn<C> {
+    type IsAggregate = is_aggregate::Never;
+}
+
+impl<C> QueryId for TextIn<C> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<C: QueryFragment<Sqlite>> QueryFragment<Sqlite> for TextIn<C> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(" IN (SELECT value FROM json_each(");
+        out.push_bind_param::<Text, _>(&self.json)?;
+        out.push_sql("))");
+        Ok(())
+    }
+}
+
+impl<C: QueryFragment<Pg>> QueryFragment<Pg> for TextIn<C> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.column.walk_ast(out.reborrow())?;
+        out.push_sql(" = ANY(");
+        out.push_bind_param::<Array<Text>, _>(&self.values)?;
+        out.push_sql(")");
+        Ok(())
+    }
+}
+
+/// `["a","b"]`, each string escaped as JSON requires.
+pub(crate) fn json_string_array<S: AsRef<str>>(values: &[S]) -> String {
+    let mut json = String::from("[");
+    for (n, value) in values.iter().enumerate() {
+        if n > 0 {
+            json.push(',');
+        }
+        push_json_string(&mut json, value.as_ref());
+    }
+    json.push(']');
+    json
+}
+
+pub(crate) fn push_json_string(json: &mut String, value: &str) {
+    json.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => json.push_str("\\\""),
+            '\\' => json.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => json.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => json.push(c),
+        }
+    }
+    json.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_json() {
+        assert_eq!(json_string_array::<&str>(&[]), "[]");
+        assert_eq!(
+            json_string_array(&["ws_1", "a\"b\\c\nd"]),
+            r#"["ws_1","a\"b\\c\u000ad"]"#
+        );
+    }
+}
