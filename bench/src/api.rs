@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, Username, WebhookSource};
+use hookline_domain::{
+    ApiKeyId, EventName, KeyName, KeyPrefix, Plan, Timestamp, Username, WebhookSource, WorkspaceId,
+};
 use hookline_store::Backend;
 use hookline_store::testing::TestDb;
 use http_body_util::Full;
@@ -71,12 +73,14 @@ pub(crate) async fn run(
         .await?;
     }
     let mut keys = Vec::new();
+    let mut key_ids = Vec::new();
     for n in 0..8 {
         let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
-        store
+        let record = store
             .create_api_key(ws, &KeyName::parse(&format!("bench {n}"))?, &hash)
             .await?;
         keys.push(key.expose().to_owned());
+        key_ids.push(record.id);
     }
     let env = [
         ("DATABASE_URL", db.url().to_owned()),
@@ -103,11 +107,14 @@ pub(crate) async fn run(
     } else {
         0.1
     };
+    // Every request hookline answered, to check its windows counted each one.
+    let mut sent = 0;
     for path in ["/api/v1/me", "/api/v1/hooks"] {
         let size = body_size(addr, path, &keys[0]).await?;
         // Warm up connections, caches and the pool before measuring.
-        load::run(addr, path, &keys, connections, Duration::from_secs(1)).await?;
+        let warm = load::run(addr, path, &keys, connections, Duration::from_secs(1)).await?;
         let measured = load::run(addr, path, &keys, connections, seconds).await?;
+        sent += 1 + warm.requests + measured.requests;
         let (baseline, base_line) = Measured::start(
             &crate::process::sibling("hookline-bench")?,
             &["baseline-server", "--body-size", &size.to_string()],
@@ -136,12 +143,75 @@ pub(crate) async fn run(
     }
     let _ = writeln!(
         report,
+        "  {}",
+        guarantees(&db, ws, addr, &keys, &key_ids, sent).await?
+    );
+    let _ = writeln!(
+        report,
         "  hookline serve: peak RSS {:.1} MiB, {:.1} CPU s",
         server.peak_rss_mib(),
         server.cpu_seconds()
     );
     server.stop().await?;
     Ok(report)
+}
+
+/// Checks, on the server just measured, that no figure came from weakening a
+/// guarantee: the windows counted every request sent; under load, a revocation and a
+/// plan change count from the next request on. Fails the benchmark otherwise.
+async fn guarantees(
+    db: &TestDb,
+    ws: WorkspaceId,
+    addr: SocketAddr,
+    keys: &[String],
+    key_ids: &[ApiKeyId],
+    sent: u64,
+) -> anyhow::Result<String> {
+    let store = db.store();
+    // Counting no requests answers each window as it stands. The whole API run
+    // takes less than the one-minute window, so no window restarted.
+    let counts = key_ids.iter().map(|id| (*id, 0)).collect::<Vec<_>>();
+    let counted: u64 = store
+        .count_requests(&counts, Timestamp::now(), 60_000)
+        .await?
+        .iter()
+        .map(|window| window.count)
+        .sum();
+    anyhow::ensure!(
+        counted == sent,
+        "the rate windows counted {counted} requests of the {sent} sent"
+    );
+
+    let (Some((last_key, other_keys)), Some(&last_id)) = (keys.split_last(), key_ids.last()) else {
+        anyhow::bail!("no keys");
+    };
+    // Load from the other keys while the changes are made.
+    let background = tokio::spawn({
+        let keys = other_keys.to_vec();
+        async move { load::run(addr, "/api/v1/me", &keys, 32, Duration::from_secs(2)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    store.revoke_api_key(last_id).await?;
+    let revoked = status(addr, last_key).await?;
+    anyhow::ensure!(revoked == 401, "a revoked key was answered {revoked}");
+    store.set_workspace_plan(ws, Plan::Creator).await?;
+    let demoted = status(addr, &keys[0]).await?;
+    store.set_workspace_plan(ws, Plan::Studio).await?;
+    anyhow::ensure!(
+        demoted == 403,
+        "a key of a CREATOR workspace was answered {demoted}"
+    );
+    let restored = status(addr, &keys[0]).await?;
+    anyhow::ensure!(restored == 200, "after the plan came back: {restored}");
+    background.await??;
+    Ok(format!(
+        "guarantees held: windows counted {counted} of {sent} requests; under load, the request after a revocation got 401, after a plan change 403"
+    ))
+}
+
+/// The status `GET /api/v1/me` answers with `key`.
+async fn status(addr: SocketAddr, key: &str) -> anyhow::Result<u16> {
+    Ok(get(addr, "/api/v1/me", key).await?.status().as_u16())
 }
 
 fn failures(load: &Load) -> String {
@@ -172,6 +242,21 @@ pub(crate) fn listening_addr(line: &str) -> anyhow::Result<SocketAddr> {
 /// The size of the body `path` answers, for a baseline of the same size.
 async fn body_size(addr: SocketAddr, path: &str, key: &str) -> anyhow::Result<usize> {
     use http_body_util::BodyExt as _;
+    let response = get(addr, path, key).await?;
+    anyhow::ensure!(
+        response.status() == hyper::StatusCode::OK,
+        "{path} answered {}",
+        response.status()
+    );
+    Ok(response.into_body().collect().await?.to_bytes().len())
+}
+
+/// `GET path` with `key`, on a connection of its own.
+async fn get(
+    addr: SocketAddr,
+    path: &str,
+    key: &str,
+) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
     let stream = tokio::net::TcpStream::connect(addr).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
@@ -180,11 +265,5 @@ async fn body_size(addr: SocketAddr, path: &str, key: &str) -> anyhow::Result<us
         .header("host", addr.to_string())
         .header("authorization", format!("Bearer {key}"))
         .body(http_body_util::Empty::<Bytes>::new())?;
-    let response = sender.send_request(request).await?;
-    anyhow::ensure!(
-        response.status() == hyper::StatusCode::OK,
-        "{path} answered {}",
-        response.status()
-    );
-    Ok(response.into_body().collect().await?.to_bytes().len())
+    Ok(sender.send_request(request).await?)
 }
