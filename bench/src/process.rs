@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
 /// The executable `name` beside this one (the same `target/<profile>`).
@@ -25,6 +25,9 @@ pub(crate) fn sibling(name: &str) -> anyhow::Result<PathBuf> {
 pub(crate) struct Measured {
     child: Child,
     pid: u32,
+    /// Where the process's stdout and stderr go: a file, as in production, so
+    /// reading its log costs the benchmark nothing while it measures.
+    log: PathBuf,
 }
 
 impl Measured {
@@ -36,47 +39,48 @@ impl Measured {
         env: &[(&str, String)],
         ready: Option<&str>,
     ) -> anyhow::Result<(Measured, String)> {
-        let mut child = Command::new(program)
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let log = std::env::temp_dir().join(format!(
+            "hookline-bench-{}-{}.log",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file =
+            std::fs::File::create(&log).with_context(|| format!("create {}", log.display()))?;
+        let child = Command::new(program)
             .args(args)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(file.try_clone()?)
+            .stderr(file)
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("start {}", program.display()))?;
         let pid = child.id().ok_or_else(|| anyhow!("no pid"))?;
-        let mut stderr =
-            BufReader::new(child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?).lines();
-        let mut stdout =
-            BufReader::new(child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?).lines();
+        let mut measured = Measured { child, pid, log };
         let mut line = String::new();
         if let Some(ready) = ready {
-            line = tokio::time::timeout(Duration::from_secs(60), async {
-                loop {
-                    let next = tokio::select! {
-                        l = stderr.next_line() => l,
-                        l = stdout.next_line() => l,
-                    };
-                    match next {
-                        Ok(Some(l)) if l.contains(ready) => return Ok(l),
-                        Ok(Some(_)) => {}
-                        _ => {
-                            return Err(anyhow!(
-                                "{} exited before it was ready",
-                                program.display()
-                            ));
-                        }
-                    }
-                }
-            })
-            .await
-            .map_err(|_| anyhow!("{} was not ready in time", program.display()))??;
+            line = tokio::time::timeout(Duration::from_secs(60), measured.ready(ready))
+                .await
+                .map_err(|_| anyhow!("{} was not ready in time", program.display()))??;
         }
-        // Drain both pipes so they never fill.
-        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
-        tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
-        Ok((Measured { child, pid }, line))
+        Ok((measured, line))
+    }
+
+    /// Waits for a line of the log holding `ready`, and answers it.
+    async fn ready(&mut self, ready: &str) -> anyhow::Result<String> {
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(line) = log.lines().find(|line| line.contains(ready)) {
+                return Ok(line.to_owned());
+            }
+            if let Some(status) = self.child.try_wait()? {
+                return Err(anyhow!(
+                    "exited ({status}) before it was ready; its output:\n{log}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// User plus system CPU seconds so far.
@@ -120,6 +124,7 @@ impl Measured {
             .status()
             .await?;
         tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await??;
+        let _ = std::fs::remove_file(&self.log);
         Ok(())
     }
 }

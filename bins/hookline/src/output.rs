@@ -122,7 +122,7 @@ impl Render for KeyRevokedOut {
     }
 }
 
-impl Render for WebhookObject {
+impl Render for WebhookObject<'_> {
     fn human(&self) -> String {
         let events: Vec<&str> = self.events.iter().map(|e| e.as_str()).collect();
         let mut text = format!(

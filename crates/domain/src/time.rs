@@ -1,8 +1,6 @@
 use std::fmt;
 
 use time::OffsetDateTime;
-use time::format_description::BorrowedFormatItem;
-use time::macros::format_description;
 
 use crate::{Error, Result};
 
@@ -12,9 +10,6 @@ use crate::{Error, Result};
 /// `2026-11-22T10:04:05.123Z`, the one format on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);
-
-const ISO_8601_MILLIS: &[BorrowedFormatItem<'static>] =
-    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
 
 /// 9999-12-31T23:59:59.999Z: the last instant with a four-digit year.
 const MAX_UNIX_MILLIS: i64 = 253_402_300_799_999;
@@ -59,12 +54,56 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, by integer arithmetic: every response and payload
+    /// writes timestamps, and a format description interpreted each time (with a
+    /// `String` per call) showed in the API's profile.
+    fn iso_8601(self) -> [u8; 24] {
+        let days = self.0.div_euclid(86_400_000);
+        let in_day = self.0.rem_euclid(86_400_000);
+        let (year, month, day) = civil_from_days(days);
+        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut put = |at: usize, width: usize, mut value: i64| {
+            for i in (at..at + width).rev() {
+                out[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, month);
+        put(8, 2, day);
+        put(11, 2, in_day / 3_600_000);
+        put(14, 2, in_day / 60_000 % 60);
+        put(17, 2, in_day / 1000 % 60);
+        put(20, 3, in_day % 1000);
+        out
+    }
+}
+
+/// The proleptic Gregorian (year, month, day) of a day counted from 1970-01-01
+/// (Howard Hinnant's `civil_from_days`), for days from 0 on.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000_000)
-            .map_err(|_| fmt::Error)?;
-        let text = at.format(ISO_8601_MILLIS).map_err(|_| fmt::Error)?;
-        f.write_str(&text)
+        let text = self.iso_8601();
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -76,7 +115,40 @@ impl serde::Serialize for Timestamp {
 
 #[cfg(test)]
 mod tests {
+    use time::format_description::BorrowedFormatItem;
+    use time::macros::format_description;
+
     use super::*;
+
+    #[test]
+    fn writes_what_the_time_crate_writes() {
+        const ISO_8601_MILLIS: &[BorrowedFormatItem<'static>] = format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        );
+        let expected = |millis: i64| {
+            OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+                .unwrap()
+                .format(ISO_8601_MILLIS)
+                .unwrap()
+        };
+        // Both ends, leap days, century years, and a walk of odd steps between.
+        let mut cases = vec![
+            0,
+            MAX_UNIX_MILLIS,
+            951_782_400_000,
+            4_107_542_399_999,
+            4_107_542_400_000,
+        ];
+        let mut millis = 0i64;
+        while millis < MAX_UNIX_MILLIS {
+            cases.push(millis);
+            millis += 86_399_999_937;
+        }
+        for millis in cases {
+            let at = Timestamp::from_unix_millis(millis).unwrap();
+            assert_eq!(at.to_string(), expected(millis), "{millis}");
+        }
+    }
 
     #[test]
     fn writes_utc_with_milliseconds() {

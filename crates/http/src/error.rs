@@ -5,7 +5,7 @@ use hookline_auth::RateLimit;
 use hookline_domain::{EventName, Plan};
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
 use crate::wire::Failure;
@@ -154,13 +154,16 @@ pub(crate) fn rate_limit_headers(headers: &mut hyper::HeaderMap, rate: &RateLimi
         rate.remaining,
         rate.resets_in_secs()
     );
-    headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
-    headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
-    headers.insert(
-        "x-ratelimit-reset",
-        HeaderValue::from(rate.resets_at_unix_secs()),
-    );
-    for (name, value) in [("ratelimit-policy", policy), ("ratelimit", current)] {
+    // Parsed once, not per response.
+    const LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+    const REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+    const RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+    const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+    const CURRENT: HeaderName = HeaderName::from_static("ratelimit");
+    headers.insert(LIMIT, HeaderValue::from(rate.limit));
+    headers.insert(REMAINING, HeaderValue::from(rate.remaining));
+    headers.insert(RESET, HeaderValue::from(rate.resets_at_unix_secs()));
+    for (name, value) in [(POLICY, policy), (CURRENT, current)] {
         if let Ok(value) = HeaderValue::try_from(value) {
             headers.insert(name, value);
         }

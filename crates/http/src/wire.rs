@@ -40,38 +40,39 @@ impl From<&Account> for AccountObject {
     }
 }
 
-/// The Webhook object. `secret` is set only in the answer to a creation.
+/// The Webhook object. `secret` is set only in the answer to a creation. It borrows
+/// the webhook: listings serialise every webhook on every request.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WebhookObject {
+pub struct WebhookObject<'a> {
     pub id: WebhookId,
-    pub url: String,
-    pub events: Vec<EventName>,
+    pub url: &'a str,
+    pub events: &'a [EventName],
     pub enabled: bool,
-    pub description: String,
+    pub description: &'a str,
     pub created_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
+    pub secret: Option<&'a str>,
 }
 
-impl WebhookObject {
+impl<'a> WebhookObject<'a> {
     /// The object without its secret, as every listing shows it.
-    pub fn listed(webhook: &Webhook) -> Self {
+    pub fn listed(webhook: &'a Webhook) -> Self {
         WebhookObject {
             id: webhook.id,
-            url: webhook.url.to_string(),
-            events: webhook.events.clone(),
+            url: webhook.url.as_str(),
+            events: &webhook.events,
             enabled: webhook.enabled,
-            description: webhook.description.to_string(),
+            description: webhook.description.as_str(),
             created_at: webhook.created_at,
             secret: None,
         }
     }
 
     /// The object with its secret, for the one answer that may show it.
-    pub fn created(webhook: &Webhook, secret: &hookline_domain::WebhookSecret) -> Self {
+    pub fn created(webhook: &'a Webhook, secret: &'a hookline_domain::WebhookSecret) -> Self {
         WebhookObject {
-            secret: Some(secret.expose().to_owned()),
+            secret: Some(secret.expose()),
             ..Self::listed(webhook)
         }
     }
