@@ -21,13 +21,13 @@ use crate::process::Measured;
 
 /// Emits in flight at once while filling the outbox.
 const EMITTERS: usize = 16;
-/// Requests in flight at once for the baseline: the worker's default concurrency.
-const BASELINE_CONCURRENCY: usize = 64;
-
+/// `concurrency` is the worker's (`HOOKLINE_DELIVERY_CONCURRENCY`) and the
+/// baseline's: requests in flight at once.
 pub(crate) async fn run(
     hookline: &Path,
     backend: Backend,
     deliveries: usize,
+    concurrency: usize,
 ) -> anyhow::Result<String> {
     let receiver = Receiver::start().await;
     let mut report = format!(
@@ -36,7 +36,7 @@ pub(crate) async fn run(
     );
     for webhooks in [1, 10] {
         let events = deliveries / webhooks;
-        let run = one_run(hookline, backend, &receiver, webhooks, events).await?;
+        let run = one_run(hookline, backend, &receiver, webhooks, events, concurrency).await?;
         let ratio = run.rate / run.baseline;
         let met = ratio >= 0.5 && run.p99 < Duration::from_millis(100) && run.peak_rss_mib < 100.0;
         let _ = writeln!(
@@ -74,6 +74,7 @@ async fn one_run(
     receiver: &Receiver,
     webhooks: usize,
     events: usize,
+    concurrency: usize,
 ) -> anyhow::Result<Run> {
     let db = TestDb::new(backend).await;
     let ws = db.workspace(Plan::Studio).await;
@@ -98,6 +99,7 @@ async fn one_run(
             receiver.ca_file().display().to_string(),
         ),
         ("RUST_LOG", "warn".to_owned()),
+        ("HOOKLINE_DELIVERY_CONCURRENCY", concurrency.to_string()),
     ];
     let started = Instant::now();
     let (worker, _) = Measured::start(hookline, &["worker"], &env, None).await?;
@@ -113,7 +115,7 @@ async fn one_run(
     worker.stop().await?;
 
     receiver.clear();
-    let baseline = baseline(receiver, &urls, &bodies).await?;
+    let baseline = baseline(receiver, &urls, &bodies, concurrency).await?;
     Ok(Run {
         rate,
         baseline,
@@ -221,13 +223,14 @@ async fn baseline(
     receiver: &Receiver,
     urls: &[WebhookUrl],
     bodies: &[String],
+    concurrency: usize,
 ) -> anyhow::Result<f64> {
     let client = HttpsClient::new(
         TargetPolicy::AllowPrivate,
         Duration::from_secs(15),
         Some(receiver.ca_file()),
     )?;
-    let permits = Arc::new(Semaphore::new(BASELINE_CONCURRENCY));
+    let permits = Arc::new(Semaphore::new(concurrency));
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(bodies.len() * urls.len());
     for body in bodies {

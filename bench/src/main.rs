@@ -41,6 +41,10 @@ struct Args {
     /// the ten-webhook run a tenth of it).
     #[arg(long, default_value_t = 50_000)]
     deliveries: usize,
+    /// Deliveries in flight at once, for the worker and its baseline alike (the
+    /// worker's default).
+    #[arg(long, default_value_t = 64)]
+    delivery_concurrency: usize,
     /// Which backends: sqlite, postgres or both.
     #[arg(long, default_value = "both")]
     backend: String,
@@ -113,7 +117,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             say(&report);
         }
         if delivery {
-            say(&delivery::run(&hookline, backend, args.deliveries).await?);
+            say(&delivery::run(
+                &hookline,
+                backend,
+                args.deliveries,
+                args.delivery_concurrency,
+            )
+            .await?);
         }
     }
     Ok(())

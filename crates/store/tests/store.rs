@@ -338,7 +338,7 @@ backend_tests! {
             attempt: 1,
             at,
             status: None,
-            error: Some("connection refused".into()),
+            error: Some("connection refused: \"quoted\", back\\slash\ttab".into()),
             duration_ms: 3,
             response_body: None,
         };
@@ -348,7 +348,8 @@ backend_tests! {
             status: Some(200),
             error: None,
             duration_ms: 41,
-            response_body: Some("ok".into()),
+            // Whatever a receiver sends comes back as it was.
+            response_body: Some("{\"ok\":true}\r\n\u{1}é ✓ 𝄞 [1,2]\\".into()),
             ..failed.clone()
         };
         db.record_attempt(&failed, Outcome::RetryAt(delivered.at)).await;

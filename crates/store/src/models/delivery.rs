@@ -6,6 +6,7 @@ use crate::error::Stored as _;
 use crate::models::timestamp;
 use crate::pool::with_conn;
 use crate::schema::{deliveries, delivery_attempts};
+use crate::text_in::push_json_string;
 use crate::{Error, Result, Store};
 
 /// Where a delivery stands.
@@ -145,6 +146,34 @@ impl From<&DeliveryAttempt> for DeliveryAttemptRow {
 }
 
 impl DeliveryAttemptRow {
+    /// The row as a JSON array of its columns in table order, for SQLite's
+    /// set-based insert (`json_each`).
+    pub(crate) fn push_json(&self, json: &mut String) {
+        use std::fmt::Write as _;
+        let optional_text = |json: &mut String, text: &Option<String>| match text {
+            Some(text) => push_json_string(json, text),
+            None => json.push_str("null"),
+        };
+        json.push('[');
+        push_json_string(json, &self.event_id);
+        json.push(',');
+        push_json_string(json, &self.webhook_id);
+        let _ = write!(json, ",{},", self.attempt);
+        push_json_string(json, &self.event);
+        let _ = write!(json, ",{},", self.attempted_at);
+        match self.status {
+            Some(status) => {
+                let _ = write!(json, "{status}");
+            }
+            None => json.push_str("null"),
+        }
+        json.push(',');
+        optional_text(json, &self.error);
+        let _ = write!(json, ",{},", self.duration_ms);
+        optional_text(json, &self.response_body);
+        json.push(']');
+    }
+
     fn into_domain(self) -> Result<DeliveryAttempt> {
         Ok(DeliveryAttempt {
             event_id: self.event_id.parse().stored("attempt event_id")?,
