@@ -5,7 +5,7 @@ use diesel_async::RunQueryDsl;
 use hookline_domain::{Account, AccountId, Timestamp, Username, WorkspaceId};
 
 use crate::error::Stored as _;
-use crate::models::timestamp;
+use crate::models::{by_workspace, timestamp};
 use crate::pool::{Dialect as _, with_conn, write_tx};
 use crate::schema::accounts;
 use crate::text_in::text_in;
@@ -110,8 +110,7 @@ impl Store {
     }
 
     /// The accounts connected to the workspace now, in the order they were connected.
-    /// The workspace's connected accounts, oldest first. Concurrent callers share
-    /// one query (see `loader.rs`).
+    /// Concurrent callers share one query (see `loader.rs`).
     pub async fn connected_accounts(&self, workspace_id: WorkspaceId) -> Result<Vec<Account>> {
         self.loaders().accounts.get(workspace_id).await
     }
@@ -131,11 +130,8 @@ impl Store {
                 .load(conn)
                 .await?
         });
-        let mut found: HashMap<WorkspaceId, Vec<Account>> = HashMap::new();
-        for row in rows {
-            let account = row.into_domain()?;
-            found.entry(account.workspace_id).or_default().push(account);
-        }
-        Ok(found)
+        by_workspace(rows, AccountRow::into_domain, |account| {
+            account.workspace_id
+        })
     }
 }

@@ -10,7 +10,9 @@ pub(crate) mod rate_limit;
 pub(crate) mod webhook;
 pub(crate) mod workspace;
 
-use hookline_domain::Timestamp;
+use std::collections::HashMap;
+
+use hookline_domain::{Timestamp, WorkspaceId};
 
 use crate::Result;
 use crate::error::Stored as _;
@@ -18,4 +20,19 @@ use crate::error::Stored as _;
 /// A stored Unix-millisecond column back as a [`Timestamp`].
 pub(crate) fn timestamp(millis: i64, what: &'static str) -> Result<Timestamp> {
     Timestamp::from_unix_millis(millis).stored(what)
+}
+
+/// Rows as domain values, grouped by workspace, each group in row order: the
+/// answer of a coalesced read (`loader.rs`).
+pub(crate) fn by_workspace<R, T>(
+    rows: Vec<R>,
+    into_domain: fn(R) -> Result<T>,
+    workspace_of: fn(&T) -> WorkspaceId,
+) -> Result<HashMap<WorkspaceId, Vec<T>>> {
+    let mut grouped: HashMap<WorkspaceId, Vec<T>> = HashMap::new();
+    for row in rows {
+        let value = into_domain(row)?;
+        grouped.entry(workspace_of(&value)).or_default().push(value);
+    }
+    Ok(grouped)
 }

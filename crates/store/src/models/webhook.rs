@@ -9,7 +9,7 @@ use hookline_domain::{
 };
 
 use crate::error::Stored as _;
-use crate::models::timestamp;
+use crate::models::{by_workspace, timestamp};
 use crate::pool::{Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, webhooks};
 use crate::text_in::text_in;
@@ -137,7 +137,8 @@ impl Store {
         })
     }
 
-    /// Every webhook of the workspace, oldest first.
+    /// Every webhook of the workspace, oldest first. Concurrent callers share one
+    /// query (see `loader.rs`).
     pub async fn webhooks(&self, workspace_id: WorkspaceId) -> Result<Vec<Webhook>> {
         self.loaders().webhooks.get(workspace_id).await
     }
@@ -156,12 +157,9 @@ impl Store {
                 .load(conn)
                 .await?
         });
-        let mut found: HashMap<WorkspaceId, Vec<Webhook>> = HashMap::new();
-        for row in rows {
-            let webhook = row.into_domain()?;
-            found.entry(webhook.workspace_id).or_default().push(webhook);
-        }
-        Ok(found)
+        by_workspace(rows, WebhookRow::into_domain, |webhook| {
+            webhook.workspace_id
+        })
     }
 
     pub async fn webhook(&self, id: WebhookId) -> Result<Option<Webhook>> {
