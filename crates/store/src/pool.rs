@@ -19,7 +19,7 @@ use crate::models::outbox::FinishRow;
 use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
 use crate::schema::{delivery_attempts, webhooks, workspaces};
-use crate::text_in::push_json_string;
+use crate::text_in::{json_array, push_json_string};
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -251,20 +251,15 @@ impl Dialect for SqliteConn {
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         use diesel::sql_types::Text;
         // `[[event_id, webhook_id, lease_token, state, next_attempt_at], …]`
-        let mut outcomes = String::from("[");
-        for (n, row) in rows.iter().enumerate() {
-            if n > 0 {
-                outcomes.push(',');
-            }
-            outcomes.push('[');
+        let outcomes = json_array(rows, |json, row| {
+            json.push('[');
             for text in [&row.event_id, &row.webhook_id, &row.lease_token] {
-                push_json_string(&mut outcomes, text);
-                outcomes.push(',');
+                push_json_string(json, text);
+                json.push(',');
             }
-            push_json_string(&mut outcomes, row.state.as_str());
-            outcomes.push_str(&format!(",{}]", row.next_attempt_at));
-        }
-        outcomes.push(']');
+            push_json_string(json, row.state.as_str());
+            json.push_str(&format!(",{}]", row.next_attempt_at));
+        });
         let updated: Vec<KeyRow> = diesel::sql_query(
             "UPDATE deliveries SET attempts = attempts + 1, \
                  state = json_extract(o.value, '$[3]'), \
@@ -281,14 +276,7 @@ impl Dialect for SqliteConn {
         .await?;
         let (recorded, attempts) = recorded_attempts(rows, updated);
         if !attempts.is_empty() {
-            let mut json = String::from("[");
-            for (n, attempt) in attempts.iter().enumerate() {
-                if n > 0 {
-                    json.push(',');
-                }
-                attempt.push_json(&mut json);
-            }
-            json.push(']');
+            let json = json_array(&attempts, |json, attempt| attempt.push_json(json));
             diesel::sql_query(
                 "INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
                      attempted_at, status, error, duration_ms, response_body) \
@@ -313,16 +301,11 @@ impl Dialect for SqliteConn {
     ) -> QueryResult<Vec<CountedWindow>> {
         use diesel::sql_types::{BigInt, Text};
         // `[["key", n], …]`: one bind, so one prepared statement for any batch.
-        let mut json = String::from("[");
-        for (n, count) in counts.iter().enumerate() {
-            if n > 0 {
-                json.push(',');
-            }
+        let json = json_array(counts, |json, count| {
             json.push('[');
-            push_json_string(&mut json, &count.key_id);
+            push_json_string(json, &count.key_id);
             json.push_str(&format!(",{}]", count.requests));
-        }
-        json.push(']');
+        });
         // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
         diesel::sql_query(
             "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \

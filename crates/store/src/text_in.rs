@@ -71,12 +71,18 @@ impl<C: QueryFragment<Pg>> QueryFragment<Pg> for TextIn<C> {
 
 /// `["a","b"]`, each string escaped as JSON requires.
 pub(crate) fn json_string_array<S: AsRef<str>>(values: &[S]) -> String {
+    json_array(values, |json, value| push_json_string(json, value.as_ref()))
+}
+
+/// A JSON array of `items`, each written by `push_item`: how a batch travels to
+/// SQLite as one bind parameter.
+pub(crate) fn json_array<T>(items: &[T], mut push_item: impl FnMut(&mut String, &T)) -> String {
     let mut json = String::from("[");
-    for (n, value) in values.iter().enumerate() {
+    for (n, item) in items.iter().enumerate() {
         if n > 0 {
             json.push(',');
         }
-        push_json_string(&mut json, value.as_ref());
+        push_item(&mut json, item);
     }
     json.push(']');
     json
