@@ -22,7 +22,7 @@ mod schema;
 pub mod testing;
 mod text_in;
 
-use hookline_domain::{Account, Webhook, WorkspaceId};
+use hookline_domain::{Account, EventPayload, Webhook, WebhookId, WorkspaceId};
 
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
@@ -45,11 +45,13 @@ pub struct Store {
     loaders: std::sync::Arc<std::sync::OnceLock<Loaders>>,
 }
 
-/// The reads the API makes on every request, each shared by concurrent callers.
+/// The calls concurrent callers share (see `loader.rs`): the two reads the API
+/// makes on every request, and the outbox write.
 #[derive(Debug)]
 struct Loaders {
-    accounts: loader::Loader<WorkspaceId, Vec<Account>>,
-    webhooks: loader::Loader<WorkspaceId, Vec<Webhook>>,
+    accounts: loader::Batcher<WorkspaceId, Vec<Account>>,
+    webhooks: loader::Batcher<WorkspaceId, Vec<Webhook>>,
+    events: loader::Batcher<EventPayload, Result<Vec<WebhookId>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -81,14 +83,19 @@ impl Store {
             // would keep its own task alive forever.
             let accounts = self.detached();
             let webhooks = self.detached();
+            let events = self.detached();
             Loaders {
-                accounts: loader::Loader::spawn(Box::new(move |ids| {
+                accounts: loader::Batcher::spawn(loader::keyed_read(move |ids| {
                     let store = accounts.clone();
                     Box::pin(async move { store.connected_accounts_of(ids).await })
                 })),
-                webhooks: loader::Loader::spawn(Box::new(move |ids| {
+                webhooks: loader::Batcher::spawn(loader::keyed_read(move |ids| {
                     let store = webhooks.clone();
                     Box::pin(async move { store.webhooks_of(ids).await })
+                })),
+                events: loader::Batcher::spawn(Box::new(move |payloads| {
+                    let store = events.clone();
+                    Box::pin(async move { store.record_events(payloads).await })
                 })),
             }
         })

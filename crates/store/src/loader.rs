@@ -1,10 +1,13 @@
-//! Coalesced reads: concurrent callers of the same read share one query.
+//! Coalesced calls: concurrent callers of the same operation share one database
+//! call.
 //!
-//! A [`Loader`] task takes every key asked for while its previous query ran and
-//! reads them all with one `WHERE … IN (…)`. Under load a busy API asks the
-//! database once per batch instead of once per request: on SQLite that saves a
-//! hop to a blocking thread per request, on PostgreSQL a round trip. Each caller's
-//! read still starts after its call, so it sees every write that returned before.
+//! A [`Batcher`] task takes every input submitted while its previous batch ran and
+//! runs them all at once: reads as one `WHERE … IN (…)`, event writes as one
+//! transaction. Under load the database sees one call per batch instead of one per
+//! caller: on SQLite that saves a hop to a blocking thread (and, for writes, a
+//! commit) per caller, on PostgreSQL a round trip. Each batch starts after every
+//! call in it was made, so a read sees every write that returned before it; a
+//! write's caller gets its answer only after the batch committed.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -15,61 +18,50 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::{Error, Result};
 
-/// Keys read together at most; more wait for the next query.
+/// Inputs run together at most; more wait for the next batch.
 const MAX_BATCH: usize = 256;
 
-type Reply<V> = std::result::Result<V, Arc<Error>>;
+type Reply<O> = std::result::Result<O, Arc<Error>>;
 
-/// Reads the values of a batch of distinct keys; a key with no row is absent.
-pub(crate) type LoadBatch<K, V> =
-    Box<dyn Fn(Vec<K>) -> BoxFuture<'static, Result<HashMap<K, V>>> + Send + Sync>;
+/// Runs a batch of inputs; answers one output per input, in order.
+pub(crate) type RunBatch<I, O> =
+    Box<dyn Fn(Vec<I>) -> BoxFuture<'static, Result<Vec<O>>> + Send + Sync>;
 
-pub(crate) struct Loader<K, V> {
-    queue: mpsc::Sender<(K, oneshot::Sender<Reply<V>>)>,
+pub(crate) struct Batcher<I, O> {
+    queue: mpsc::Sender<(I, oneshot::Sender<Reply<O>>)>,
 }
 
-impl<K, V> Loader<K, V>
-where
-    K: Eq + Hash + Clone + Send + 'static,
-    V: Default + Clone + Send + 'static,
-{
-    /// Starts the loading task on the current Tokio runtime; it ends when the
-    /// loader is dropped.
-    pub(crate) fn spawn(load: LoadBatch<K, V>) -> Self {
-        let (queue, mut asked) = mpsc::channel::<(K, oneshot::Sender<Reply<V>>)>(MAX_BATCH * 4);
+impl<I: Send + 'static, O: Send + 'static> Batcher<I, O> {
+    /// Starts the batching task on the current Tokio runtime; it ends when the
+    /// batcher is dropped.
+    pub(crate) fn spawn(run: RunBatch<I, O>) -> Self {
+        let (queue, mut submitted) = mpsc::channel::<(I, oneshot::Sender<Reply<O>>)>(MAX_BATCH * 4);
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(MAX_BATCH);
-            while asked.recv_many(&mut batch, MAX_BATCH).await > 0 {
-                let mut keys: Vec<K> = Vec::with_capacity(batch.len());
-                for (key, _) in &batch {
-                    if !keys.contains(key) {
-                        keys.push(key.clone());
-                    }
-                }
-                match load(keys).await {
-                    Ok(values) => {
-                        for (key, reply) in batch.drain(..) {
+            while submitted.recv_many(&mut batch, MAX_BATCH).await > 0 {
+                let (inputs, replies): (Vec<I>, Vec<_>) = batch.drain(..).unzip();
+                let asked = inputs.len();
+                match run(inputs).await {
+                    Ok(outputs) if outputs.len() == asked => {
+                        for (reply, output) in replies.into_iter().zip(outputs) {
                             // A caller that went away no longer listens.
-                            let _ = reply.send(Ok(values.get(&key).cloned().unwrap_or_default()));
+                            let _ = reply.send(Ok(output));
                         }
                     }
-                    Err(error) => {
-                        let error = Arc::new(error);
-                        for (_, reply) in batch.drain(..) {
-                            let _ = reply.send(Err(error.clone()));
-                        }
-                    }
+                    // A batch that answers for fewer inputs is a bug of its own.
+                    Ok(_) => fail(replies, Error::Database(diesel::result::Error::NotFound)),
+                    Err(error) => fail(replies, error),
                 }
             }
         });
-        Loader { queue }
+        Batcher { queue }
     }
 
-    /// The value of `key`, read by the next batch; `V::default()` when it has none.
-    pub(crate) async fn get(&self, key: K) -> Result<V> {
+    /// `input`'s output, run in the next batch.
+    pub(crate) async fn submit(&self, input: I) -> Result<O> {
         let (reply, answer) = oneshot::channel();
         self.queue
-            .send((key, reply))
+            .send((input, reply))
             .await
             .map_err(|_| Error::Stopped)?;
         answer
@@ -79,8 +71,42 @@ where
     }
 }
 
-impl<K, V> std::fmt::Debug for Loader<K, V> {
+fn fail<O>(replies: Vec<oneshot::Sender<Reply<O>>>, error: Error) {
+    let error = Arc::new(error);
+    for reply in replies {
+        let _ = reply.send(Err(error.clone()));
+    }
+}
+
+/// A read by key as a batch: reads the distinct keys at once (`read` answers the
+/// keys it found), then answers each input, `V::default()` for a key not found.
+pub(crate) fn keyed_read<K, V, F>(read: F) -> RunBatch<K, V>
+where
+    K: Eq + Hash + Clone + Send + 'static,
+    V: Default + Clone + Send + 'static,
+    F: Fn(Vec<K>) -> BoxFuture<'static, Result<HashMap<K, V>>> + Send + Sync + 'static,
+{
+    let read = Arc::new(read);
+    Box::new(move |keys: Vec<K>| {
+        let read = Arc::clone(&read);
+        Box::pin(async move {
+            let mut distinct: Vec<K> = Vec::with_capacity(keys.len());
+            for key in &keys {
+                if !distinct.contains(key) {
+                    distinct.push(key.clone());
+                }
+            }
+            let found = read(distinct).await?;
+            Ok(keys
+                .iter()
+                .map(|key| found.get(key).cloned().unwrap_or_default())
+                .collect())
+        })
+    })
+}
+
+impl<I, O> std::fmt::Debug for Batcher<I, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loader").finish_non_exhaustive()
+        f.debug_struct("Batcher").finish_non_exhaustive()
     }
 }

@@ -358,6 +358,34 @@ backend_tests! {
         assert_eq!(store.delivery_attempts(hook.id, 1).await.unwrap(), [delivered]);
     }
 
+    async fn concurrent_emits_share_transactions_and_fail_alone(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, "https://a.example.com/h", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let unknown = WorkspaceId::generate();
+        let tasks: Vec<_> = (0..60)
+            .map(|n| {
+                let store = store.clone();
+                let target = if n % 10 == 0 { unknown } else { ws };
+                tokio::spawn(async move {
+                    let payload = EventPayload::new(EventName::DmSent, target, json!({"n": n})).unwrap();
+                    (payload.clone(), store.record_event(&payload).await)
+                })
+            })
+            .collect();
+        for task in tasks {
+            let (payload, recorded) = task.await.unwrap();
+            if payload.workspace_id == unknown {
+                assert!(matches!(recorded, Err(Error::NotFound { kind: "workspace", .. })), "{recorded:?}");
+                assert_eq!(store.event_payload(payload.id).await.unwrap(), None);
+            } else {
+                assert_eq!(recorded.unwrap(), [hook.id]);
+                assert_eq!(store.event_payload(payload.id).await.unwrap(), Some(payload.to_json()));
+                assert_eq!(store.deliveries_of_event(payload.id).await.unwrap().len(), 1);
+            }
+        }
+    }
+
     async fn migrating_again_applies_nothing(db) {
         assert!(db.store().migrate().await.unwrap().is_empty());
     }

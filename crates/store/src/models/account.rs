@@ -112,7 +112,7 @@ impl Store {
     /// The accounts connected to the workspace now, in the order they were connected.
     /// Concurrent callers share one query (see `loader.rs`).
     pub async fn connected_accounts(&self, workspace_id: WorkspaceId) -> Result<Vec<Account>> {
-        self.loaders().accounts.get(workspace_id).await
+        self.loaders().accounts.submit(workspace_id).await
     }
 
     /// The connected accounts of each workspace, oldest first, in one query.

@@ -1,8 +1,12 @@
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use hookline_domain::{EventId, EventName, EventPayload, WebhookId, WorkspaceId};
+use hookline_domain::{EventId, EventName, EventPayload, Webhook, WebhookId, WorkspaceId};
 
 use crate::models::delivery::NewDeliveryRow;
+use crate::models::webhook::WebhookRow;
 use crate::pool::{Dialect as _, with_conn, write_tx};
 use crate::schema::{deliveries, events};
 use crate::{DeliveryState, Error, Result, Store};
@@ -25,51 +29,82 @@ impl Store {
     /// A webhook being deleted or disabled at the same moment either gets the
     /// delivery and then loses it with the webhook, or does not get it: never a
     /// delivery to a webhook that is gone.
+    ///
+    /// Concurrent calls share one transaction (see `loader.rs`): each returns once
+    /// the transaction holding its event committed. An event of an unknown workspace
+    /// fails alone; a failing transaction fails every event in it, none stored.
     pub async fn record_event(&self, payload: &EventPayload) -> Result<Vec<WebhookId>> {
-        let workspace = payload.workspace_id.to_string();
-        let event_id = payload.id.to_string();
-        let json = payload.to_json();
-        let occurred_at = payload.occurred_at.unix_millis();
+        self.loaders().events.submit(payload.clone()).await?
+    }
+
+    /// The outbox write of a batch of events, in one transaction; answers each
+    /// event's webhooks, or why it was not stored.
+    pub(crate) async fn record_events(
+        &self,
+        payloads: Vec<EventPayload>,
+    ) -> Result<Vec<Result<Vec<WebhookId>>>> {
         write_tx!(self, |conn| {
-            let Some(candidates) = conn.enabled_webhooks_for_fanout(&workspace).await? else {
-                return Err(Error::not_found("workspace", &workspace));
-            };
-            let mut reached = Vec::new();
-            for row in candidates {
-                let webhook = row.into_domain()?;
-                if webhook.subscribes_to(payload.event) {
-                    reached.push(webhook.id);
+            // The webhooks an event of each workspace reaches, read once per batch.
+            let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
+            let mut answers = Vec::with_capacity(payloads.len());
+            let mut notify = false;
+            for payload in &payloads {
+                let workspace = payload.workspace_id.to_string();
+                if let Entry::Vacant(slot) = fanout.entry(payload.workspace_id) {
+                    let candidates = match conn.enabled_webhooks_for_fanout(&workspace).await? {
+                        Some(rows) => Some(
+                            rows.into_iter()
+                                .map(WebhookRow::into_domain)
+                                .collect::<Result<Vec<_>>>()?,
+                        ),
+                        None => None,
+                    };
+                    slot.insert(candidates);
                 }
-            }
-            diesel::insert_into(events::table)
-                .values(NewEventRow {
-                    id: &event_id,
-                    workspace_id: &workspace,
-                    event: payload.event.as_str(),
-                    payload: &json,
-                    occurred_at,
-                })
-                .execute(conn)
-                .await?;
-            if !reached.is_empty() {
-                conn.notify_workers().await?;
-            }
-            // One statement per delivery: diesel's SQLite batch insert is not available
-            // through the async wrapper, and a workspace has at most 10 webhooks.
-            for webhook_id in &reached {
-                diesel::insert_into(deliveries::table)
-                    .values(NewDeliveryRow {
-                        event_id: &event_id,
-                        webhook_id: &webhook_id.to_string(),
-                        state: DeliveryState::Pending.as_str(),
-                        attempts: 0,
-                        next_attempt_at: occurred_at,
-                        created_at: occurred_at,
+                let Some(Some(candidates)) = fanout.get(&payload.workspace_id) else {
+                    answers.push(Err(Error::not_found("workspace", &workspace)));
+                    continue;
+                };
+                let reached: Vec<WebhookId> = candidates
+                    .iter()
+                    .filter(|webhook| webhook.subscribes_to(payload.event))
+                    .map(|webhook| webhook.id)
+                    .collect();
+                let event_id = payload.id.to_string();
+                let occurred_at = payload.occurred_at.unix_millis();
+                diesel::insert_into(events::table)
+                    .values(NewEventRow {
+                        id: &event_id,
+                        workspace_id: &workspace,
+                        event: payload.event.as_str(),
+                        payload: &payload.to_json(),
+                        occurred_at,
                     })
                     .execute(conn)
                     .await?;
+                // One statement per delivery: diesel's SQLite batch insert is not
+                // available through the async wrapper, and a workspace has at most
+                // 10 webhooks.
+                for webhook_id in &reached {
+                    diesel::insert_into(deliveries::table)
+                        .values(NewDeliveryRow {
+                            event_id: &event_id,
+                            webhook_id: &webhook_id.to_string(),
+                            state: DeliveryState::Pending.as_str(),
+                            attempts: 0,
+                            next_attempt_at: occurred_at,
+                            created_at: occurred_at,
+                        })
+                        .execute(conn)
+                        .await?;
+                }
+                notify |= !reached.is_empty();
+                answers.push(Ok(reached));
             }
-            Ok(reached)
+            if notify {
+                conn.notify_workers().await?;
+            }
+            Ok(answers)
         })
     }
 

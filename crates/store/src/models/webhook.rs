@@ -140,7 +140,7 @@ impl Store {
     /// Every webhook of the workspace, oldest first. Concurrent callers share one
     /// query (see `loader.rs`).
     pub async fn webhooks(&self, workspace_id: WorkspaceId) -> Result<Vec<Webhook>> {
-        self.loaders().webhooks.get(workspace_id).await
+        self.loaders().webhooks.submit(workspace_id).await
     }
 
     /// The webhooks of each workspace, oldest first, in one query.
