@@ -1,6 +1,7 @@
 //! The worker: claims due deliveries in batches under a lease, attempts each
 //! (signed POST), records the outcome, and sleeps until there is work.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -127,8 +128,8 @@ impl Worker {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = std::pin::pin!(shutdown);
         let permits = Arc::new(Semaphore::new(self.config.concurrency));
-        // With most slots busy, wait until a quarter is free and claim those together:
-        // claiming one delivery per freed slot costs a round of queries each.
+        // Claims come a quarter of the slots at a time: claiming one delivery per
+        // freed slot would cost a round of queries each.
         let quarter = (self.config.concurrency / 4).max(1);
         let (recorders, recording) = Recorders::start(&self.store, self.config.concurrency);
         // What every attempt shares, made once: attempts are the hot path.
@@ -150,46 +151,72 @@ impl Worker {
             concurrency = self.config.concurrency,
             "delivery worker started"
         );
+        // Claimed deliveries waiting for a free slot: claims run ahead of the slots
+        // by a quarter of them, so a freed slot starts its next delivery at once
+        // instead of idling while a claim runs.
+        let mut ready: VecDeque<ClaimedDelivery> = VecDeque::new();
+        let mut claiming: Option<ClaimFuture<'_>> = None;
+        // Whether deliveries may be due: false after a claim came back short, until
+        // an emit, a NOTIFY or the poll says otherwise.
+        let mut maybe_due = true;
         loop {
             if Instant::now() >= next_cleanup {
                 self.remove_expired().await;
                 next_cleanup = Instant::now() + Duration::from_secs(3600);
             }
-            let free = permits.available_permits();
-            let busy = free < quarter;
-            if !busy {
-                let wanted = u32::try_from(free)
+            while !ready.is_empty() {
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    break;
+                };
+                if let Some(delivery) = ready.pop_front() {
+                    tokio::spawn(Arc::clone(&attempt).run(delivery, permit));
+                }
+            }
+            let room = (permits.available_permits() + quarter).saturating_sub(ready.len());
+            if claiming.is_none() && maybe_due && room >= quarter {
+                let wanted = u32::try_from(room)
                     .unwrap_or(u32::MAX)
                     .min(self.config.batch_size);
-                let now = Timestamp::now();
-                let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
-                match self
-                    .store
-                    .claim_due_deliveries(now, now.plus_millis(lease), wanted, &self.lease_token)
-                    .await
-                {
-                    Ok(batch) => {
-                        let full = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
-                        for delivery in batch {
-                            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-                                break;
-                            };
-                            tokio::spawn(Arc::clone(&attempt).run(delivery, permit));
-                        }
-                        // A full batch means more may be due: claim again at once.
-                        if full {
-                            continue;
-                        }
-                    }
-                    Err(error) => tracing::error!(%error, "cannot claim deliveries"),
-                }
+                claiming = Some(Box::pin(self.claim(wanted)));
             }
             tokio::select! {
                 () = &mut shutdown => break,
-                () = self.wakeup.notified() => {}
-                () = next_notification(&mut listener) => {}
-                Ok(freed) = Arc::clone(&permits).acquire_many_owned(u32::try_from(quarter).unwrap_or(1)), if busy => drop(freed),
-                () = tokio::time::sleep(self.config.poll_interval), if !busy => {}
+                (wanted, claimed) = next_claim(&mut claiming), if claiming.is_some() => {
+                    claiming = None;
+                    match claimed {
+                        Ok(batch) => {
+                            // A full batch means more may be due: claim again at once.
+                            maybe_due = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
+                            ready.extend(batch);
+                        }
+                        Err(error) => {
+                            tracing::error!(%error, "cannot claim deliveries");
+                            maybe_due = false;
+                        }
+                    }
+                }
+                Ok(permit) = Arc::clone(&permits).acquire_owned(), if !ready.is_empty() => {
+                    if let Some(delivery) = ready.pop_front() {
+                        tokio::spawn(Arc::clone(&attempt).run(delivery, permit));
+                    }
+                }
+                () = self.wakeup.notified() => maybe_due = true,
+                () = next_notification(&mut listener) => maybe_due = true,
+                () = tokio::time::sleep(self.config.poll_interval), if !maybe_due && claiming.is_none() => {
+                    maybe_due = true;
+                }
+            }
+        }
+        // Claims never attempted go back to the queue now, not when their lease ends.
+        if let Some(claim) = claiming.take() {
+            if let (_, Ok(batch)) = claim.await {
+                ready.extend(batch);
+            }
+        }
+        if !ready.is_empty() {
+            let unstarted: Vec<ClaimedDelivery> = ready.into_iter().collect();
+            if let Err(error) = self.store.release_claimed_deliveries(&unstarted).await {
+                tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends");
             }
         }
         self.drain(&permits).await;
@@ -203,6 +230,18 @@ impl Worker {
                 "outcomes not recorded in time at shutdown; those deliveries will be made again"
             );
         }
+    }
+
+    /// Claims up to `wanted` due deliveries under this worker's lease; answers
+    /// `wanted` with them.
+    async fn claim(&self, wanted: u32) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
+        let now = Timestamp::now();
+        let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
+        let claimed = self
+            .store
+            .claim_due_deliveries(now, now.plus_millis(lease), wanted, &self.lease_token)
+            .await;
+        (wanted, claimed)
     }
 
     async fn drain(&self, permits: &Arc<Semaphore>) {
@@ -252,6 +291,21 @@ async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
 
 /// Completes on the next PostgreSQL notification; never without a listener. A lost
 /// listener connection is dropped (the worker still polls).
+/// A claim in flight, as `Worker::claim` answers it.
+type ClaimFuture<'a> = std::pin::Pin<
+    Box<dyn Future<Output = (u32, hookline_store::Result<Vec<ClaimedDelivery>>)> + Send + 'a>,
+>;
+
+/// The claim in flight's answer; never, when none is.
+async fn next_claim(
+    claiming: &mut Option<ClaimFuture<'_>>,
+) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
+    match claiming {
+        Some(claim) => claim.await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn next_notification(listener: &mut Option<DeliveryListener>) {
     let Some(active) = listener else {
         return std::future::pending().await;

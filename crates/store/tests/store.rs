@@ -8,7 +8,8 @@ use hookline_domain::{
     WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 use hookline_store::{
-    DeliveryAttempt, DeliveryState, Error, Finished, NewWebhook, Outcome, Store, backend_tests,
+    ClaimedDelivery, DeliveryAttempt, DeliveryState, Error, Finished, NewWebhook, Outcome, Store,
+    backend_tests,
 };
 use serde_json::json;
 
@@ -497,6 +498,28 @@ backend_tests! {
         emit(store, other, EventName::DmSent).await;
         let recent = store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap();
         assert_eq!(recent, [sent[4].clone(), sent[3].clone(), sent[2].clone()]);
+    }
+
+    async fn unstarted_claims_are_handed_back_one_by_one(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        for _ in 0..3 {
+            emit(store, ws, EventName::DmSent).await;
+        }
+        let now = Timestamp::now();
+        let lease = now.plus_millis(60_000);
+        let claimed = store.claim_due_deliveries(now, lease, 10, "mine").await.unwrap();
+        assert_eq!(claimed.len(), 3);
+        assert!(store.claim_due_deliveries(now, lease, 10, "other").await.unwrap().is_empty());
+        // Two are handed back and due again at once; the third stays leased.
+        assert_eq!(store.release_claimed_deliveries(&claimed[..2]).await.unwrap(), 2);
+        let again = store.claim_due_deliveries(now, lease, 10, "other").await.unwrap();
+        let keys = |c: &[ClaimedDelivery]| c.iter().map(|d| (d.event_id, d.webhook_id)).collect::<Vec<_>>();
+        assert_eq!(keys(&again), keys(&claimed[..2]));
+        // A claim since taken over is not released by its old holder.
+        assert_eq!(store.release_claimed_deliveries(&claimed[..2]).await.unwrap(), 0);
+        assert!(store.claim_due_deliveries(now, lease, 10, "third").await.unwrap().is_empty());
     }
 
     async fn retention_keeps_the_last_three_per_event_and_anything_pending(db) {

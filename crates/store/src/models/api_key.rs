@@ -183,7 +183,7 @@ impl Store {
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let minute = now.floor_minute().unix_millis();
         write_conn!(self, |conn| {
-            diesel::update(api_keys::table.filter(api_keys::id.eq_any(&ids)))
+            diesel::update(api_keys::table.filter(text_in(api_keys::id, ids)))
                 .filter(
                     api_keys::last_used_at
                         .is_null()

@@ -14,6 +14,7 @@ use crate::models::delivery::{DeliveryAttempt, DeliveryAttemptRow, DeliveryState
 use crate::models::webhook::WebhookRow;
 use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, delivery_attempts, events, webhooks};
+use crate::text_in::text_in;
 
 use crate::{Backend, Error, Result, Store};
 
@@ -111,17 +112,20 @@ impl Store {
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
-        let event_ids: Vec<&str> = claimed.iter().map(|row| row.event_id.as_str()).collect();
-        let webhook_ids: Vec<&str> = claimed.iter().map(|row| row.webhook_id.as_str()).collect();
+        let event_ids: Vec<String> = claimed.iter().map(|row| row.event_id.clone()).collect();
+        let mut webhook_ids: Vec<String> =
+            claimed.iter().map(|row| row.webhook_id.clone()).collect();
+        webhook_ids.sort_unstable();
+        webhook_ids.dedup();
         let (events, hooks): (Vec<EventText>, Vec<(WebhookRow, String)>) =
             with_conn!(self, |conn| {
                 let events = events::table
-                    .filter(events::id.eq_any(&event_ids))
+                    .filter(text_in(events::id, event_ids))
                     .select((events::id, events::event, events::payload))
                     .load(conn)
                     .await?;
                 let hooks = webhooks::table
-                    .filter(webhooks::id.eq_any(&webhook_ids))
+                    .filter(text_in(webhooks::id, webhook_ids))
                     .select((WebhookRow::as_select(), webhooks::secret))
                     .load(conn)
                     .await?;
@@ -214,6 +218,30 @@ impl Store {
                 .await?
         });
         Ok(updated > 0)
+    }
+
+    /// Hands back claims that were never attempted: those deliveries are due again
+    /// at once. A claim whose lease was since taken over is left alone. Answers how
+    /// many were handed back.
+    pub async fn release_claimed_deliveries(&self, claimed: &[ClaimedDelivery]) -> Result<usize> {
+        let mut released = 0;
+        for delivery in claimed {
+            let key = (
+                delivery.event_id.to_string(),
+                delivery.webhook_id.to_string(),
+            );
+            released += write_conn!(self, |conn| {
+                diesel::update(deliveries::table.find((&key.0, &key.1)))
+                    .filter(deliveries::lease_token.eq(&delivery.lease_token))
+                    .set((
+                        deliveries::lease_until.eq(None::<i64>),
+                        deliveries::lease_token.eq(None::<String>),
+                    ))
+                    .execute(conn)
+                    .await?
+            });
+        }
+        Ok(released)
     }
 
     /// Hands back every claim of `lease_token` that has not ended: those deliveries
