@@ -33,6 +33,10 @@ pub use models::webhook::NewWebhook;
 
 /// A handle on the database: a connection pool for the backend the URL names.
 /// Cheap to clone; clones share the pool.
+///
+/// The coalesced calls (`connected_accounts`, `webhooks`, `record_event`) run on
+/// tasks spawned on the Tokio runtime of their first use: use a store within one
+/// runtime.
 #[derive(Clone)]
 pub struct Store {
     pools: pool::Pools,
