@@ -18,7 +18,7 @@ use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::outbox::FinishRow;
 use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
-use crate::schema::{delivery_attempts, webhooks, workspaces};
+use crate::schema::{webhooks, workspaces};
 use crate::text_in::{json_array, push_json_string};
 use crate::{Backend, Error, Result, StoreConfig};
 
@@ -135,9 +135,15 @@ pub(crate) trait Dialect {
     ) -> QueryResult<Vec<CountedWindow>>;
 
     /// Records outcomes whose lease is still held, with their attempts; answers for
-    /// each row whether it was. Two statements per batch on both: the rows travel as
-    /// one JSON text on SQLite (`json_each`) and as arrays on PostgreSQL (`unnest`).
+    /// each row whether it was. SQLite: two statements (the rows as one JSON text,
+    /// `json_each`); PostgreSQL: one (the rows as arrays, `unnest`; the attempts
+    /// inserted by a CTE), atomic on its own.
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>>;
+
+    /// [`Dialect::record_outcomes`] outside any transaction, made atomic: SQLite
+    /// wraps it in one; PostgreSQL's one statement needs none, which saves the
+    /// `BEGIN` and `COMMIT` round trips.
+    async fn record_outcomes_atomically(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>>;
 }
 
 /// The arguments of [`Dialect::claim_due`], bound in this order.
@@ -294,6 +300,11 @@ impl Dialect for SqliteConn {
         Ok(recorded)
     }
 
+    async fn record_outcomes_atomically(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
+        self.immediate_transaction(async |conn| conn.record_outcomes(rows).await)
+            .await
+    }
+
     async fn count_in_windows(
         &mut self,
         at: &Windows,
@@ -345,32 +356,63 @@ impl Dialect for PgConn {
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         use diesel::pg::sql_types::Array;
-        use diesel::sql_types::{BigInt, Text};
-        let column = |field: fn(&FinishRow) -> String| rows.iter().map(field).collect::<Vec<_>>();
+        use diesel::sql_types::{BigInt, Nullable, Text};
+        let text = |field: fn(&FinishRow) -> &str| {
+            rows.iter()
+                .map(field)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let attempt = |field: fn(&DeliveryAttemptRow) -> Option<&str>| {
+            rows.iter()
+                .map(|r| field(&r.attempt).map(str::to_owned))
+                .collect::<Vec<_>>()
+        };
+        let number = |field: fn(&FinishRow) -> i64| rows.iter().map(field).collect::<Vec<_>>();
+        // One statement, so atomic without BEGIN and COMMIT round trips: the attempts
+        // are inserted for exactly the rows the update recorded.
         let updated: Vec<KeyRow> = diesel::sql_query(
-            "UPDATE deliveries AS d SET attempts = d.attempts + 1, state = v.state, \
-                 next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
-                 AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
-             WHERE d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
-               AND d.lease_token = v.lease_token \
-             RETURNING d.event_id, d.webhook_id",
+            "WITH recorded AS ( \
+                 UPDATE deliveries AS d SET attempts = d.attempts + 1, state = v.state, \
+                     next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
+                     AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
+                 WHERE d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
+                   AND d.lease_token = v.lease_token \
+                 RETURNING d.event_id, d.webhook_id), \
+             logged AS ( \
+                 INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
+                     attempted_at, status, error, duration_ms, response_body) \
+                 SELECT a.event_id, a.webhook_id, a.attempt, a.event, a.attempted_at, \
+                     a.status, a.error, a.duration_ms, a.response_body \
+                 FROM unnest($1::text[], $2::text[], $6::bigint[], $7::text[], $8::bigint[], \
+                         $9::bigint[], $10::text[], $11::bigint[], $12::text[]) \
+                     AS a(event_id, webhook_id, attempt, event, attempted_at, status, error, \
+                         duration_ms, response_body) \
+                 JOIN recorded r ON r.event_id = a.event_id AND r.webhook_id = a.webhook_id) \
+             SELECT event_id, webhook_id FROM recorded",
         )
-        .bind::<Array<Text>, _>(column(|r| r.event_id.clone()))
-        .bind::<Array<Text>, _>(column(|r| r.webhook_id.clone()))
-        .bind::<Array<Text>, _>(column(|r| r.lease_token.clone()))
-        .bind::<Array<Text>, _>(column(|r| r.state.as_str().to_owned()))
-        .bind::<Array<BigInt>, _>(rows.iter().map(|r| r.next_attempt_at).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(text(|r| &r.event_id))
+        .bind::<Array<Text>, _>(text(|r| &r.webhook_id))
+        .bind::<Array<Text>, _>(text(|r| &r.lease_token))
+        .bind::<Array<Text>, _>(text(|r| r.state.as_str()))
+        .bind::<Array<BigInt>, _>(number(|r| r.next_attempt_at))
+        .bind::<Array<BigInt>, _>(number(|r| r.attempt.attempt))
+        .bind::<Array<Text>, _>(text(|r| &r.attempt.event))
+        .bind::<Array<BigInt>, _>(number(|r| r.attempt.attempted_at))
+        .bind::<Array<Nullable<BigInt>>, _>(
+            rows.iter().map(|r| r.attempt.status).collect::<Vec<_>>(),
+        )
+        .bind::<Array<Nullable<Text>>, _>(attempt(|a| a.error.as_deref()))
+        .bind::<Array<BigInt>, _>(number(|r| r.attempt.duration_ms))
+        .bind::<Array<Nullable<Text>>, _>(attempt(|a| a.response_body.as_deref()))
         .load(self)
         .await?;
-        let (recorded, attempts) = recorded_attempts(rows, updated);
-        if !attempts.is_empty() {
-            diesel::insert_into(delivery_attempts::table)
-                .values(attempts)
-                .execute(self)
-                .await?;
-        }
-        Ok(recorded)
+        Ok(recorded_attempts(rows, updated).0)
+    }
+
+    async fn record_outcomes_atomically(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
+        self.record_outcomes(rows).await
     }
 
     async fn count_in_windows(

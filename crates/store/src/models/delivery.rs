@@ -118,15 +118,15 @@ pub struct DeliveryAttempt {
 #[diesel(table_name = delivery_attempts)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct DeliveryAttemptRow {
-    event_id: String,
-    webhook_id: String,
-    attempt: i64,
-    event: String,
-    attempted_at: i64,
-    status: Option<i64>,
-    error: Option<String>,
-    duration_ms: i64,
-    response_body: Option<String>,
+    pub(crate) event_id: String,
+    pub(crate) webhook_id: String,
+    pub(crate) attempt: i64,
+    pub(crate) event: String,
+    pub(crate) attempted_at: i64,
+    pub(crate) status: Option<i64>,
+    pub(crate) error: Option<String>,
+    pub(crate) duration_ms: i64,
+    pub(crate) response_body: Option<String>,
 }
 
 impl From<&DeliveryAttempt> for DeliveryAttemptRow {

@@ -169,6 +169,13 @@ impl Store {
     /// and was taken over records nothing: the new holder decides).
     pub async fn finish_delivery_attempts(&self, finished: &[Finished]) -> Result<Vec<bool>> {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
+        if rows.iter().all(|row| row.gone.is_none()) {
+            // No 410 to act on: recording alone, atomic without a transaction of
+            // ours on PostgreSQL (see `Dialect::record_outcomes_atomically`).
+            return Ok(write_conn!(self, |conn| conn
+                .record_outcomes_atomically(&rows)
+                .await?));
+        }
         write_tx!(self, |conn| {
             let recorded = conn.record_outcomes(&rows).await?;
             // A 410 is rare: its webhook is dealt with one by one.
