@@ -3,7 +3,7 @@ use std::time::Duration;
 use hookline_domain::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyPrefix, Timestamp, Workspace};
 use hookline_store::Store;
 
-use crate::batch::{KeyChecker, KeyUse, Policy};
+use crate::batch::{KeyChecker, KeyUse, Policy, key_checker};
 use crate::{Error, Result, hash_api_key};
 
 /// How requests are authenticated and limited. Filled by the binary from
@@ -103,7 +103,7 @@ impl Authenticator {
             },
         };
         Ok(Authenticator {
-            checker: KeyChecker::spawn(store, policy),
+            checker: key_checker(store, policy),
             config,
         })
     }
@@ -137,10 +137,8 @@ impl Authenticator {
             now,
         } = self
             .checker
-            .check(hash_api_key(&key))
-            .await
-            .map_err(|_| Error::CheckerStopped)?
-            .map_err(Error::Lookup)?
+            .submit(hash_api_key(&key))
+            .await?
             .ok_or(Error::Unauthenticated("unknown key"))?;
         if key.status() == ApiKeyStatus::Revoked {
             return Err(Error::Unauthenticated("revoked key"));

@@ -9,11 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use hookline_domain::{ApiKeyId, ApiKeyRecord, ApiKeyStatus, KeyHash, Timestamp, Workspace};
-use hookline_store::{RateWindow, Store};
-use tokio::sync::{mpsc, oneshot};
-
-/// Requests checked together at most; more wait for the next batch.
-const MAX_BATCH: usize = 512;
+use hookline_store::{Batcher, RateWindow, Store};
 
 /// A request's key as its batch found it.
 #[derive(Debug, Clone)]
@@ -27,69 +23,25 @@ pub(crate) struct KeyUse {
     pub(crate) now: Timestamp,
 }
 
-pub(crate) type Reply = Result<Option<KeyUse>, Arc<hookline_store::Error>>;
-
-struct Waiting {
-    hash: KeyHash,
-    reply: oneshot::Sender<Reply>,
-}
-
-/// The handle requests queue on. The checking task ends when the last handle is
-/// dropped.
-#[derive(Debug, Clone)]
-pub(crate) struct KeyChecker {
-    queue: mpsc::Sender<Waiting>,
-}
-
 /// What decides a batch: which keys may be counted and how windows run.
 pub(crate) struct Policy {
     pub(crate) window_ms: i64,
     pub(crate) counted: fn(&ApiKeyRecord, &Workspace) -> bool,
 }
 
-impl KeyChecker {
-    /// Starts the checking task on the current Tokio runtime.
-    pub(crate) fn spawn(store: Store, policy: Policy) -> KeyChecker {
-        let (queue, mut waiting) = mpsc::channel::<Waiting>(MAX_BATCH * 4);
-        tokio::spawn(async move {
-            let mut batch = Vec::with_capacity(MAX_BATCH);
-            while waiting.recv_many(&mut batch, MAX_BATCH).await > 0 {
-                let hashes: Vec<KeyHash> = batch.iter().map(|w| w.hash.clone()).collect();
-                match check(&store, &policy, &hashes).await {
-                    Ok(uses) => {
-                        for (waiting, key_use) in batch.drain(..).zip(uses) {
-                            // A request whose client went away no longer listens.
-                            let _ = waiting.reply.send(Ok(key_use));
-                        }
-                    }
-                    Err(error) => {
-                        tracing::error!(%error, requests = batch.len(), "checking API keys failed");
-                        let error = Arc::new(error);
-                        for waiting in batch.drain(..) {
-                            let _ = waiting.reply.send(Err(error.clone()));
-                        }
-                    }
-                }
-            }
-        });
-        KeyChecker { queue }
-    }
+/// The task requests queue on, checking them a batch at a time; it ends when the
+/// last clone is dropped.
+pub(crate) type KeyChecker = Arc<Batcher<KeyHash, Option<KeyUse>>>;
 
-    /// Checks one request's key in the next batch; `None` when no key has this hash.
-    /// `Err(None)` when the checking task is gone.
-    pub(crate) async fn check(&self, hash: KeyHash) -> Result<Reply, Stopped> {
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Waiting { hash, reply })
-            .await
-            .map_err(|_| Stopped)?;
-        answer.await.map_err(|_| Stopped)
-    }
+/// Starts the checking task on the current Tokio runtime.
+pub(crate) fn key_checker(store: Store, policy: Policy) -> KeyChecker {
+    let store = Arc::new(store);
+    let policy = Arc::new(policy);
+    Arc::new(Batcher::spawn(Box::new(move |hashes| {
+        let (store, policy) = (Arc::clone(&store), Arc::clone(&policy));
+        Box::pin(async move { check(&store, &policy, &hashes).await })
+    })))
 }
-
-/// The checking task is gone (the runtime is shutting down).
-#[derive(Debug)]
-pub(crate) struct Stopped;
 
 /// One batch: one lookup for all keys, a last-use write for keys not yet recorded
 /// this minute, one count for all requests that may be counted.

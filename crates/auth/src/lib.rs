@@ -37,13 +37,6 @@ pub enum Error {
     Randomness,
     #[error(transparent)]
     Store(#[from] hookline_store::Error),
-    /// The database failed while checking a batch of requests: every request of
-    /// the batch gets the same error.
-    #[error("checking the API key failed: {0}")]
-    Lookup(std::sync::Arc<hookline_store::Error>),
-    /// The task that checks keys is gone: the runtime is shutting down.
-    #[error("the API key checker has stopped")]
-    CheckerStopped,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

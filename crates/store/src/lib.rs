@@ -26,6 +26,7 @@ use hookline_domain::{Account, EventPayload, Webhook, WebhookId, WorkspaceId};
 
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
+pub use loader::{Batcher, RunBatch};
 pub use models::delivery::{Delivery, DeliveryAttempt, DeliveryState};
 pub use models::outbox::{ClaimedDelivery, DeliveryListener, Finished, Outcome};
 pub use models::rate_limit::RateWindow;
@@ -53,9 +54,9 @@ pub struct Store {
 /// makes on every request, and the outbox write.
 #[derive(Debug)]
 struct Loaders {
-    accounts: loader::Batcher<WorkspaceId, Vec<Account>>,
-    webhooks: loader::Batcher<WorkspaceId, Vec<Webhook>>,
-    events: loader::Batcher<EventPayload, Result<Vec<WebhookId>>>,
+    accounts: Batcher<WorkspaceId, Vec<Account>>,
+    webhooks: Batcher<WorkspaceId, Vec<Webhook>>,
+    events: Batcher<EventPayload, Result<Vec<WebhookId>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -89,15 +90,15 @@ impl Store {
             let webhooks = self.detached();
             let events = self.detached();
             Loaders {
-                accounts: loader::Batcher::spawn(loader::keyed_read(move |ids| {
+                accounts: Batcher::spawn(loader::keyed_read(move |ids| {
                     let store = accounts.clone();
                     Box::pin(async move { store.connected_accounts_of(ids).await })
                 })),
-                webhooks: loader::Batcher::spawn(loader::keyed_read(move |ids| {
+                webhooks: Batcher::spawn(loader::keyed_read(move |ids| {
                     let store = webhooks.clone();
                     Box::pin(async move { store.webhooks_of(ids).await })
                 })),
-                events: loader::Batcher::spawn(Box::new(move |payloads| {
+                events: Batcher::spawn(Box::new(move |payloads| {
                     let store = events.clone();
                     Box::pin(async move { store.record_events(payloads).await })
                 })),

@@ -24,17 +24,19 @@ const MAX_BATCH: usize = 256;
 type Reply<O> = std::result::Result<O, Arc<Error>>;
 
 /// Runs a batch of inputs; answers one output per input, in order.
-pub(crate) type RunBatch<I, O> =
-    Box<dyn Fn(Vec<I>) -> BoxFuture<'static, Result<Vec<O>>> + Send + Sync>;
+pub type RunBatch<I, O> = Box<dyn Fn(Vec<I>) -> BoxFuture<'static, Result<Vec<O>>> + Send + Sync>;
 
-pub(crate) struct Batcher<I, O> {
+/// Coalesces concurrent calls of one operation into batches: the store's own
+/// coalesced reads and writes, and `hookline-auth`'s key checks. Errors of a batch
+/// reach each of its callers as [`Error::Shared`].
+pub struct Batcher<I, O> {
     queue: mpsc::Sender<(I, oneshot::Sender<Reply<O>>)>,
 }
 
 impl<I: Send + 'static, O: Send + 'static> Batcher<I, O> {
     /// Starts the batching task on the current Tokio runtime; it ends when the
     /// batcher is dropped.
-    pub(crate) fn spawn(run: RunBatch<I, O>) -> Self {
+    pub fn spawn(run: RunBatch<I, O>) -> Self {
         let (queue, mut submitted) = mpsc::channel::<(I, oneshot::Sender<Reply<O>>)>(MAX_BATCH * 4);
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -58,7 +60,7 @@ impl<I: Send + 'static, O: Send + 'static> Batcher<I, O> {
     }
 
     /// `input`'s output, run in the next batch.
-    pub(crate) async fn submit(&self, input: I) -> Result<O> {
+    pub async fn submit(&self, input: I) -> Result<O> {
         let (reply, answer) = oneshot::channel();
         self.queue
             .send((input, reply))
