@@ -37,6 +37,10 @@ pub enum Error {
     /// A read shared by concurrent callers failed: each of them gets this.
     #[error(transparent)]
     Shared(std::sync::Arc<Error>),
+    /// A batch answered other than it was asked: a bug of this crate, not of the
+    /// database or the caller.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// The task serving coalesced reads is gone: the runtime is shutting down.
     #[error("the store's reader has stopped")]
     Stopped,

@@ -50,8 +50,10 @@ impl<I: Send + 'static, O: Send + 'static> Batcher<I, O> {
                             let _ = reply.send(Ok(output));
                         }
                     }
-                    // A batch that answers for fewer inputs is a bug of its own.
-                    Ok(_) => fail(replies, Error::Database(diesel::result::Error::NotFound)),
+                    Ok(_) => fail(
+                        replies,
+                        Error::Internal("a batch answered for a different number of calls"),
+                    ),
                     Err(error) => fail(replies, error),
                 }
             }

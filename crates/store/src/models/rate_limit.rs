@@ -87,8 +87,10 @@ impl Store {
                 let (started_at, count) = counted
                     .get(&key.to_string())
                     .copied()
-                    // Only a key asked twice could go missing: a caller's bug.
-                    .ok_or(Error::Database(diesel::result::Error::NotFound))?;
+                    // Only a key asked twice could go missing.
+                    .ok_or(Error::Internal(
+                        "a rate window was counted twice in one batch",
+                    ))?;
                 Ok(RateWindow {
                     started_at: timestamp(started_at, "rate window start")?,
                     count: u64::try_from(count).unwrap_or(0),
