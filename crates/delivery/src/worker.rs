@@ -16,7 +16,7 @@ use hookline_store::{
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
@@ -146,7 +146,12 @@ impl Worker {
                 None
             }
         };
-        let mut next_cleanup = Instant::now();
+        let (stop_upkeep, upkeep_stopped) = watch::channel(false);
+        let upkeep = tokio::spawn(upkeep(
+            self.store.clone(),
+            self.config.retention,
+            upkeep_stopped,
+        ));
         tracing::info!(
             concurrency = self.config.concurrency,
             "delivery worker started"
@@ -160,10 +165,6 @@ impl Worker {
         // an emit, a NOTIFY or the poll says otherwise.
         let mut maybe_due = true;
         loop {
-            if Instant::now() >= next_cleanup {
-                self.remove_expired().await;
-                next_cleanup = Instant::now() + Duration::from_secs(3600);
-            }
             while !ready.is_empty() {
                 let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
                     break;
@@ -207,6 +208,7 @@ impl Worker {
                 }
             }
         }
+        let _ = stop_upkeep.send(true);
         // Claims never attempted go back to the queue now, not when their lease ends.
         if let Some(claim) = claiming.take() {
             if let (_, Ok(batch)) = claim.await {
@@ -220,6 +222,7 @@ impl Worker {
             }
         }
         self.drain(&permits).await;
+        let _ = upkeep.await;
         // Every attempt has ended (or its claim was handed back): flush the outcomes.
         drop(attempt);
         if tokio::time::timeout(self.config.timeout, join_all(recording))
@@ -264,20 +267,43 @@ impl Worker {
             }
         }
     }
+}
 
-    async fn remove_expired(&self) {
-        let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
-        let cutoff = Timestamp::now().plus_millis(-retention);
-        match self.store.delete_expired(cutoff).await {
-            Ok((events, attempts)) if events + attempts > 0 => {
-                tracing::info!(
-                    events,
-                    attempts,
-                    "removed events and attempt logs past retention"
-                );
+/// How often the upkeep looks at the queue table's statistics.
+const STATISTICS_CHECK: Duration = Duration::from_secs(10);
+/// How often the upkeep removes what is past retention.
+const RETENTION_CHECK: Duration = Duration::from_secs(3600);
+
+/// The worker's housekeeping, beside the delivery loop and never in its way: the
+/// queue table's planner statistics (see `Store::analyze_queue_if_never_analyzed`)
+/// and retention. Each step runs to its end; `stopped` is looked at in between.
+async fn upkeep(store: Store, retention: Duration, mut stopped: watch::Receiver<bool>) {
+    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    let mut next_retention = Instant::now();
+    loop {
+        match store.analyze_queue_if_never_analyzed().await {
+            Ok(true) => tracing::info!("gathered the planner's first statistics on the outbox"),
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),
+        }
+        if Instant::now() >= next_retention {
+            let cutoff = Timestamp::now().plus_millis(-retention);
+            match store.delete_expired(cutoff).await {
+                Ok((events, attempts)) if events + attempts > 0 => {
+                    tracing::info!(
+                        events,
+                        attempts,
+                        "removed events and attempt logs past retention"
+                    );
+                }
+                Ok(_) => {}
+                Err(error) => tracing::error!(%error, "retention cleanup failed"),
             }
-            Ok(_) => {}
-            Err(error) => tracing::error!(%error, "retention cleanup failed"),
+            next_retention = Instant::now() + RETENTION_CHECK;
+        }
+        tokio::select! {
+            _ = stopped.changed() => return,
+            () = tokio::time::sleep(STATISTICS_CHECK) => {}
         }
     }
 }
@@ -289,8 +315,6 @@ async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
     }
 }
 
-/// Completes on the next PostgreSQL notification; never without a listener. A lost
-/// listener connection is dropped (the worker still polls).
 /// A claim in flight, as `Worker::claim` answers it.
 type ClaimFuture<'a> = std::pin::Pin<
     Box<dyn Future<Output = (u32, hookline_store::Result<Vec<ClaimedDelivery>>)> + Send + 'a>,
@@ -306,6 +330,8 @@ async fn next_claim(
     }
 }
 
+/// Completes on the next PostgreSQL notification; never without a listener. A lost
+/// listener connection is dropped (the worker still polls).
 async fn next_notification(listener: &mut Option<DeliveryListener>) {
     let Some(active) = listener else {
         return std::future::pending().await;

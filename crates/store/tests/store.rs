@@ -8,8 +8,8 @@ use hookline_domain::{
     WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 use hookline_store::{
-    ClaimedDelivery, DeliveryAttempt, DeliveryState, Error, Finished, NewWebhook, Outcome, Store,
-    backend_tests,
+    Backend, ClaimedDelivery, DeliveryAttempt, DeliveryState, Error, Finished, NewWebhook, Outcome,
+    Store, backend_tests,
 };
 use serde_json::json;
 
@@ -520,6 +520,30 @@ backend_tests! {
         // A claim since taken over is not released by its old holder.
         assert_eq!(store.release_claimed_deliveries(&claimed[..2]).await.unwrap(), 0);
         assert!(store.claim_due_deliveries(now, lease, 10, "third").await.unwrap().is_empty());
+    }
+
+    async fn a_full_queue_never_analyzed_gets_statistics_once(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        assert!(!store.analyze_queue_if_never_analyzed().await.unwrap(), "an empty queue needs none");
+        let mut emits = tokio::task::JoinSet::new();
+        for _ in 0..1_000 {
+            let store = store.clone();
+            emits.spawn(async move { emit(&store, ws, EventName::DmSent).await });
+        }
+        emits.join_all().await;
+        // Only PostgreSQL's planner wants statistics. It learns of the new rows when
+        // the writers' connections report them, within seconds.
+        let wanted = db.backend() == Backend::Postgres;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut analyzed = store.analyze_queue_if_never_analyzed().await.unwrap();
+        while wanted && !analyzed && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            analyzed = store.analyze_queue_if_never_analyzed().await.unwrap();
+        }
+        assert_eq!(analyzed, wanted);
+        assert!(!store.analyze_queue_if_never_analyzed().await.unwrap(), "once is enough");
     }
 
     async fn retention_keeps_the_last_three_per_event_and_anything_pending(db) {

@@ -12,7 +12,7 @@ use hookline_domain::{
 use crate::error::Stored as _;
 use crate::models::delivery::{DeliveryAttempt, DeliveryAttemptRow, DeliveryState};
 use crate::models::webhook::WebhookRow;
-use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, with_conn, write_conn, write_tx};
+use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, Pools, with_conn, write_conn, write_tx};
 use crate::schema::{deliveries, delivery_attempts, events, webhooks};
 use crate::text_in::text_in;
 
@@ -286,6 +286,48 @@ impl Store {
             let events = diesel::sql_query(&events_sql).execute(conn).await?;
             Ok((events, attempts))
         })
+    }
+
+    /// Gives PostgreSQL's planner statistics on the outbox when it has none yet and
+    /// holds enough rows for that to matter; answers whether it gathered them.
+    ///
+    /// Why: a queue table that was never analyzed looks tiny to the planner, so it
+    /// claims by reading and sorting every due row instead of walking the due-index
+    /// in order (16 ms against 0.3 ms per claim at 50,000 due). Autovacuum gathers
+    /// statistics too, but only at its next round, a minute apart by default, and a
+    /// fresh database can fill its queue sooner. Once there are statistics, even
+    /// stale ones, the planner walks the index. SQLite's planner needs none here.
+    pub async fn analyze_queue_if_never_analyzed(&self) -> Result<bool> {
+        use diesel::sql_types::BigInt;
+
+        /// Fewer rows than this are cheap to claim whatever the plan.
+        const ROWS_WORTH_IT: i64 = 1_000;
+
+        #[derive(diesel::QueryableByName)]
+        struct Unanalyzed {
+            #[diesel(sql_type = BigInt)]
+            live_rows: i64,
+        }
+
+        let Pools::Postgres(pool) = &self.pools else {
+            return Ok(false);
+        };
+        let mut conn = pool.get().await?;
+        let unanalyzed: Option<Unanalyzed> = diesel::sql_query(
+            "SELECT n_live_tup AS live_rows FROM pg_stat_user_tables \
+             WHERE relid = 'deliveries'::regclass \
+               AND last_analyze IS NULL AND last_autoanalyze IS NULL",
+        )
+        .get_result(&mut *conn)
+        .await
+        .optional()?;
+        if unanalyzed.is_none_or(|table| table.live_rows < ROWS_WORTH_IT) {
+            return Ok(false);
+        }
+        diesel::sql_query("ANALYZE deliveries")
+            .execute(&mut *conn)
+            .await?;
+        Ok(true)
     }
 
     /// A connection that wakes when deliveries are written by any process
