@@ -17,6 +17,7 @@ mod loader;
 mod migrate;
 mod models;
 mod pool;
+mod prepared;
 mod schema;
 #[cfg(feature = "test-util")]
 pub mod testing;

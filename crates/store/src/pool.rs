@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use deadpool::managed::{Manager, PoolBuilder, PoolError};
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::SqliteConnection;
 use diesel::{ConnectionError, QueryResult};
 use diesel_async::pooled_connection::deadpool::Pool;
@@ -18,6 +19,7 @@ use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::outbox::FinishRow;
 use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
+use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{webhooks, workspaces};
 use crate::text_in::{json_array, push_json_string};
 use crate::{Backend, Error, Result, StoreConfig};
@@ -173,8 +175,15 @@ pub(crate) struct KeyRow {
     pub(crate) webhook_id: String,
 }
 
-/// The channel PostgreSQL workers LISTEN on.
-pub(crate) const DELIVERY_CHANNEL: &str = "hookline_deliveries";
+/// The channel PostgreSQL workers LISTEN on, as a macro so that the statements
+/// naming it are fixed text.
+macro_rules! delivery_channel {
+    () => {
+        "hookline_deliveries"
+    };
+}
+pub(crate) const LISTEN_FOR_DELIVERIES: &str = concat!("LISTEN ", delivery_channel!());
+const NOTIFY_WORKERS: &str = concat!("NOTIFY ", delivery_channel!());
 
 /// The [`Dialect`] methods whose queries differ only by a row-lock clause, written
 /// once and expanded inside each impl; PostgreSQL passes its lock clauses.
@@ -240,22 +249,28 @@ fn recorded_attempts(
     (recorded, attempts)
 }
 
-/// Binds a [`Claim`] to its statement, in the order the statements number them.
-macro_rules! bind_claim {
-    ($sql:expr, $claim:expr) => {
-        diesel::sql_query($sql)
-            .bind::<diesel::sql_types::BigInt, _>($claim.lease_until)
-            .bind::<diesel::sql_types::Text, _>($claim.token)
-            .bind::<diesel::sql_types::BigInt, _>($claim.now)
-            .bind::<diesel::sql_types::BigInt, _>($claim.limit)
-    };
+/// A [`Claim`]'s parameters, in the order the statements number them.
+type ClaimBinds<'a> = (
+    Bind<BigInt, i64>,
+    Bind<Text, &'a str>,
+    Bind<BigInt, i64>,
+    Bind<BigInt, i64>,
+);
+
+/// A claim statement with its [`Claim`] bound.
+fn claim_statement<'a>(sql: &'static str, claim: &Claim<'a>) -> Prepared<ClaimBinds<'a>> {
+    prepared(sql).binds((
+        bind(claim.lease_until),
+        bind(claim.token),
+        bind(claim.now),
+        bind(claim.limit),
+    ))
 }
 
 impl Dialect for SqliteConn {
     locking_queries!();
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
-        use diesel::sql_types::Text;
         // `[[event_id, webhook_id, lease_token, state, next_attempt_at], …]`
         let outcomes = json_array(rows, |json, row| {
             json.push('[');
@@ -266,24 +281,24 @@ impl Dialect for SqliteConn {
             push_json_string(json, row.state.as_str());
             json.push_str(&format!(",{}]", row.next_attempt_at));
         });
-        let updated: Vec<KeyRow> = diesel::sql_query(
+        let updated: Vec<KeyRow> = prepared(
             "UPDATE deliveries SET attempts = attempts + 1, \
                  state = json_extract(o.value, '$[3]'), \
                  next_attempt_at = json_extract(o.value, '$[4]'), \
                  lease_until = NULL, lease_token = NULL \
-             FROM json_each(?1) AS o \
+             FROM json_each($1) AS o \
              WHERE deliveries.event_id = json_extract(o.value, '$[0]') \
                AND deliveries.webhook_id = json_extract(o.value, '$[1]') \
                AND deliveries.lease_token = json_extract(o.value, '$[2]') \
              RETURNING event_id, webhook_id",
         )
-        .bind::<Text, _>(outcomes)
+        .binds((bind::<Text, _>(outcomes),))
         .load(self)
         .await?;
         let (recorded, attempts) = recorded_attempts(rows, updated);
         if !attempts.is_empty() {
             let json = json_array(&attempts, |json, attempt| attempt.push_json(json));
-            diesel::sql_query(
+            prepared(
                 "INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
                      attempted_at, status, error, duration_ms, response_body) \
                  SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
@@ -291,9 +306,9 @@ impl Dialect for SqliteConn {
                      json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
                      json_extract(value, '$[6]'), json_extract(value, '$[7]'), \
                      json_extract(value, '$[8]') \
-                 FROM json_each(?1)",
+                 FROM json_each($1)",
             )
-            .bind::<Text, _>(json)
+            .binds((bind::<Text, _>(json),))
             .execute(self)
             .await?;
         }
@@ -310,7 +325,6 @@ impl Dialect for SqliteConn {
         at: &Windows,
         counts: &[WindowCount],
     ) -> QueryResult<Vec<CountedWindow>> {
-        use diesel::sql_types::{BigInt, Text};
         // `[["key", n], …]`: one bind, so one prepared statement for any batch.
         let json = json_array(counts, |json, count| {
             json.push('[');
@@ -318,32 +332,34 @@ impl Dialect for SqliteConn {
             json.push_str(&format!(",{}]", count.requests));
         });
         // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
-        diesel::sql_query(
+        prepared(
             "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \
-             SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]') \
-                 FROM json_each(?3) WHERE true \
+             SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
+                 FROM json_each($3) WHERE true \
              ON CONFLICT (key_id) DO UPDATE SET \
-                 window_start = CASE WHEN window_start <= ?2 THEN ?1 ELSE window_start END, \
-                 request_count = CASE WHEN window_start <= ?2 THEN excluded.request_count \
+                 window_start = CASE WHEN window_start <= $2 THEN $1 ELSE window_start END, \
+                 request_count = CASE WHEN window_start <= $2 THEN excluded.request_count \
                      ELSE request_count + excluded.request_count END \
              RETURNING key_id, window_start, request_count",
         )
-        .bind::<BigInt, _>(at.now)
-        .bind::<BigInt, _>(at.expired_before)
-        .bind::<Text, _>(json)
+        .binds((
+            bind::<BigInt, _>(at.now),
+            bind::<BigInt, _>(at.expired_before),
+            bind::<Text, _>(json),
+        ))
         .load(self)
         .await
     }
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
-        let sql = "UPDATE deliveries SET lease_until = ?1, lease_token = ?2 \
+        let sql = "UPDATE deliveries SET lease_until = $1, lease_token = $2 \
              WHERE (event_id, webhook_id) IN ( \
                  SELECT event_id, webhook_id FROM deliveries \
-                 WHERE state = 'pending' AND next_attempt_at <= ?3 \
-                   AND (lease_until IS NULL OR lease_until <= ?3) \
-                 ORDER BY next_attempt_at LIMIT ?4) \
+                 WHERE state = 'pending' AND next_attempt_at <= $3 \
+                   AND (lease_until IS NULL OR lease_until <= $3) \
+                 ORDER BY next_attempt_at LIMIT $4) \
              RETURNING event_id, webhook_id, attempts";
-        bind_claim!(sql, claim).load(self).await
+        claim_statement(sql, claim).load(self).await
     }
 
     async fn notify_workers(&mut self) -> QueryResult<()> {
@@ -356,7 +372,7 @@ impl Dialect for PgConn {
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         use diesel::pg::sql_types::Array;
-        use diesel::sql_types::{BigInt, Nullable, Text};
+        use diesel::sql_types::Nullable;
         let text = |field: fn(&FinishRow) -> &str| {
             rows.iter()
                 .map(field)
@@ -371,7 +387,7 @@ impl Dialect for PgConn {
         let number = |field: fn(&FinishRow) -> i64| rows.iter().map(field).collect::<Vec<_>>();
         // One statement, so atomic without BEGIN and COMMIT round trips: the attempts
         // are inserted for exactly the rows the update recorded.
-        let updated: Vec<KeyRow> = diesel::sql_query(
+        let updated: Vec<KeyRow> = prepared(
             "WITH recorded AS ( \
                  UPDATE deliveries AS d SET attempts = d.attempts + 1, state = v.state, \
                      next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
@@ -392,20 +408,22 @@ impl Dialect for PgConn {
                  JOIN recorded r ON r.event_id = a.event_id AND r.webhook_id = a.webhook_id) \
              SELECT event_id, webhook_id FROM recorded",
         )
-        .bind::<Array<Text>, _>(text(|r| &r.event_id))
-        .bind::<Array<Text>, _>(text(|r| &r.webhook_id))
-        .bind::<Array<Text>, _>(text(|r| &r.lease_token))
-        .bind::<Array<Text>, _>(text(|r| r.state.as_str()))
-        .bind::<Array<BigInt>, _>(number(|r| r.next_attempt_at))
-        .bind::<Array<BigInt>, _>(number(|r| r.attempt.attempt))
-        .bind::<Array<Text>, _>(text(|r| &r.attempt.event))
-        .bind::<Array<BigInt>, _>(number(|r| r.attempt.attempted_at))
-        .bind::<Array<Nullable<BigInt>>, _>(
-            rows.iter().map(|r| r.attempt.status).collect::<Vec<_>>(),
-        )
-        .bind::<Array<Nullable<Text>>, _>(attempt(|a| a.error.as_deref()))
-        .bind::<Array<BigInt>, _>(number(|r| r.attempt.duration_ms))
-        .bind::<Array<Nullable<Text>>, _>(attempt(|a| a.response_body.as_deref()))
+        .binds((
+            bind::<Array<Text>, _>(text(|r| &r.event_id)),
+            bind::<Array<Text>, _>(text(|r| &r.webhook_id)),
+            bind::<Array<Text>, _>(text(|r| &r.lease_token)),
+            bind::<Array<Text>, _>(text(|r| r.state.as_str())),
+            bind::<Array<BigInt>, _>(number(|r| r.next_attempt_at)),
+            bind::<Array<BigInt>, _>(number(|r| r.attempt.attempt)),
+            bind::<Array<Text>, _>(text(|r| &r.attempt.event)),
+            bind::<Array<BigInt>, _>(number(|r| r.attempt.attempted_at)),
+            bind::<Array<Nullable<BigInt>>, _>(
+                rows.iter().map(|r| r.attempt.status).collect::<Vec<_>>(),
+            ),
+            bind::<Array<Nullable<Text>>, _>(attempt(|a| a.error.as_deref())),
+            bind::<Array<BigInt>, _>(number(|r| r.attempt.duration_ms)),
+            bind::<Array<Nullable<Text>>, _>(attempt(|a| a.response_body.as_deref())),
+        ))
         .load(self)
         .await?;
         Ok(recorded_attempts(rows, updated).0)
@@ -421,8 +439,7 @@ impl Dialect for PgConn {
         counts: &[WindowCount],
     ) -> QueryResult<Vec<CountedWindow>> {
         use diesel::pg::sql_types::Array;
-        use diesel::sql_types::{BigInt, Text};
-        diesel::sql_query(
+        prepared(
             "INSERT INTO rate_limit_windows AS w (key_id, window_start, request_count) \
              SELECT v.key_id, $1, v.requests \
                  FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(key_id, requests, n) \
@@ -434,10 +451,12 @@ impl Dialect for PgConn {
                      ELSE w.request_count + excluded.request_count END \
              RETURNING w.key_id, w.window_start, w.request_count",
         )
-        .bind::<BigInt, _>(at.now)
-        .bind::<BigInt, _>(at.expired_before)
-        .bind::<Array<Text>, _>(counts.iter().map(|c| c.key_id.as_str()).collect::<Vec<_>>())
-        .bind::<Array<BigInt>, _>(counts.iter().map(|c| c.requests).collect::<Vec<_>>())
+        .binds((
+            bind::<BigInt, _>(at.now),
+            bind::<BigInt, _>(at.expired_before),
+            bind::<Array<Text>, _>(counts.iter().map(|c| c.key_id.as_str()).collect::<Vec<_>>()),
+            bind::<Array<BigInt>, _>(counts.iter().map(|c| c.requests).collect::<Vec<_>>()),
+        ))
         .load(self)
         .await
     }
@@ -452,14 +471,11 @@ impl Dialect for PgConn {
                  FOR UPDATE SKIP LOCKED) AS due \
              WHERE d.event_id = due.event_id AND d.webhook_id = due.webhook_id \
              RETURNING d.event_id, d.webhook_id, d.attempts";
-        bind_claim!(sql, claim).load(self).await
+        claim_statement(sql, claim).load(self).await
     }
 
     async fn notify_workers(&mut self) -> QueryResult<()> {
-        diesel::sql_query(format!("NOTIFY {DELIVERY_CHANNEL}"))
-            .execute(self)
-            .await
-            .map(|_| ())
+        prepared(NOTIFY_WORKERS).execute(self).await.map(|_| ())
     }
 }
 

@@ -12,7 +12,9 @@ use hookline_domain::{
 use crate::error::Stored as _;
 use crate::models::delivery::{DeliveryAttempt, DeliveryAttemptRow, DeliveryState};
 use crate::models::webhook::WebhookRow;
-use crate::pool::{Claim, DELIVERY_CHANNEL, Dialect as _, Pools, with_conn, write_conn, write_tx};
+use crate::pool::{
+    Claim, Dialect as _, LISTEN_FOR_DELIVERIES, Pools, with_conn, write_conn, write_tx,
+};
 use crate::schema::{deliveries, delivery_attempts, events, webhooks};
 use crate::text_in::text_in;
 
@@ -339,7 +341,7 @@ impl Store {
         let mut conn = AsyncPgConnection::establish(&self.database_url)
             .await
             .map_err(|e| Error::Connect(e.to_string()))?;
-        diesel::sql_query(format!("LISTEN {DELIVERY_CHANNEL}"))
+        diesel::sql_query(LISTEN_FOR_DELIVERIES)
             .execute(&mut conn)
             .await?;
         Ok(Some(DeliveryListener { conn }))
