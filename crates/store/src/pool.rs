@@ -16,6 +16,7 @@ use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection};
 
 use crate::models::delivery::DeliveryAttemptRow;
+use crate::models::event::{NewDelivery, NewEvent};
 use crate::models::outbox::FinishRow;
 use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
@@ -120,6 +121,16 @@ pub(crate) trait Dialect {
     /// is claiming are skipped (`FOR UPDATE SKIP LOCKED`); on SQLite the statement
     /// holds the write lock.
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>>;
+
+    /// Inserts a batch of events and their pending deliveries: SQLite, two statements
+    /// (each reading its rows from one JSON text, `json_each`); PostgreSQL, one (the
+    /// rows as arrays, `unnest`; the events inserted by a CTE). Prepared once,
+    /// whatever the batch size.
+    async fn insert_outbox(
+        &mut self,
+        events: &[NewEvent],
+        deliveries: &[NewDelivery],
+    ) -> QueryResult<()>;
 
     /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
     /// SQLite, whose workers poll.
@@ -270,6 +281,55 @@ fn claim_statement<'a>(sql: &'static str, claim: &Claim<'a>) -> Prepared<ClaimBi
 impl Dialect for SqliteConn {
     locking_queries!();
 
+    async fn insert_outbox(
+        &mut self,
+        events: &[NewEvent],
+        deliveries: &[NewDelivery],
+    ) -> QueryResult<()> {
+        // `[[id, workspace_id, event, payload, occurred_at], …]`
+        let events = json_array(events, |json, event| {
+            json.push('[');
+            for text in [&event.id, &event.workspace_id, event.event, &event.payload] {
+                push_json_string(json, text);
+                json.push(',');
+            }
+            json.push_str(&format!("{}]", event.occurred_at));
+        });
+        prepared(
+            "INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+                 json_extract(value, '$[2]'), json_extract(value, '$[3]'), \
+                 json_extract(value, '$[4]') \
+             FROM json_each($1)",
+        )
+        .binds((bind::<Text, _>(events),))
+        .execute(self)
+        .await?;
+        if deliveries.is_empty() {
+            return Ok(());
+        }
+        // `[[event_id, webhook_id, due_at], …]`
+        let deliveries = json_array(deliveries, |json, delivery| {
+            json.push('[');
+            for text in [&delivery.event_id, &delivery.webhook_id] {
+                push_json_string(json, text);
+                json.push(',');
+            }
+            json.push_str(&format!("{}]", delivery.due_at));
+        });
+        prepared(
+            "INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
+                 created_at) \
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), 'pending', 0, \
+                 json_extract(value, '$[2]'), json_extract(value, '$[2]') \
+             FROM json_each($1)",
+        )
+        .binds((bind::<Text, _>(deliveries),))
+        .execute(self)
+        .await
+        .map(|_| ())
+    }
+
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         // `[[event_id, webhook_id, lease_token, state, next_attempt_at], …]`
         let outcomes = json_array(rows, |json, row| {
@@ -369,6 +429,53 @@ impl Dialect for SqliteConn {
 
 impl Dialect for PgConn {
     locking_queries!(for_update, for_share);
+
+    async fn insert_outbox(
+        &mut self,
+        events: &[NewEvent],
+        deliveries: &[NewDelivery],
+    ) -> QueryResult<()> {
+        use diesel::pg::sql_types::Array;
+        let text = |field: fn(&NewEvent) -> &str| {
+            events
+                .iter()
+                .map(field)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let delivery_text = |field: fn(&NewDelivery) -> &str| {
+            deliveries
+                .iter()
+                .map(field)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        // The deliveries' foreign keys are checked at the end of the statement, when
+        // the CTE has inserted their events.
+        prepared(
+            "WITH new_events AS ( \
+                 INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
+                     $5::bigint[])) \
+             INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
+                 created_at) \
+             SELECT d.event_id, d.webhook_id, 'pending', 0, d.due_at, d.due_at \
+             FROM unnest($6::text[], $7::text[], $8::bigint[]) AS d(event_id, webhook_id, due_at)",
+        )
+        .binds((
+            bind::<Array<Text>, _>(text(|e| &e.id)),
+            bind::<Array<Text>, _>(text(|e| &e.workspace_id)),
+            bind::<Array<Text>, _>(text(|e| e.event)),
+            bind::<Array<Text>, _>(text(|e| &e.payload)),
+            bind::<Array<BigInt>, _>(events.iter().map(|e| e.occurred_at).collect::<Vec<_>>()),
+            bind::<Array<Text>, _>(delivery_text(|d| &d.event_id)),
+            bind::<Array<Text>, _>(delivery_text(|d| &d.webhook_id)),
+            bind::<Array<BigInt>, _>(deliveries.iter().map(|d| d.due_at).collect::<Vec<_>>()),
+        ))
+        .execute(self)
+        .await
+        .map(|_| ())
+    }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         use diesel::pg::sql_types::Array;

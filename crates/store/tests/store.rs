@@ -296,6 +296,20 @@ backend_tests! {
         assert!(store.event_payload(quiet.id).await.unwrap().is_some());
     }
 
+    async fn payloads_are_stored_byte_for_byte(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let data = json!({
+            "text": "quote \" backslash \\ slash / newline \n tab \t nul \u{0} é 🎉 \u{2028}",
+            "numbers": [1.5e300, -0.0, 12345678901234567890u64],
+            "nested": {"$[0]": "json path lookalike", "": null},
+        });
+        let payload = EventPayload::new(EventName::DmSent, ws, data).unwrap();
+        store.record_event(&payload).await.unwrap();
+        assert_eq!(store.event_payload(payload.id).await.unwrap(), Some(payload.to_json()));
+    }
+
     async fn an_event_for_an_unknown_workspace_writes_nothing(db) {
         let store = db.store();
         let payload = EventPayload::new(EventName::DmSent, WorkspaceId::generate(), json!({})).unwrap();

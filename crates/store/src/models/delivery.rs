@@ -85,17 +85,6 @@ impl DeliveryRow {
     }
 }
 
-#[derive(Debug, Insertable)]
-#[diesel(table_name = deliveries)]
-pub(crate) struct NewDeliveryRow<'a> {
-    pub(crate) event_id: &'a str,
-    pub(crate) webhook_id: &'a str,
-    pub(crate) state: &'a str,
-    pub(crate) attempts: i64,
-    pub(crate) next_attempt_at: i64,
-    pub(crate) created_at: i64,
-}
-
 /// One try at sending an event to a webhook, as the attempt log shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryAttempt {

@@ -5,20 +5,25 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::{EventId, EventName, EventPayload, Webhook, WebhookId, WorkspaceId};
 
-use crate::models::delivery::NewDeliveryRow;
 use crate::models::webhook::WebhookRow;
 use crate::pool::{Dialect as _, with_conn, write_tx};
-use crate::schema::{deliveries, events};
-use crate::{DeliveryState, Error, Result, Store};
+use crate::schema::events;
+use crate::{Error, Result, Store};
 
-#[derive(Debug, Insertable)]
-#[diesel(table_name = events)]
-struct NewEventRow<'a> {
-    id: &'a str,
-    workspace_id: &'a str,
-    event: &'a str,
-    payload: &'a str,
-    occurred_at: i64,
+/// An event as the outbox insert takes it.
+pub(crate) struct NewEvent {
+    pub(crate) id: String,
+    pub(crate) workspace_id: String,
+    pub(crate) event: &'static str,
+    pub(crate) payload: String,
+    pub(crate) occurred_at: i64,
+}
+
+/// A pending delivery as the outbox insert takes it: no attempt yet, due at once.
+pub(crate) struct NewDelivery {
+    pub(crate) event_id: String,
+    pub(crate) webhook_id: String,
+    pub(crate) due_at: i64,
 }
 
 impl Store {
@@ -47,7 +52,8 @@ impl Store {
             // The webhooks an event of each workspace reaches, read once per batch.
             let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
             let mut answers = Vec::with_capacity(payloads.len());
-            let mut notify = false;
+            let mut new_events = Vec::with_capacity(payloads.len());
+            let mut new_deliveries = Vec::new();
             for payload in &payloads {
                 let workspace = payload.workspace_id.to_string();
                 if let Entry::Vacant(slot) = fanout.entry(payload.workspace_id) {
@@ -72,36 +78,25 @@ impl Store {
                     .collect();
                 let event_id = payload.id.to_string();
                 let occurred_at = payload.occurred_at.unix_millis();
-                diesel::insert_into(events::table)
-                    .values(NewEventRow {
-                        id: &event_id,
-                        workspace_id: &workspace,
-                        event: payload.event.as_str(),
-                        payload: &payload.to_json(),
-                        occurred_at,
-                    })
-                    .execute(conn)
-                    .await?;
-                // One statement per delivery: diesel's SQLite batch insert is not
-                // available through the async wrapper, and a workspace has at most
-                // 10 webhooks.
-                for webhook_id in &reached {
-                    diesel::insert_into(deliveries::table)
-                        .values(NewDeliveryRow {
-                            event_id: &event_id,
-                            webhook_id: &webhook_id.to_string(),
-                            state: DeliveryState::Pending.as_str(),
-                            attempts: 0,
-                            next_attempt_at: occurred_at,
-                            created_at: occurred_at,
-                        })
-                        .execute(conn)
-                        .await?;
-                }
-                notify |= !reached.is_empty();
+                new_deliveries.extend(reached.iter().map(|webhook_id| NewDelivery {
+                    event_id: event_id.clone(),
+                    webhook_id: webhook_id.to_string(),
+                    due_at: occurred_at,
+                }));
+                new_events.push(NewEvent {
+                    id: event_id,
+                    workspace_id: workspace,
+                    event: payload.event.as_str(),
+                    payload: payload.to_json(),
+                    occurred_at,
+                });
                 answers.push(Ok(reached));
             }
-            if notify {
+            // The whole batch in one or two statements, whatever its size.
+            if !new_events.is_empty() {
+                conn.insert_outbox(&new_events, &new_deliveries).await?;
+            }
+            if !new_deliveries.is_empty() {
                 conn.notify_workers().await?;
             }
             Ok(answers)
