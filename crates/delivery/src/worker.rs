@@ -11,7 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hookline_domain::{TargetPolicy, Timestamp};
 use hookline_store::{
-    Backend, ClaimedDelivery, DeliveryAttempt, DeliveryListener, Finished, Outcome, Store,
+    ClaimedDelivery, DeliveryAttempt, DeliveryListener, Finished, Outcome, Store,
 };
 use hyper::StatusCode;
 use hyper::body::Bytes;
@@ -131,12 +131,13 @@ impl Worker {
         // Claims come a quarter of the slots at a time: claiming one delivery per
         // freed slot would cost a round of queries each.
         let quarter = (self.config.concurrency / 4).max(1);
-        let (recorders, recording) = Recorders::start(&self.store, self.config.concurrency);
+        let (recorder, outcomes) = mpsc::channel::<Finished>(self.config.concurrency);
+        let recording = tokio::spawn(record(self.store.clone(), outcomes));
         // What every attempt shares, made once: attempts are the hot path.
         let attempt = Arc::new(Attempt {
             client: self.client.clone(),
             schedule: self.config.retry_schedule.clone(),
-            recorders,
+            recorder,
             store: self.store.clone(),
         });
         let mut listener = match self.store.delivery_listener().await {
@@ -225,7 +226,7 @@ impl Worker {
         let _ = upkeep.await;
         // Every attempt has ended (or its claim was handed back): flush the outcomes.
         drop(attempt);
-        if tokio::time::timeout(self.config.timeout, join_all(recording))
+        if tokio::time::timeout(self.config.timeout, recording)
             .await
             .is_err()
         {
@@ -308,13 +309,6 @@ async fn upkeep(store: Store, retention: Duration, mut stopped: watch::Receiver<
     }
 }
 
-/// Waits for every task.
-async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
-    for task in tasks {
-        let _ = task.await;
-    }
-}
-
 /// A claim in flight, as `Worker::claim` answers it.
 type ClaimFuture<'a> = std::pin::Pin<
     Box<dyn Future<Output = (u32, hookline_store::Result<Vec<ClaimedDelivery>>)> + Send + 'a>,
@@ -342,46 +336,16 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
     }
 }
 
-/// Recorders of outcomes. Each commits whatever has queued up for it in one
-/// transaction; on PostgreSQL several run side by side, each on its own
-/// connection, because one would spend its time waiting on round trips (SQLite has
-/// one writer, so one recorder).
-struct Recorders {
-    queues: Vec<mpsc::Sender<Finished>>,
-}
-
-impl Recorders {
-    const MAX_BATCH: usize = 256;
-
-    fn start(store: &Store, capacity: usize) -> (Recorders, Vec<tokio::task::JoinHandle<()>>) {
-        let count = match store.backend() {
-            Backend::Sqlite => 1,
-            Backend::Postgres => 4,
-        };
-        let mut queues = Vec::with_capacity(count);
-        let mut tasks = Vec::with_capacity(count);
-        for _ in 0..count {
-            let (queue, receiver) = mpsc::channel::<Finished>(capacity.max(1));
-            queues.push(queue);
-            tasks.push(tokio::spawn(record(store.clone(), receiver)));
-        }
-        (Recorders { queues }, tasks)
-    }
-
-    /// Queues an outcome; one delivery's outcomes always go to the same recorder.
-    async fn send(&self, finished: Finished) -> bool {
-        let shard = (finished.claimed.event_id.ulid().0 ^ finished.claimed.webhook_id.ulid().0)
-            % self.queues.len() as u128;
-        match self.queues.get(usize::try_from(shard).unwrap_or(0)) {
-            Some(queue) => queue.send(finished).await.is_ok(),
-            None => false,
-        }
-    }
-}
+/// Outcomes waiting to be recorded. One recorder takes whatever has queued up
+/// while it recorded the last batch and records it in one statement (two on
+/// SQLite): the busier the worker, the bigger the batch. Several recorders side by
+/// side were slower on PostgreSQL (10,030 against 7,784 deliveries/s with four):
+/// each recorded smaller batches, paying a commit for each.
+const RECORD_BATCH: usize = 256;
 
 async fn record(store: Store, mut receiver: mpsc::Receiver<Finished>) {
-    let mut batch = Vec::with_capacity(Recorders::MAX_BATCH);
-    while receiver.recv_many(&mut batch, Recorders::MAX_BATCH).await > 0 {
+    let mut batch = Vec::with_capacity(RECORD_BATCH);
+    while receiver.recv_many(&mut batch, RECORD_BATCH).await > 0 {
         match store.finish_delivery_attempts(&batch).await {
             Ok(recorded) => {
                 for (finished, recorded) in batch.iter().zip(recorded) {
@@ -409,7 +373,7 @@ struct Attempt {
     client: HttpsClient,
     schedule: RetrySchedule,
     store: Store,
-    recorders: Recorders,
+    recorder: mpsc::Sender<Finished>,
 }
 
 impl Attempt {
@@ -461,7 +425,7 @@ impl Attempt {
                 Some(error) => tracing::warn!(%error, duration_ms = attempt.duration_ms, ?outcome, "delivery attempt failed"),
             }
             let finished = Finished { claimed: delivery, attempt, outcome };
-            if !self.recorders.send(finished).await {
+            if self.recorder.send(finished).await.is_err() {
                 tracing::error!("the recorder is gone; this attempt will be made again");
             }
             drop(permit);
