@@ -12,6 +12,12 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
+/// Requests and deliveries allocate on one thread and free on another; glibc's
+/// malloc locks its arenas for that, mimalloc does not (API +20% on SQLite in
+/// `hookline-bench`, see docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
