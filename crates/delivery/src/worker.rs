@@ -163,8 +163,9 @@ impl Worker {
         let mut ready: VecDeque<ClaimedDelivery> = VecDeque::new();
         let mut claiming: Option<ClaimFuture<'_>> = None;
         // Whether deliveries may be due: false after a claim came back short, until
-        // an emit, a NOTIFY or the poll says otherwise.
+        // an emit, a NOTIFY or the poll at `poll_at` says otherwise.
         let mut maybe_due = true;
+        let mut poll_at = Instant::now();
         loop {
             while !ready.is_empty() {
                 let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
@@ -189,11 +190,13 @@ impl Worker {
                         Ok(batch) => {
                             // A full batch means more may be due: claim again at once.
                             maybe_due = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
+                            poll_at = Instant::now() + self.next_poll(!batch.is_empty());
                             ready.extend(batch);
                         }
                         Err(error) => {
                             tracing::error!(%error, "cannot claim deliveries");
                             maybe_due = false;
+                            poll_at = Instant::now() + self.config.poll_interval;
                         }
                     }
                 }
@@ -204,7 +207,7 @@ impl Worker {
                 }
                 () = self.wakeup.notified() => maybe_due = true,
                 () = next_notification(&mut listener) => maybe_due = true,
-                () = tokio::time::sleep(self.config.poll_interval), if !maybe_due && claiming.is_none() => {
+                () = tokio::time::sleep_until(poll_at), if !maybe_due && claiming.is_none() => {
                     maybe_due = true;
                 }
             }
@@ -233,6 +236,18 @@ impl Worker {
             tracing::warn!(
                 "outcomes not recorded in time at shutdown; those deliveries will be made again"
             );
+        }
+    }
+
+    /// How long after a short claim to look again when nothing wakes the worker.
+    /// A claim that found work looks again after a tenth of the poll interval: events
+    /// emitted in a stream by another process (SQLite has no NOTIFY) are then picked
+    /// up within milliseconds, while an idle worker still polls at the interval.
+    fn next_poll(&self, found_work: bool) -> Duration {
+        if found_work {
+            self.config.poll_interval / 10
+        } else {
+            self.config.poll_interval
         }
     }
 
