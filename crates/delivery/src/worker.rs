@@ -123,8 +123,10 @@ impl Worker {
         Outbox::with_wakeup(self.store.clone(), Arc::clone(&self.wakeup))
     }
 
-    /// Delivers until `shutdown` completes; then lets attempts in flight finish
-    /// within the delivery timeout, and hands back the claims of those that did not.
+    /// Delivers until `shutdown` completes; then hands back the claims it never
+    /// started and lets attempts in flight finish and be recorded, within the
+    /// delivery timeout. A claim whose attempt is not recorded by then ends with its
+    /// lease (the delivery is made again: at least once, never lost).
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = std::pin::pin!(shutdown);
         let permits = Arc::new(Semaphore::new(self.config.concurrency));
@@ -273,15 +275,13 @@ impl Worker {
             tracing::info!("delivery worker stopped");
             return;
         }
-        match self.store.release_delivery_leases(&self.lease_token).await {
-            Ok(released) => tracing::warn!(
-                released,
-                "attempts still running at shutdown: their deliveries go back to the queue"
-            ),
-            Err(error) => {
-                tracing::error!(%error, "cannot release claims at shutdown; they fall due when their lease ends")
-            }
-        }
+        // The client gives up on a POST within the timeout, so what still holds a
+        // slot has been sent and waits for the recorder (a slow database). Its claim
+        // is kept: handing it back now would send it again even if the recorder gets
+        // through. If it does not, the lease runs out and the delivery falls due.
+        tracing::warn!(
+            "attempts not recorded within the timeout at shutdown; their claims end with their lease"
+        );
     }
 }
 
