@@ -399,8 +399,11 @@ mod cluster {
             } else {
                 " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             };
+            // More server settings for a look inside, e.g. `HOOKLINE_TEST_PG_OPTIONS=
+            // "-c shared_preload_libraries=pg_stat_statements"` (docs/PERFORMANCE.md).
+            let extra = std::env::var("HOOKLINE_TEST_PG_OPTIONS").unwrap_or_default();
             let options = format!(
-                "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability}",
+                "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability} {extra}",
                 dir = dir.display()
             );
             let started = run(as_owner("pg_ctl")
