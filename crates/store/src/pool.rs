@@ -22,7 +22,7 @@ use crate::models::rate_limit::{CountedWindow, WindowCount, Windows};
 use crate::models::webhook::WebhookRow;
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{webhooks, workspaces};
-use crate::text_in::{json_array, push_json_string};
+use crate::text_in::{json_array, push_json_row};
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -287,13 +287,9 @@ impl Dialect for SqliteConn {
         deliveries: &[NewDelivery],
     ) -> QueryResult<()> {
         // `[[id, workspace_id, event, payload, occurred_at], …]`
-        let events = json_array(events, |json, event| {
-            json.push('[');
-            for text in [&event.id, &event.workspace_id, event.event, &event.payload] {
-                push_json_string(json, text);
-                json.push(',');
-            }
-            json.push_str(&format!("{}]", event.occurred_at));
+        let events = json_array(events, |json, e| {
+            let texts = [&*e.id, &e.workspace_id, e.event, &e.payload];
+            push_json_row(json, &texts, e.occurred_at);
         });
         prepared(
             "INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
@@ -309,13 +305,8 @@ impl Dialect for SqliteConn {
             return Ok(());
         }
         // `[[event_id, webhook_id, due_at], …]`
-        let deliveries = json_array(deliveries, |json, delivery| {
-            json.push('[');
-            for text in [&delivery.event_id, &delivery.webhook_id] {
-                push_json_string(json, text);
-                json.push(',');
-            }
-            json.push_str(&format!("{}]", delivery.due_at));
+        let deliveries = json_array(deliveries, |json, d| {
+            push_json_row(json, &[&d.event_id, &d.webhook_id], d.due_at);
         });
         prepared(
             "INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
@@ -333,13 +324,13 @@ impl Dialect for SqliteConn {
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         // `[[event_id, webhook_id, lease_token, state, next_attempt_at], …]`
         let outcomes = json_array(rows, |json, row| {
-            json.push('[');
-            for text in [&row.event_id, &row.webhook_id, &row.lease_token] {
-                push_json_string(json, text);
-                json.push(',');
-            }
-            push_json_string(json, row.state.as_str());
-            json.push_str(&format!(",{}]", row.next_attempt_at));
+            let texts = [
+                &*row.event_id,
+                &row.webhook_id,
+                &row.lease_token,
+                row.state.as_str(),
+            ];
+            push_json_row(json, &texts, row.next_attempt_at);
         });
         let updated: Vec<KeyRow> = prepared(
             "UPDATE deliveries SET attempts = attempts + 1, \
@@ -387,9 +378,7 @@ impl Dialect for SqliteConn {
     ) -> QueryResult<Vec<CountedWindow>> {
         // `[["key", n], …]`: one bind, so one prepared statement for any batch.
         let json = json_array(counts, |json, count| {
-            json.push('[');
-            push_json_string(json, &count.key_id);
-            json.push_str(&format!(",{}]", count.requests));
+            push_json_row(json, &[&count.key_id], count.requests);
         });
         // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
         prepared(

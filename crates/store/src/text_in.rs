@@ -88,6 +88,18 @@ pub(crate) fn json_array<T>(items: &[T], mut push_item: impl FnMut(&mut String, 
     json
 }
 
+/// A row of a batch as a JSON array: its text columns, then one integer
+/// (`["a","b",7]`), the shape every SQLite batch statement reads with `json_each`.
+pub(crate) fn push_json_row(json: &mut String, texts: &[&str], number: i64) {
+    use std::fmt::Write as _;
+    json.push('[');
+    for text in texts {
+        push_json_string(json, text);
+        json.push(',');
+    }
+    let _ = write!(json, "{number}]");
+}
+
 pub(crate) fn push_json_string(json: &mut String, value: &str) {
     json.push('"');
     for c in value.chars() {
@@ -104,6 +116,13 @@ pub(crate) fn push_json_string(json: &mut String, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_are_texts_then_a_number() {
+        let mut json = String::new();
+        push_json_row(&mut json, &["a", "b\"c"], -7);
+        assert_eq!(json, r#"["a","b\"c",-7]"#);
+    }
 
     #[test]
     fn strings_are_escaped_as_json() {
