@@ -229,7 +229,8 @@ impl Worker {
         }
         self.drain(&permits).await;
         let _ = upkeep.await;
-        // Every attempt has ended (or its claim was handed back): flush the outcomes.
+        // Every attempt has ended, or the drain ran out of time: record what the
+        // attempts handed over.
         drop(attempt);
         if tokio::time::timeout(self.config.timeout, recording)
             .await
