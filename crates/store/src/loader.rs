@@ -1,8 +1,9 @@
 //! Coalesced calls: concurrent callers of the same operation share one database
 //! call.
 //!
-//! A [`Batcher`] task takes every input submitted while its previous batch ran and
-//! runs them all at once: reads as one `WHERE … IN (…)`, event writes as one
+//! A [`Batcher`] task takes every input submitted while its previous batch ran (and,
+//! after one yield to the tasks ready to run, those submitted right then) and runs
+//! them all at once: reads as one `WHERE … IN (…)`, event writes as one
 //! transaction. Under load the database sees one call per batch instead of one per
 //! caller: on SQLite that saves a hop to a blocking thread (and, for writes, a
 //! commit) per caller, on PostgreSQL a round trip. Each batch starts after every
