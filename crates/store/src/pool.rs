@@ -239,17 +239,17 @@ macro_rules! locking_queries {
 
 /// Which outcomes were recorded (their lease was still held), given the keys the
 /// update returned, and the attempts to insert for them.
-fn recorded_attempts(
-    rows: &[FinishRow],
-    updated: Vec<KeyRow>,
-) -> (Vec<bool>, Vec<&DeliveryAttemptRow>) {
-    let updated: std::collections::HashSet<(String, String)> = updated
-        .into_iter()
-        .map(|key| (key.event_id, key.webhook_id))
+fn recorded_attempts<'a>(
+    rows: &'a [FinishRow],
+    updated: &[KeyRow],
+) -> (Vec<bool>, Vec<&'a DeliveryAttemptRow>) {
+    let updated: std::collections::HashSet<(&str, &str)> = updated
+        .iter()
+        .map(|key| (key.event_id.as_str(), key.webhook_id.as_str()))
         .collect();
     let recorded: Vec<bool> = rows
         .iter()
-        .map(|r| updated.contains(&(r.event_id.clone(), r.webhook_id.clone())))
+        .map(|r| updated.contains(&(r.event_id.as_str(), r.webhook_id.as_str())))
         .collect();
     let attempts = rows
         .iter()
@@ -258,6 +258,12 @@ fn recorded_attempts(
         .map(|(row, _)| &row.attempt)
         .collect();
     (recorded, attempts)
+}
+
+/// One field of every row, as PostgreSQL takes a batch column (an array parameter);
+/// text is borrowed, not copied.
+fn column<'a, R, V>(rows: &'a [R], field: impl Fn(&'a R) -> V) -> Vec<V> {
+    rows.iter().map(field).collect()
 }
 
 /// A [`Claim`]'s parameters, in the order the statements number them.
@@ -346,7 +352,7 @@ impl Dialect for SqliteConn {
         .binds((bind::<Text, _>(outcomes),))
         .load(self)
         .await?;
-        let (recorded, attempts) = recorded_attempts(rows, updated);
+        let (recorded, attempts) = recorded_attempts(rows, &updated);
         if !attempts.is_empty() {
             let json = json_array(&attempts, |json, attempt| attempt.push_json(json));
             prepared(
@@ -425,20 +431,6 @@ impl Dialect for PgConn {
         deliveries: &[NewDelivery],
     ) -> QueryResult<()> {
         use diesel::pg::sql_types::Array;
-        let text = |field: fn(&NewEvent) -> &str| {
-            events
-                .iter()
-                .map(field)
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        };
-        let delivery_text = |field: fn(&NewDelivery) -> &str| {
-            deliveries
-                .iter()
-                .map(field)
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        };
         // The deliveries' foreign keys are checked at the end of the statement, when
         // the CTE has inserted their events.
         prepared(
@@ -452,14 +444,14 @@ impl Dialect for PgConn {
              FROM unnest($6::text[], $7::text[], $8::bigint[]) AS d(event_id, webhook_id, due_at)",
         )
         .binds((
-            bind::<Array<Text>, _>(text(|e| &e.id)),
-            bind::<Array<Text>, _>(text(|e| &e.workspace_id)),
-            bind::<Array<Text>, _>(text(|e| e.event)),
-            bind::<Array<Text>, _>(text(|e| &e.payload)),
-            bind::<Array<BigInt>, _>(events.iter().map(|e| e.occurred_at).collect::<Vec<_>>()),
-            bind::<Array<Text>, _>(delivery_text(|d| &d.event_id)),
-            bind::<Array<Text>, _>(delivery_text(|d| &d.webhook_id)),
-            bind::<Array<BigInt>, _>(deliveries.iter().map(|d| d.due_at).collect::<Vec<_>>()),
+            bind::<Array<Text>, _>(column(events, |e| e.id.as_str())),
+            bind::<Array<Text>, _>(column(events, |e| e.workspace_id.as_str())),
+            bind::<Array<Text>, _>(column(events, |e| e.event)),
+            bind::<Array<Text>, _>(column(events, |e| e.payload.as_str())),
+            bind::<Array<BigInt>, _>(column(events, |e| e.occurred_at)),
+            bind::<Array<Text>, _>(column(deliveries, |d| d.event_id.as_str())),
+            bind::<Array<Text>, _>(column(deliveries, |d| d.webhook_id.as_str())),
+            bind::<Array<BigInt>, _>(column(deliveries, |d| d.due_at)),
         ))
         .execute(self)
         .await
@@ -469,18 +461,6 @@ impl Dialect for PgConn {
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         use diesel::pg::sql_types::Array;
         use diesel::sql_types::Nullable;
-        let text = |field: fn(&FinishRow) -> &str| {
-            rows.iter()
-                .map(field)
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        };
-        let attempt = |field: fn(&DeliveryAttemptRow) -> Option<&str>| {
-            rows.iter()
-                .map(|r| field(&r.attempt).map(str::to_owned))
-                .collect::<Vec<_>>()
-        };
-        let number = |field: fn(&FinishRow) -> i64| rows.iter().map(field).collect::<Vec<_>>();
         // One statement, so atomic without BEGIN and COMMIT round trips: the attempts
         // are inserted for exactly the rows the update recorded.
         let updated: Vec<KeyRow> = prepared(
@@ -505,24 +485,22 @@ impl Dialect for PgConn {
              SELECT event_id, webhook_id FROM recorded",
         )
         .binds((
-            bind::<Array<Text>, _>(text(|r| &r.event_id)),
-            bind::<Array<Text>, _>(text(|r| &r.webhook_id)),
-            bind::<Array<Text>, _>(text(|r| &r.lease_token)),
-            bind::<Array<Text>, _>(text(|r| r.state.as_str())),
-            bind::<Array<BigInt>, _>(number(|r| r.next_attempt_at)),
-            bind::<Array<BigInt>, _>(number(|r| r.attempt.attempt)),
-            bind::<Array<Text>, _>(text(|r| &r.attempt.event)),
-            bind::<Array<BigInt>, _>(number(|r| r.attempt.attempted_at)),
-            bind::<Array<Nullable<BigInt>>, _>(
-                rows.iter().map(|r| r.attempt.status).collect::<Vec<_>>(),
-            ),
-            bind::<Array<Nullable<Text>>, _>(attempt(|a| a.error.as_deref())),
-            bind::<Array<BigInt>, _>(number(|r| r.attempt.duration_ms)),
-            bind::<Array<Nullable<Text>>, _>(attempt(|a| a.response_body.as_deref())),
+            bind::<Array<Text>, _>(column(rows, |r| r.event_id.as_str())),
+            bind::<Array<Text>, _>(column(rows, |r| r.webhook_id.as_str())),
+            bind::<Array<Text>, _>(column(rows, |r| r.lease_token.as_str())),
+            bind::<Array<Text>, _>(column(rows, |r| r.state.as_str())),
+            bind::<Array<BigInt>, _>(column(rows, |r| r.next_attempt_at)),
+            bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.attempt)),
+            bind::<Array<Text>, _>(column(rows, |r| r.attempt.event.as_str())),
+            bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.attempted_at)),
+            bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.attempt.status)),
+            bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.error.as_deref())),
+            bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.duration_ms)),
+            bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.response_body.as_deref())),
         ))
         .load(self)
         .await?;
-        Ok(recorded_attempts(rows, updated).0)
+        Ok(recorded_attempts(rows, &updated).0)
     }
 
     async fn record_outcomes_atomically(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
@@ -550,8 +528,8 @@ impl Dialect for PgConn {
         .binds((
             bind::<BigInt, _>(at.now),
             bind::<BigInt, _>(at.expired_before),
-            bind::<Array<Text>, _>(counts.iter().map(|c| c.key_id.as_str()).collect::<Vec<_>>()),
-            bind::<Array<BigInt>, _>(counts.iter().map(|c| c.requests).collect::<Vec<_>>()),
+            bind::<Array<Text>, _>(column(counts, |c| c.key_id.as_str())),
+            bind::<Array<BigInt>, _>(column(counts, |c| c.requests)),
         ))
         .load(self)
         .await

@@ -65,7 +65,7 @@ impl<DB: Backend> Binds<DB> for () {
     }
 }
 
-fn no_such_parameter(number: usize) -> diesel::result::Error {
+fn no_such_parameter(number: impl std::fmt::Display) -> diesel::result::Error {
     diesel::result::Error::QueryBuilderError(format!("no parameter ${number} is bound").into())
 }
 
@@ -122,9 +122,9 @@ impl<DB: Backend, B: Binds<DB>> QueryFragment<DB> for Prepared<B> {
                 continue;
             }
             out.push_sql(&rest[..dollar]);
-            let number = rest[dollar + 1..=dollar + digits]
-                .parse()
-                .map_err(|_| no_such_parameter(0))?;
+            let text = &rest[dollar + 1..=dollar + digits];
+            // Only a number too big for `usize` fails to parse: no tuple binds that many.
+            let number = text.parse().map_err(|_| no_such_parameter(text))?;
             self.binds.push(number, &mut out)?;
             rest = &rest[dollar + 1 + digits..];
         }
