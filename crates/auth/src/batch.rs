@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use hookline_domain::{ApiKeyId, ApiKeyRecord, ApiKeyStatus, KeyHash, Timestamp, Workspace};
-use hookline_store::{Batcher, RateWindow, Store};
+use hookline_store::{Batcher, KeyBatch, KeyUses, RateWindow, Store};
 
 /// A request's key as its batch found it.
 #[derive(Debug, Clone)]
@@ -44,58 +44,49 @@ pub(crate) fn key_checker(store: Store, policy: Policy) -> KeyChecker {
 }
 
 /// One batch: one lookup for all keys, a last-use write for keys not yet recorded
-/// this minute, one count for all requests that may be counted.
+/// this minute, one count for all requests that may be counted (on SQLite all in
+/// one blocking call, see `Store::use_api_keys`).
 async fn check(
     store: &Store,
-    policy: &Policy,
+    policy: &Arc<Policy>,
     hashes: &[KeyHash],
 ) -> hookline_store::Result<Vec<Option<KeyUse>>> {
-    let mut found = store.api_keys_by_hash(hashes).await?;
     let now = Timestamp::now();
     let minute = now.floor_minute();
-
-    let mut stale: Vec<ApiKeyId> = Vec::new();
-    let mut requests: Vec<(ApiKeyId, u32)> = Vec::new();
-    let mut slot: HashMap<ApiKeyId, usize> = HashMap::new();
-    for (key, workspace) in found.iter().flatten() {
-        if key.status() == ApiKeyStatus::Active
-            && key.last_used_at.is_none_or(|at| at < minute)
-            && !stale.contains(&key.id)
-        {
-            stale.push(key.id);
-        }
-        if (policy.counted)(key, workspace) {
-            let index = *slot.entry(key.id).or_insert_with(|| {
-                requests.push((key.id, 0));
-                requests.len() - 1
-            });
-            requests[index].1 += 1;
-        }
-    }
-    store.touch_api_keys(&stale, now).await?;
-    let windows = store
-        .count_requests(&requests, now, policy.window_ms)
+    let decide = {
+        let policy = Arc::clone(policy);
+        move |found: &[Option<(ApiKeyRecord, Workspace)>]| uses(&policy, found, minute)
+    };
+    let KeyBatch {
+        mut found,
+        uses,
+        windows,
+    } = store
+        .use_api_keys(hashes, now, policy.window_ms, decide)
         .await?;
 
     // The requests of one key take the counts its upsert added, in arrival order.
-    let mut next_count: Vec<u64> = requests
+    let mut next_count: HashMap<ApiKeyId, (u64, RateWindow)> = uses
+        .count
         .iter()
         .zip(&windows)
-        .map(|((_, n), window)| (window.count + 1).saturating_sub(u64::from(*n)))
+        .map(|((key, n), window)| {
+            let first = (window.count + 1).saturating_sub(u64::from(*n));
+            (*key, (first, *window))
+        })
         .collect();
     Ok(found
         .iter_mut()
         .map(|entry| {
             let (mut key, workspace) = entry.take()?;
-            if stale.contains(&key.id) {
+            if uses.touch.contains(&key.id) {
                 key.last_used_at = Some(minute);
             }
-            let window = slot.get(&key.id).map(|&index| {
-                let count = next_count[index];
-                next_count[index] += 1;
+            let window = next_count.get_mut(&key.id).map(|(count, window)| {
+                *count += 1;
                 RateWindow {
-                    started_at: windows[index].started_at,
-                    count,
+                    started_at: window.started_at,
+                    count: *count - 1,
                 }
             });
             Some(KeyUse {
@@ -106,4 +97,31 @@ async fn check(
             })
         })
         .collect())
+}
+
+/// Which keys of a batch to mark used (active ones not yet this minute) and how
+/// many requests of each to count (those the policy counts).
+fn uses(
+    policy: &Policy,
+    found: &[Option<(ApiKeyRecord, Workspace)>],
+    minute: Timestamp,
+) -> KeyUses {
+    let mut uses = KeyUses::default();
+    let mut slot: HashMap<ApiKeyId, usize> = HashMap::new();
+    for (key, workspace) in found.iter().flatten() {
+        if key.status() == ApiKeyStatus::Active
+            && key.last_used_at.is_none_or(|at| at < minute)
+            && !uses.touch.contains(&key.id)
+        {
+            uses.touch.push(key.id);
+        }
+        if (policy.counted)(key, workspace) {
+            let index = *slot.entry(key.id).or_insert_with(|| {
+                uses.count.push((key.id, 0));
+                uses.count.len() - 1
+            });
+            uses.count[index].1 += 1;
+        }
+    }
+    uses
 }

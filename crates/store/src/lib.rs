@@ -29,6 +29,7 @@ pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
 pub use loader::{Batcher, RunBatch};
 pub use models::delivery::{Delivery, DeliveryAttempt, DeliveryState};
+pub use models::key_use::{KeyBatch, KeyUses};
 pub use models::outbox::{ClaimedDelivery, DeliveryListener, Finished, Outcome};
 pub use models::rate_limit::RateWindow;
 pub use models::webhook::NewWebhook;

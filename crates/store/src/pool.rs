@@ -284,6 +284,37 @@ fn claim_statement<'a>(sql: &'static str, claim: &Claim<'a>) -> Prepared<ClaimBi
     ))
 }
 
+/// `$1` now, `$2` the instant before which windows have ended, `$3` the counts.
+pub(crate) type SqliteCountBinds = (Bind<BigInt, i64>, Bind<BigInt, i64>, Bind<Text, String>);
+
+/// SQLite's [`Dialect::count_in_windows`] statement, also run on a plain
+/// connection inside a blocking call (`Store::use_api_keys`).
+pub(crate) fn sqlite_count_in_windows(
+    at: &Windows,
+    counts: &[WindowCount],
+) -> Prepared<SqliteCountBinds> {
+    // `[["key", n], …]`: one bind, so one prepared statement for any batch.
+    let json = json_array(counts, |json, count| {
+        push_json_row(json, &[&count.key_id], count.requests);
+    });
+    // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
+    prepared(
+        "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \
+         SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
+             FROM json_each($3) WHERE true \
+         ON CONFLICT (key_id) DO UPDATE SET \
+             window_start = CASE WHEN window_start <= $2 THEN $1 ELSE window_start END, \
+             request_count = CASE WHEN window_start <= $2 THEN excluded.request_count \
+                 ELSE request_count + excluded.request_count END \
+         RETURNING key_id, window_start, request_count",
+    )
+    .binds((
+        bind::<BigInt, _>(at.now),
+        bind::<BigInt, _>(at.expired_before),
+        bind::<Text, _>(json),
+    ))
+}
+
 impl Dialect for SqliteConn {
     locking_queries!();
 
@@ -382,28 +413,7 @@ impl Dialect for SqliteConn {
         at: &Windows,
         counts: &[WindowCount],
     ) -> QueryResult<Vec<CountedWindow>> {
-        // `[["key", n], …]`: one bind, so one prepared statement for any batch.
-        let json = json_array(counts, |json, count| {
-            push_json_row(json, &[&count.key_id], count.requests);
-        });
-        // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
-        prepared(
-            "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \
-             SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
-                 FROM json_each($3) WHERE true \
-             ON CONFLICT (key_id) DO UPDATE SET \
-                 window_start = CASE WHEN window_start <= $2 THEN $1 ELSE window_start END, \
-                 request_count = CASE WHEN window_start <= $2 THEN excluded.request_count \
-                     ELSE request_count + excluded.request_count END \
-             RETURNING key_id, window_start, request_count",
-        )
-        .binds((
-            bind::<BigInt, _>(at.now),
-            bind::<BigInt, _>(at.expired_before),
-            bind::<Text, _>(json),
-        ))
-        .load(self)
-        .await
+        sqlite_count_in_windows(at, counts).load(self).await
     }
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {

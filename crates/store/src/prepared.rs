@@ -142,6 +142,10 @@ impl<B> Query for Prepared<B> {
     type SqlType = Untyped;
 }
 
+// Run through diesel-async as a rule; SQLite work done in one blocking call (see
+// `Store::use_api_keys`) and the tests run them on a plain connection.
+impl<B, Conn> diesel::RunQueryDsl<Conn> for Prepared<B> {}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -152,10 +156,7 @@ mod tests {
     use diesel::sqlite::{Sqlite, SqliteConnection};
     use diesel::{RunQueryDsl as _, debug_query};
 
-    use super::{Prepared, bind, prepared};
-
-    // The store runs these through diesel-async; the tests, on a plain connection.
-    impl<B, Conn> diesel::RunQueryDsl<Conn> for Prepared<B> {}
+    use super::{bind, prepared};
 
     #[test]
     fn numbered_parameters_become_each_dialects_placeholders() {

@@ -8,8 +8,8 @@ use hookline_domain::{
     WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 use hookline_store::{
-    Backend, ClaimedDelivery, DeliveryAttempt, DeliveryState, Error, Finished, NewWebhook, Outcome,
-    Store, backend_tests,
+    Backend, ClaimedDelivery, DeliveryAttempt, DeliveryState, Error, Finished, KeyUses, NewWebhook,
+    Outcome, Store, backend_tests,
 };
 use serde_json::json;
 
@@ -469,6 +469,44 @@ backend_tests! {
         let next = count(&[(a.id, 2)], t1).await;
         assert_eq!((next[0].started_at, next[0].count), (t1, 2));
         assert!(count(&[], t1).await.is_empty());
+    }
+
+    async fn a_batch_of_key_uses_finds_touches_and_counts_as_decided(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let a = store.create_api_key(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
+        let b = store.create_api_key(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
+        let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
+        let asked = [key_hash(1), key_hash(9), key_hash(2), key_hash(1)];
+        // The decision sees the keys found, in the order asked.
+        let batch = store
+            .use_api_keys(&asked, at, 60_000, move |found| {
+                let ids: Vec<_> = found.iter().map(|entry| entry.as_ref().map(|(key, _)| key.id)).collect();
+                assert_eq!(ids, [Some(a.id), None, Some(b.id), Some(a.id)]);
+                KeyUses { touch: vec![a.id], count: vec![(b.id, 1), (a.id, 2)] }
+            })
+            .await
+            .unwrap();
+        assert_eq!(batch.found, store.api_keys_by_hash(&asked).await.unwrap().iter().map(|entry| {
+            // Found before the touch: the last use as it was.
+            entry.clone().map(|(mut key, ws)| { key.last_used_at = None; (key, ws) })
+        }).collect::<Vec<_>>());
+        assert_eq!(batch.found[0].as_ref().unwrap().1.id, ws);
+        assert_eq!(batch.uses.count, [(b.id, 1), (a.id, 2)]);
+        let windows: Vec<_> = batch.windows.iter().map(|w| (w.started_at, w.count)).collect();
+        assert_eq!(windows, [(at, 1), (at, 2)]);
+        let last_used = |hash| async move {
+            store.api_keys_by_hash(&[hash]).await.unwrap()[0].clone().unwrap().0.last_used_at
+        };
+        assert_eq!(last_used(key_hash(1)).await.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
+        assert_eq!(last_used(key_hash(2)).await, None);
+        // The counts carry on through the plain method; deciding nothing writes nothing.
+        let next = store.count_requests(&[(a.id, 1)], at, 60_000).await.unwrap();
+        assert_eq!(next[0].count, 3);
+        let none = store.use_api_keys(&[key_hash(2)], at, 60_000, |_| KeyUses::default()).await.unwrap();
+        assert!(none.windows.is_empty() && none.found[0].is_some());
+        assert_eq!(last_used(key_hash(2)).await, None);
+        assert!(store.use_api_keys(&[], at, 60_000, |_| KeyUses::default()).await.unwrap().found.is_empty());
     }
 
     async fn concurrent_counts_are_exact(db) {

@@ -151,27 +151,10 @@ impl Store {
         &self,
         hashes: &[KeyHash],
     ) -> Result<Vec<Option<(ApiKeyRecord, Workspace)>>> {
-        let asked: Vec<String> = hashes.iter().map(KeyHash::to_hex).collect();
-        let mut distinct = asked.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let rows: Vec<(String, ApiKeyRow, WorkspaceRow)> = with_conn!(self, |conn| {
-            api_keys::table
-                .inner_join(workspaces::table)
-                .filter(text_in(api_keys::key_hash, distinct))
-                .select((
-                    api_keys::key_hash,
-                    ApiKeyRow::as_select(),
-                    WorkspaceRow::as_select(),
-                ))
-                .load(conn)
-                .await?
-        });
-        let mut found = HashMap::with_capacity(rows.len());
-        for (hash, key, workspace) in rows {
-            found.insert(hash, (key.into_domain()?, workspace.into_domain()?));
-        }
-        Ok(asked.iter().map(|hash| found.get(hash).cloned()).collect())
+        let (asked, distinct) = hashes_to_look_up(hashes);
+        let rows: Vec<KeyByHashRow> =
+            with_conn!(self, |conn| keys_by_hash!(distinct).load(conn).await?);
+        found_in_order(&asked, rows)
     }
 
     /// Records that these keys were used at `now`, kept to the minute: a key whose
@@ -182,17 +165,64 @@ impl Store {
         }
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let minute = now.floor_minute().unix_millis();
-        write_conn!(self, |conn| {
-            diesel::update(api_keys::table.filter(text_in(api_keys::id, ids)))
-                .filter(
-                    api_keys::last_used_at
-                        .is_null()
-                        .or(api_keys::last_used_at.lt(minute)),
-                )
-                .set(api_keys::last_used_at.eq(minute))
-                .execute(conn)
-                .await?
-        });
+        write_conn!(self, |conn| touch_keys!(ids, minute).execute(conn).await?);
         Ok(())
     }
 }
+
+/// A key found by its hash, with its workspace.
+pub(crate) type KeyByHashRow = (String, ApiKeyRow, WorkspaceRow);
+
+/// The hashes of a batch of lookups as stored: in the order asked (a hash may be
+/// asked more than once), and the distinct ones to look up.
+pub(crate) fn hashes_to_look_up(hashes: &[KeyHash]) -> (Vec<String>, Vec<String>) {
+    let asked: Vec<String> = hashes.iter().map(KeyHash::to_hex).collect();
+    let mut distinct = asked.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    (asked, distinct)
+}
+
+/// The rows found, as the answer for each hash asked.
+pub(crate) fn found_in_order(
+    asked: &[String],
+    rows: Vec<KeyByHashRow>,
+) -> Result<Vec<Option<(ApiKeyRecord, Workspace)>>> {
+    let mut found = HashMap::with_capacity(rows.len());
+    for (hash, key, workspace) in rows {
+        found.insert(hash, (key.into_domain()?, workspace.into_domain()?));
+    }
+    Ok(asked.iter().map(|hash| found.get(hash).cloned()).collect())
+}
+
+/// The keys of these hashes with their workspaces, as [`KeyByHashRow`]s. A macro,
+/// not a function: `as_select` is built per backend, and `Store::use_api_keys` runs
+/// it on a plain SQLite connection too.
+macro_rules! keys_by_hash {
+    ($distinct:expr) => {
+        api_keys::table
+            .inner_join(workspaces::table)
+            .filter(text_in(api_keys::key_hash, $distinct))
+            .select((
+                api_keys::key_hash,
+                ApiKeyRow::as_select(),
+                WorkspaceRow::as_select(),
+            ))
+    };
+}
+pub(crate) use keys_by_hash;
+
+/// Marks the keys of these ids used in the minute starting at `minute`, unless
+/// their last use is already that recent.
+macro_rules! touch_keys {
+    ($ids:expr, $minute:expr) => {
+        diesel::update(api_keys::table.filter(text_in(api_keys::id, $ids)))
+            .filter(
+                api_keys::last_used_at
+                    .is_null()
+                    .or(api_keys::last_used_at.lt($minute)),
+            )
+            .set(api_keys::last_used_at.eq($minute))
+    };
+}
+pub(crate) use touch_keys;

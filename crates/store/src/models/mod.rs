@@ -5,6 +5,7 @@ pub(crate) mod account;
 pub(crate) mod api_key;
 pub(crate) mod delivery;
 pub(crate) mod event;
+pub(crate) mod key_use;
 pub(crate) mod outbox;
 pub(crate) mod rate_limit;
 pub(crate) mod webhook;

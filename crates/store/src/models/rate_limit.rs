@@ -19,6 +19,58 @@ pub(crate) struct Windows {
     pub(crate) expired_before: i64,
 }
 
+impl Windows {
+    pub(crate) fn at(now: Timestamp, window_ms: i64) -> Windows {
+        let now = now.unix_millis();
+        Windows {
+            now,
+            // A window that started at or before this instant has ended.
+            expired_before: now - window_ms,
+        }
+    }
+}
+
+/// The requests to count, as [`Dialect::count_in_windows`] takes them: in one lock
+/// order for every batch, so concurrent batches cannot deadlock.
+pub(crate) fn window_counts(requests: &[(ApiKeyId, u32)]) -> Vec<WindowCount> {
+    let mut counts: Vec<WindowCount> = requests
+        .iter()
+        .map(|(key, n)| WindowCount {
+            key_id: key.to_string(),
+            requests: i64::from(*n),
+        })
+        .collect();
+    counts.sort_unstable_by(|a, b| a.key_id.cmp(&b.key_id));
+    counts
+}
+
+/// The counted windows in the order the keys were asked.
+pub(crate) fn windows_in_order(
+    requests: &[(ApiKeyId, u32)],
+    counted: Vec<CountedWindow>,
+) -> Result<Vec<RateWindow>> {
+    let counted: HashMap<String, (i64, i64)> = counted
+        .into_iter()
+        .map(|row| (row.key_id, (row.window_start, row.request_count)))
+        .collect();
+    requests
+        .iter()
+        .map(|(key, _)| {
+            let (started_at, count) = counted
+                .get(&key.to_string())
+                .copied()
+                // Only a key asked twice could go missing.
+                .ok_or(Error::Internal(
+                    "a rate window was counted twice in one batch",
+                ))?;
+            Ok(RateWindow {
+                started_at: timestamp(started_at, "rate window start")?,
+                count: u64::try_from(count).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
 /// A window as counted, from `RETURNING`.
 #[derive(Debug, diesel::QueryableByName, Queryable)]
 pub(crate) struct CountedWindow {
@@ -59,43 +111,10 @@ impl Store {
         if requests.is_empty() {
             return Ok(Vec::new());
         }
-        let now_ms = now.unix_millis();
-        let mut counts: Vec<WindowCount> = requests
-            .iter()
-            .map(|(key, n)| WindowCount {
-                key_id: key.to_string(),
-                requests: i64::from(*n),
-            })
-            .collect();
-        // One lock order for every batch, so concurrent batches cannot deadlock.
-        counts.sort_unstable_by(|a, b| a.key_id.cmp(&b.key_id));
-        let windows = Windows {
-            now: now_ms,
-            // A window that started at or before this instant has ended.
-            expired_before: now_ms - window_ms,
-        };
+        let (windows, counts) = (Windows::at(now, window_ms), window_counts(requests));
         let counted: Vec<CountedWindow> = write_conn!(self, |conn| conn
             .count_in_windows(&windows, &counts)
             .await?);
-        let counted: HashMap<String, (i64, i64)> = counted
-            .into_iter()
-            .map(|row| (row.key_id, (row.window_start, row.request_count)))
-            .collect();
-        requests
-            .iter()
-            .map(|(key, _)| {
-                let (started_at, count) = counted
-                    .get(&key.to_string())
-                    .copied()
-                    // Only a key asked twice could go missing.
-                    .ok_or(Error::Internal(
-                        "a rate window was counted twice in one batch",
-                    ))?;
-                Ok(RateWindow {
-                    started_at: timestamp(started_at, "rate window start")?,
-                    count: u64::try_from(count).unwrap_or(0),
-                })
-            })
-            .collect()
+        windows_in_order(requests, counted)
     }
 }
