@@ -376,7 +376,7 @@ async fn migrate_creates_the_schema_of_a_new_sqlite_file() {
         serde_json::from_slice::<Value>(&again.stdout).unwrap(),
         json!({"applied": []})
     );
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-writer.lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }

@@ -216,10 +216,10 @@ impl Worker {
         }
         let _ = stop_upkeep.send(true);
         // Claims never attempted go back to the queue now, not when their lease ends.
-        if let Some(claim) = claiming.take() {
-            if let (_, Ok(batch)) = claim.await {
-                ready.extend(batch);
-            }
+        if let Some(claim) = claiming.take()
+            && let (_, Ok(batch)) = claim.await
+        {
+            ready.extend(batch);
         }
         if !ready.is_empty() {
             let unstarted: Vec<ClaimedDelivery> = ready.into_iter().collect();

@@ -22,6 +22,7 @@ mod schema;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod text_in;
+mod write_lock;
 
 use hookline_domain::{Account, EventPayload, Webhook, WebhookId, WorkspaceId};
 
@@ -44,10 +45,10 @@ pub use models::webhook::NewWebhook;
 pub struct Store {
     pools: pool::Pools,
     database_url: String,
-    /// SQLite has one writer at a time. Writers of this process queue here, in
-    /// order and without delay, rather than in SQLite's busy handler, which sleeps
-    /// in steps of milliseconds; other processes still wait in the busy handler.
-    sqlite_writes: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// SQLite has one writer at a time. hookline's writers take turns here (see
+    /// `write_lock.rs`) rather than in SQLite's busy handler, which sleeps in steps
+    /// of up to 100 ms.
+    sqlite_writes: std::sync::Arc<write_lock::WriteLock>,
     /// The coalesced reads, started on first use.
     loaders: std::sync::Arc<std::sync::OnceLock<Loaders>>,
 }
@@ -74,10 +75,14 @@ impl Store {
     /// [`Store::migrate`] first on a database that may be new or behind.
     pub async fn connect(config: &StoreConfig) -> Result<Store> {
         let pools = pool::Pools::open(config).await?;
+        let sqlite_writes = match pools {
+            pool::Pools::Sqlite(_) => write_lock::WriteLock::sqlite(&config.database_url),
+            pool::Pools::Postgres(_) => write_lock::WriteLock::default(),
+        };
         Ok(Store {
             pools,
             database_url: config.database_url.clone(),
-            sqlite_writes: std::sync::Arc::default(),
+            sqlite_writes: std::sync::Arc::new(sqlite_writes),
             loaders: std::sync::Arc::default(),
         })
     }
@@ -120,9 +125,9 @@ impl Store {
 
     /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,
     /// whose row locks let writers of different rows run at once.
-    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    pub(crate) async fn write_turn(&self) -> Option<write_lock::WriteTurn<'_>> {
         match self.pools {
-            pool::Pools::Sqlite(_) => Some(self.sqlite_writes.lock().await),
+            pool::Pools::Sqlite(_) => Some(self.sqlite_writes.turn().await),
             pool::Pools::Postgres(_) => None,
         }
     }

@@ -199,7 +199,7 @@ impl Drop for TestDb {
     fn drop(&mut self) {
         match &self.cleanup {
             Cleanup::SqliteFile(path) => {
-                for suffix in ["", "-wal", "-shm"] {
+                for suffix in ["", "-wal", "-shm", "-writer.lock"] {
                     let mut file = path.clone().into_os_string();
                     file.push(suffix);
                     let _ = std::fs::remove_file(file);

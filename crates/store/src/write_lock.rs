@@ -1,0 +1,176 @@
+//! SQLite's one writer at a time, taken in turn rather than by polling.
+//!
+//! A SQLite writer that finds the write lock taken waits in SQLite's busy handler,
+//! which sleeps and looks again, in steps of 1, 2, 5, 10, 15, 20, then 25 to 100 ms.
+//! Between two busy writers (the worker claiming and recording, an emitter
+//! committing events) a waiter that looks at the wrong moments sleeps for 100 ms
+//! and more: that was the tail of emit-to-receipt latency on SQLite.
+//!
+//! So hookline's writers take their turn first: within a process on an async mutex,
+//! across processes on an advisory lock of a file beside the database
+//! (`<database>-writer.lock`), where a waiter sleeps in the kernel and is woken
+//! when the holder lets go. SQLite's own lock still keeps the writes serial: the
+//! file lock only orders hookline's writers, so any failure to use it (no file, a
+//! wait longer than the busy timeout) falls back to SQLite's busy handler, and
+//! other programs writing the file wait there as before.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, MutexGuard};
+
+/// How long a writer waits for its turn across processes before it falls back to
+/// SQLite's busy handler; SQLite's own busy timeout (`SQLITE_PRAGMAS`) is the same.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The turn of this process's writers, and the lock file shared with other
+/// processes (`None` where it could not be opened).
+#[derive(Debug, Default)]
+pub(crate) struct WriteLock {
+    in_process: Mutex<()>,
+    across_processes: Option<Arc<File>>,
+}
+
+/// A writer's turn; it ends when this is dropped.
+#[derive(Debug)]
+pub(crate) struct WriteTurn<'a> {
+    _in_process: MutexGuard<'a, ()>,
+    _across_processes: Option<FileLock>,
+}
+
+/// The lock of the file, released when dropped.
+#[derive(Debug)]
+struct FileLock(Arc<File>);
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        // Closing the file would release it too; an unlock that fails leaves it to that.
+        let _ = self.0.unlock();
+    }
+}
+
+impl WriteLock {
+    /// The write lock of the SQLite database at `database_url`.
+    pub(crate) fn sqlite(database_url: &str) -> WriteLock {
+        let path = lock_file_path(database_url);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path);
+        let across_processes = match file {
+            Ok(file) => Some(Arc::new(file)),
+            Err(error) => {
+                tracing::warn!(
+                    path = %path.display(),
+                    %error,
+                    "cannot open the writers' lock file; writers of other processes wait in SQLite's busy handler"
+                );
+                None
+            }
+        };
+        WriteLock {
+            in_process: Mutex::new(()),
+            across_processes,
+        }
+    }
+
+    /// Waits for this writer's turn: first among this process's writers, in order,
+    /// then among the processes.
+    pub(crate) async fn turn(&self) -> WriteTurn<'_> {
+        let in_process = self.in_process.lock().await;
+        let across_processes = match &self.across_processes {
+            Some(file) => lock_file(file).await,
+            None => None,
+        };
+        WriteTurn {
+            _in_process: in_process,
+            _across_processes: across_processes,
+        }
+    }
+}
+
+async fn lock_file(file: &Arc<File>) -> Option<FileLock> {
+    match file.try_lock() {
+        Ok(()) => return Some(FileLock(Arc::clone(file))),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(_)) => return None,
+    }
+    let file = Arc::clone(file);
+    let wait = tokio::task::spawn_blocking(move || file.lock().ok().map(|()| FileLock(file)));
+    // A wait that ends late (timed out, or its writer went away) drops its lock
+    // when it ends: the blocking task's answer is dropped with the task.
+    match tokio::time::timeout(BUSY_TIMEOUT, wait).await {
+        Ok(Ok(locked)) => locked,
+        Ok(Err(_)) | Err(_) => None,
+    }
+}
+
+/// `<database file>-writer.lock`, from the URL forms `Backend::from_url` accepts: a
+/// path, `sqlite://path` or `file:path?query`.
+fn lock_file_path(database_url: &str) -> PathBuf {
+    let path = database_url
+        .strip_prefix("sqlite://")
+        .or_else(|| database_url.strip_prefix("file:"))
+        .unwrap_or(database_url);
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    PathBuf::from(format!("{path}-writer.lock"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Two processes' write locks: two opens of the same lock file.
+    #[tokio::test]
+    async fn writers_of_two_processes_take_turns() {
+        let dir = std::env::temp_dir().join(format!(
+            "hookline-write-lock-{}",
+            hookline_domain::EventId::generate()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = dir.join("h.db").display().to_string();
+        let (first, second) = (Arc::new(WriteLock::sqlite(&url)), WriteLock::sqlite(&url));
+        assert!(first.across_processes.is_some());
+
+        let turn = first.turn().await;
+        let waiting = tokio::spawn({
+            let first = Arc::clone(&first);
+            async move {
+                // Queued behind the second process's writer, then in order.
+                let _turn = first.turn().await;
+            }
+        });
+        let mut second_turn = std::pin::pin!(second.turn());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), &mut second_turn)
+                .await
+                .is_err(),
+            "the second process wrote during the first one's turn"
+        );
+        drop(turn);
+        let second_turn = second_turn.await;
+        assert!(second_turn._across_processes.is_some());
+        drop(second_turn);
+        waiting.await.unwrap();
+        // A turn that ended left the file free.
+        assert!(first.turn().await._across_processes.is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_lock_file_sits_beside_the_database() {
+        for (url, path) in [
+            ("hookline.db", "hookline.db-writer.lock"),
+            ("/var/lib/h.db", "/var/lib/h.db-writer.lock"),
+            ("sqlite://data.db", "data.db-writer.lock"),
+            ("file:data.db?mode=rwc", "data.db-writer.lock"),
+        ] {
+            assert_eq!(lock_file_path(url), PathBuf::from(path), "{url}");
+        }
+    }
+}
