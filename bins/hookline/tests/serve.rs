@@ -1,4 +1,5 @@
-//! `hookline serve` as a process: start, answer, stop on SIGTERM with exit 0; and
+//! `hookline serve` as a process: start, answer, stop on SIGTERM with exit 0, lose
+//! nothing it acknowledged when killed; and
 //! several processes on one PostgreSQL database sharing each key's rate window.
 #![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
 
@@ -73,14 +74,36 @@ async fn start(db: &TestDb, command: &str, env: &[(&str, &str)], ready: &str) ->
 
 /// One request on its own connection; the status code.
 async fn status(addr: SocketAddr, path: &str, key: &str) -> u16 {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
+    request(addr, "GET", path, key, "").await.unwrap().0
+}
+
+/// One request on its own connection: its status and body, or the I/O error of a
+/// server that went away.
+async fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: &str,
+) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).await?;
     let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     );
-    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(request.as_bytes()).await?;
     let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.unwrap();
-    answer.split_whitespace().nth(1).unwrap().parse().unwrap()
+    stream.read_to_string(&mut answer).await?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok());
+    let status = status.ok_or_else(|| std::io::Error::other("no complete answer"))?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned());
+    Ok((status, body.unwrap_or_default()))
 }
 
 /// A STUDIO workspace's key: its id and its text.
@@ -245,6 +268,68 @@ backend_tests! {
             .collect();
         assert_eq!(ids.len(), 5, "every event arrived at least once");
         assert!(signal(worker, "-TERM").await.success());
+    }
+
+    async fn what_serve_acknowledged_survives_sigkill(db) {
+        let (key_id, key) = studio_key(&db).await;
+        let served = serve(&db, 1_000_000).await;
+        let (addr, key) = (served.addr, std::sync::Arc::new(key));
+        // Clients create and delete webhooks until the server dies under them.
+        let clients: Vec<_> = (0..4)
+            .map(|client| {
+                let key = std::sync::Arc::clone(&key);
+                tokio::spawn(async move {
+                    let (mut created, mut deleted, mut answered) = (Vec::new(), Vec::new(), 0u64);
+                    // A delete the server died during may or may not have happened.
+                    let mut uncertain = None;
+                    for n in 0.. {
+                        let body = format!(r#"{{"url":"https://example.com/{client}/{n}","event":"dm.sent"}}"#);
+                        let Ok((code, answer)) = request(addr, "POST", "/api/v1/hooks", &key, &body).await else { break };
+                        answered += 1;
+                        assert_eq!(code, 201, "{answer}");
+                        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                        let id = answer["data"]["id"].as_str().unwrap().to_owned();
+                        created.push(id.clone());
+                        let Ok((code, _)) = request(addr, "DELETE", &format!("/api/v1/hooks/{id}"), &key, "").await else {
+                            uncertain = Some(id);
+                            break;
+                        };
+                        answered += 1;
+                        assert_eq!(code, 200);
+                        deleted.push(id);
+                    }
+                    (created, deleted, uncertain, answered)
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!signal(served.child, "-KILL").await.success());
+        let (mut created, mut deleted, mut uncertain, mut answered) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for client in clients {
+            let (c, d, u, a) = client.await.unwrap();
+            created.extend(c);
+            deleted.extend(d);
+            uncertain.extend(u);
+            answered += a;
+        }
+        assert!(deleted.len() >= 4, "the clients barely ran: {answered} answers");
+
+        // Every answered request was counted before it was answered.
+        let key_id: hookline_domain::ApiKeyId = key_id.parse().unwrap();
+        let windows = db.store().count_requests(&[(key_id, 0)], hookline_domain::Timestamp::now(), 60_000).await.unwrap();
+        assert!(windows[0].count >= answered, "{} counted, {answered} answered", windows[0].count);
+        // A restarted server lists each hook acknowledged as created and not as deleted.
+        let served = serve(&db, 1_000_000).await;
+        let (code, listed) = request(served.addr, "GET", "/api/v1/hooks", &key, "").await.unwrap();
+        assert_eq!(code, 200);
+        let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+        let listed: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|hook| hook["id"].as_str().unwrap()).collect();
+        for id in created.iter().filter(|id| !uncertain.contains(id)) {
+            assert_eq!(listed.contains(&id.as_str()), !deleted.contains(id), "{id}: listed {listed:?}");
+        }
+        // At most the one in flight per client survives unacknowledged.
+        assert!(listed.len() <= 4, "{listed:?}");
+        assert!(terminate(served).await.success());
     }
 
     async fn sigterm_lets_an_attempt_in_flight_finish(db) {
