@@ -82,11 +82,12 @@ async fn check(
             if uses.touch.contains(&key.id) {
                 key.last_used_at = Some(minute);
             }
-            let window = next_count.get_mut(&key.id).map(|(count, window)| {
-                *count += 1;
+            let window = next_count.get_mut(&key.id).map(|(next, window)| {
+                let count = *next;
+                *next += 1;
                 RateWindow {
                     started_at: window.started_at,
-                    count: *count - 1,
+                    count,
                 }
             });
             Some(KeyUse {

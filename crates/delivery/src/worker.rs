@@ -208,7 +208,11 @@ impl Worker {
                         Ok(batch) => {
                             // A full batch means more may be due: claim again at once.
                             maybe_due = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
-                            empty_claims = if batch.is_empty() { empty_claims.saturating_add(1) } else { 0 };
+                            empty_claims = if batch.is_empty() {
+                                empty_claims.saturating_add(1)
+                            } else {
+                                0
+                            };
                             poll_at = Instant::now() + self.config.next_poll(empty_claims);
                             ready.extend(batch);
                         }
