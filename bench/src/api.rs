@@ -19,6 +19,9 @@ use tokio::net::TcpListener;
 use crate::load::{self, Load};
 use crate::process::Measured;
 
+/// hookline and its baseline take turns this many times per figure.
+const ROUNDS: u32 = 5;
+
 /// The rate window of the run: longer than any run, so every request of a key
 /// falls in one window.
 const RATE_WINDOW_MS: i64 = 24 * 3_600_000;
@@ -99,7 +102,7 @@ pub(crate) async fn run(
     let addr = listening_addr(&line)?;
 
     let mut report = format!(
-        "API ({connections} keep-alive connections, {} s each)\n  {:<22} {:>10} {:>9} {:>9} {:>14} {:>7}  target\n",
+        "API ({connections} keep-alive connections, {} s each in {ROUNDS} turns with the baseline)\n  {:<22} {:>10} {:>9} {:>9} {:>14} {:>7}  target\n",
         seconds.as_secs(),
         "endpoint",
         "req/s",
@@ -117,10 +120,6 @@ pub(crate) async fn run(
     let mut sent = 0;
     for path in ["/api/v1/me", "/api/v1/hooks"] {
         let size = body_size(addr, path, &keys[0]).await?;
-        // Warm up connections, caches and the pool before measuring.
-        let warm = load::run(addr, path, &keys, connections, Duration::from_secs(1)).await?;
-        let measured = load::run(addr, path, &keys, connections, seconds).await?;
-        sent += 1 + warm.requests + measured.requests;
         let (baseline, base_line) = Measured::start(
             &crate::process::sibling("hookline-bench")?,
             &["baseline-server", "--body-size", &size.to_string()],
@@ -129,8 +128,12 @@ pub(crate) async fn run(
         )
         .await?;
         let base_addr = listening_addr(&base_line)?;
+        // Warm up connections, caches and the pool before measuring.
+        let warm = load::run(addr, path, &keys, connections, Duration::from_secs(1)).await?;
         load::run(base_addr, path, &keys, connections, Duration::from_secs(1)).await?;
-        let base = load::run(base_addr, path, &keys, connections, seconds).await?;
+        let (measured, base) =
+            load::alternating((addr, base_addr), path, &keys, connections, seconds, ROUNDS).await?;
+        sent += 1 + warm.requests + measured.requests;
         baseline.stop().await?;
         let ratio = measured.per_second / base.per_second;
         let _ = writeln!(

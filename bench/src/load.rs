@@ -28,6 +28,46 @@ pub(crate) async fn run(
     connections: usize,
     duration: Duration,
 ) -> anyhow::Result<Load> {
+    Ok(Load::of(vec![
+        sample(addr, path, keys, connections, duration).await?,
+    ]))
+}
+
+/// Two servers under the same load in turns, `rounds` slices each, alternating
+/// for `duration` in all per server: a disturbance of the machine (its other
+/// services share the two cores) falls on both alike, rather than on whichever
+/// was measured at that moment.
+pub(crate) async fn alternating(
+    (first, second): (SocketAddr, SocketAddr),
+    path: &str,
+    keys: &[String],
+    connections: usize,
+    duration: Duration,
+    rounds: u32,
+) -> anyhow::Result<(Load, Load)> {
+    let slice = duration / rounds.max(1);
+    let (mut firsts, mut seconds) = (Vec::new(), Vec::new());
+    for _ in 0..rounds.max(1) {
+        firsts.push(sample(first, path, keys, connections, slice).await?);
+        seconds.push(sample(second, path, keys, connections, slice).await?);
+    }
+    Ok((Load::of(firsts), Load::of(seconds)))
+}
+
+/// What one stretch of load saw: each answer's latency in µs.
+struct Sample {
+    latencies: Vec<u64>,
+    failures: u64,
+    elapsed: f64,
+}
+
+async fn sample(
+    addr: SocketAddr,
+    path: &str,
+    keys: &[String],
+    connections: usize,
+    duration: Duration,
+) -> anyhow::Result<Sample> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(connections);
@@ -45,22 +85,39 @@ pub(crate) async fn run(
         latencies.append(&mut mine);
         failures += failed;
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort_unstable();
-    let percentile = |p: f64| {
-        let index = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
-        latencies
-            .get(index)
-            .copied()
-            .map_or(Duration::ZERO, Duration::from_micros)
-    };
-    Ok(Load {
-        requests: latencies.len() as u64,
+    Ok(Sample {
+        latencies,
         failures,
-        per_second: latencies.len() as f64 / elapsed,
-        p50: percentile(0.50),
-        p99: percentile(0.99),
+        elapsed: started.elapsed().as_secs_f64(),
     })
+}
+
+impl Load {
+    /// The samples as one: their answers over their time together.
+    fn of(samples: Vec<Sample>) -> Load {
+        let elapsed: f64 = samples.iter().map(|sample| sample.elapsed).sum();
+        let failures = samples.iter().map(|sample| sample.failures).sum();
+        let mut latencies: Vec<u64> = samples
+            .into_iter()
+            .flat_map(|sample| sample.latencies)
+            .collect();
+        latencies.sort_unstable();
+        let percentile = |p: f64| {
+            let index =
+                ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
+            latencies
+                .get(index)
+                .copied()
+                .map_or(Duration::ZERO, Duration::from_micros)
+        };
+        Load {
+            requests: latencies.len() as u64,
+            failures,
+            per_second: latencies.len() as f64 / elapsed,
+            p50: percentile(0.50),
+            p99: percentile(0.99),
+        }
+    }
 }
 
 async fn connection(
