@@ -349,6 +349,40 @@ backend_tests! {
     }
 }
 
+/// Another process's SQLite writer that never lets go of its turn (stopped, say):
+/// a write waits for it at most 5 s, then goes ahead on SQLite's own lock, and the
+/// process still exits although its wait for the lock file goes on.
+#[tokio::test]
+async fn a_write_outwaits_a_lock_file_that_is_never_released() {
+    let db = TestDb::new(hookline_store::Backend::Sqlite).await;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("{}-writer.lock", db.url()))
+        .unwrap();
+    lock.lock().unwrap();
+    let created = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        ok_json(
+            &db,
+            &[
+                "workspace",
+                "create",
+                "--name",
+                "Acme",
+                "--plan",
+                "STUDIO",
+                "--json",
+            ],
+        ),
+    )
+    .await
+    .expect("hookline hung behind the lock file");
+    assert_eq!(created["name"], "Acme");
+    drop(lock);
+}
+
 #[tokio::test]
 async fn migrate_creates_the_schema_of_a_new_sqlite_file() {
     let path = std::env::temp_dir().join(format!("hookline-migrate-{}.db", std::process::id()));

@@ -13,6 +13,12 @@
 //! file lock only orders hookline's writers, so any failure to use it (no file, a
 //! wait longer than the busy timeout) falls back to SQLite's busy handler, and
 //! other programs writing the file wait there as before.
+//!
+//! The wait for the file runs on a blocking thread, which cannot be interrupted: a
+//! wait given up after [`BUSY_TIMEOUT`] keeps its thread until the other process
+//! lets go. A Tokio runtime dropped meanwhile waits for that thread, so the
+//! `hookline` binary shuts its runtime down with a timeout; an embedding service
+//! whose SQLite peers may stop while holding the turn should do the same.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::PathBuf;
