@@ -167,6 +167,8 @@ pub(crate) struct Claim<'a> {
     pub(crate) limit: i64,
 }
 
+/// A claimed delivery with its event's name and payload, read by the claim itself
+/// (one statement fewer per claim).
 #[derive(Debug, diesel::QueryableByName)]
 pub(crate) struct ClaimedRow {
     #[diesel(sql_type = diesel::sql_types::Text)]
@@ -175,6 +177,10 @@ pub(crate) struct ClaimedRow {
     pub(crate) webhook_id: String,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub(crate) attempts: i64,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) event: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub(crate) payload: String,
 }
 
 /// A delivery's key, as `RETURNING` gives it back.
@@ -423,7 +429,9 @@ impl Dialect for SqliteConn {
                  WHERE state = 'pending' AND next_attempt_at <= $3 \
                    AND (lease_until IS NULL OR lease_until <= $3) \
                  ORDER BY next_attempt_at LIMIT $4) \
-             RETURNING event_id, webhook_id, attempts";
+             RETURNING event_id, webhook_id, attempts, \
+                 (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
+                 (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload";
         claim_statement(sql, claim).load(self).await
     }
 
@@ -552,9 +560,10 @@ impl Dialect for PgConn {
                  WHERE state = 'pending' AND next_attempt_at <= $3 \
                    AND (lease_until IS NULL OR lease_until <= $3) \
                  ORDER BY next_attempt_at LIMIT $4 \
-                 FOR UPDATE SKIP LOCKED) AS due \
+                 FOR UPDATE SKIP LOCKED) AS due, events AS e \
              WHERE d.event_id = due.event_id AND d.webhook_id = due.webhook_id \
-             RETURNING d.event_id, d.webhook_id, d.attempts";
+               AND e.id = d.event_id \
+             RETURNING d.event_id, d.webhook_id, d.attempts, e.event, e.payload";
         claim_statement(sql, claim).load(self).await
     }
 

@@ -15,7 +15,7 @@ use crate::models::webhook::WebhookRow;
 use crate::pool::{
     Claim, Dialect as _, LISTEN_FOR_DELIVERIES, Pools, with_conn, write_conn, write_tx,
 };
-use crate::schema::{deliveries, delivery_attempts, events, webhooks};
+use crate::schema::{deliveries, delivery_attempts, webhooks};
 use crate::text_in::text_in;
 
 use crate::{Backend, Error, Result, Store};
@@ -35,9 +35,6 @@ pub struct ClaimedDelivery {
     /// Proves the lease when the outcome is recorded.
     pub lease_token: String,
 }
-
-/// An event's id, name and payload, as stored.
-type EventText = (String, String, String);
 
 /// An attempt made under a claim, and what it leads to.
 #[derive(Debug, Clone)]
@@ -114,29 +111,17 @@ impl Store {
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
-        let event_ids: Vec<String> = claimed.iter().map(|row| row.event_id.clone()).collect();
         let mut webhook_ids: Vec<String> =
             claimed.iter().map(|row| row.webhook_id.clone()).collect();
         webhook_ids.sort_unstable();
         webhook_ids.dedup();
-        let (events, hooks): (Vec<EventText>, Vec<(WebhookRow, String)>) =
-            with_conn!(self, |conn| {
-                let events = events::table
-                    .filter(text_in(events::id, event_ids))
-                    .select((events::id, events::event, events::payload))
-                    .load(conn)
-                    .await?;
-                let hooks = webhooks::table
-                    .filter(text_in(webhooks::id, webhook_ids))
-                    .select((WebhookRow::as_select(), webhooks::secret))
-                    .load(conn)
-                    .await?;
-                (events, hooks)
-            });
-        let events: HashMap<String, (String, String)> = events
-            .into_iter()
-            .map(|(id, event, payload)| (id, (event, payload)))
-            .collect();
+        let hooks: Vec<(WebhookRow, String)> = with_conn!(self, |conn| {
+            webhooks::table
+                .filter(text_in(webhooks::id, webhook_ids))
+                .select((WebhookRow::as_select(), webhooks::secret))
+                .load(conn)
+                .await?
+        });
         let mut hooks_by_id = HashMap::new();
         for (row, secret) in hooks {
             let webhook = row.into_domain()?;
@@ -146,17 +131,15 @@ impl Store {
         let mut out = Vec::with_capacity(claimed.len());
         for row in claimed {
             // Gone since the claim (deleted with its webhook): nothing to send.
-            let (Some((event, payload)), Some((webhook, secret))) =
-                (events.get(&row.event_id), hooks_by_id.get(&row.webhook_id))
-            else {
+            let Some((webhook, secret)) = hooks_by_id.get(&row.webhook_id) else {
                 continue;
             };
             out.push(ClaimedDelivery {
                 event_id: row.event_id.parse().stored("delivery event_id")?,
                 webhook_id: webhook.id,
-                event: event.parse().stored("event name")?,
+                event: row.event.parse().stored("event name")?,
                 attempts: u32::try_from(row.attempts).unwrap_or(u32::MAX),
-                payload: payload.clone(),
+                payload: row.payload,
                 webhook: webhook.clone(),
                 secret: secret.clone(),
                 lease_token: lease_token.to_owned(),
