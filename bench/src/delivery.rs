@@ -101,11 +101,9 @@ async fn one_run(
         ("RUST_LOG", "warn".to_owned()),
         ("HOOKLINE_DELIVERY_CONCURRENCY", concurrency.to_string()),
     ];
-    let started = Instant::now();
     let (worker, _) = Measured::start(hookline, &["worker"], &env, None).await?;
     wait_for(receiver, total, Duration::from_secs(900)).await?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let rate = total as f64 / elapsed;
+    let rate = sustained_rate(receiver)?;
     let cpu_per_1000 = worker.cpu_seconds() / (total as f64 / 1000.0);
 
     // Emit-to-receipt at half the sustained rate, for five seconds.
@@ -231,7 +229,6 @@ async fn baseline(
         Some(receiver.ca_file()),
     )?;
     let permits = Arc::new(Semaphore::new(concurrency));
-    let started = Instant::now();
     let mut tasks = Vec::with_capacity(bodies.len() * urls.len());
     for body in bodies {
         for url in urls {
@@ -255,5 +252,20 @@ async fn baseline(
         delivered == bodies.len() * urls.len(),
         "the baseline lost requests"
     );
-    Ok(delivered as f64 / started.elapsed().as_secs_f64())
+    sustained_rate(receiver)
+}
+
+/// Deliveries per second from the receiver's first receipt to its last: the
+/// same clock for hookline and its baseline, and neither's start-up counted (the
+/// worker's process start and first claim, the client's first connections).
+fn sustained_rate(receiver: &Receiver) -> anyhow::Result<f64> {
+    let received = receiver.received();
+    let first = received.iter().map(|request| request.at).min();
+    let last = received.iter().map(|request| request.at).max();
+    let (Some(first), Some(last)) = (first, last) else {
+        anyhow::bail!("nothing was received");
+    };
+    let span = last.duration_since(first)?.as_secs_f64();
+    anyhow::ensure!(span > 0.0, "every receipt at one instant");
+    Ok((received.len() - 1) as f64 / span)
 }
