@@ -9,7 +9,6 @@ mod output;
 
 use std::io::Write as _;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser as _;
 
@@ -31,20 +30,11 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return fail(&anyhow::Error::from(error)),
     };
-    let result = runtime.block_on(commands::run(cli));
-    // Blocking work still running once the command is done, such as a SQLite
-    // writer waiting for another process to let go of the write turn, does not hold
-    // the exit up (dropping the runtime would wait for it forever); ending the
-    // process releases whatever it holds, as a crash does.
-    runtime.shutdown_timeout(STRAGGLERS);
-    match result {
+    match runtime.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error),
     }
 }
-
-/// How long the exit waits for blocking work still running.
-const STRAGGLERS: Duration = Duration::from_secs(1);
 
 /// One line on stderr, whatever the error's own text holds.
 fn fail(error: &anyhow::Error) -> ExitCode {

@@ -351,7 +351,7 @@ backend_tests! {
 
 /// Another process's SQLite writer that never lets go of its turn (stopped, say):
 /// a write waits for it at most 5 s, then goes ahead on SQLite's own lock, and the
-/// process still exits although its wait for the lock file goes on.
+/// process exits: nothing of its wait is left running (a blocked `flock` was).
 #[tokio::test]
 async fn a_write_outwaits_a_lock_file_that_is_never_released() {
     let db = TestDb::new(hookline_store::Backend::Sqlite).await;

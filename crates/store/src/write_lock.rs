@@ -1,4 +1,4 @@
-//! SQLite's one writer at a time, taken in turn rather than by polling.
+//! SQLite's one writer at a time, taken in turn, in short steps.
 //!
 //! A SQLite writer that finds the write lock taken waits in SQLite's busy handler,
 //! which sleeps and looks again, in steps of 1, 2, 5, 10, 15, 20, then 25 to 100 ms.
@@ -8,17 +8,16 @@
 //!
 //! So hookline's writers take their turn first: within a process on an async mutex,
 //! across processes on an advisory lock of a file beside the database
-//! (`<database>-writer.lock`), where a waiter sleeps in the kernel and is woken
-//! when the holder lets go. SQLite's own lock still keeps the writes serial: the
-//! file lock only orders hookline's writers, so any failure to use it (no file, a
-//! wait longer than the busy timeout) falls back to SQLite's busy handler, and
-//! other programs writing the file wait there as before.
+//! (`<database>-writer.lock`), which a waiter tries again every millisecond (a
+//! `flock` call), never in longer steps. SQLite's own lock still keeps the writes
+//! serial: the file lock only orders hookline's writers, so any failure to use it
+//! (no file, a wait longer than the busy timeout) falls back to SQLite's busy
+//! handler, and other programs writing the file wait there as before.
 //!
-//! The wait for the file runs on a blocking thread, which cannot be interrupted: a
-//! wait given up after [`BUSY_TIMEOUT`] keeps its thread until the other process
-//! lets go. A Tokio runtime dropped meanwhile waits for that thread, so the
-//! `hookline` binary shuts its runtime down with a timeout; an embedding service
-//! whose SQLite peers may stop while holding the turn should do the same.
+//! The waiter does not block in `flock` until the holder lets go: a blocked call
+//! cannot be interrupted, so a wait given up on (a peer stopped while holding the
+//! file) would keep a blocking thread until then, one more for every write that
+//! gives up, and a Tokio runtime being dropped would wait for them all.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::PathBuf;
@@ -26,6 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
+
+/// How often a writer tries the lock file again while another process holds it.
+const RETRY_STEP: Duration = Duration::from_millis(1);
 
 /// How long a writer waits for its turn across processes before it falls back to
 /// SQLite's busy handler; SQLite's own busy timeout (`SQLITE_PRAGMAS`) is the same.
@@ -99,18 +101,15 @@ impl WriteLock {
 }
 
 async fn lock_file(file: &Arc<File>) -> Option<FileLock> {
-    match file.try_lock() {
-        Ok(()) => return Some(FileLock(Arc::clone(file))),
-        Err(TryLockError::WouldBlock) => {}
-        Err(TryLockError::Error(_)) => return None,
-    }
-    let file = Arc::clone(file);
-    let wait = tokio::task::spawn_blocking(move || file.lock().ok().map(|()| FileLock(file)));
-    // A wait that ends late (timed out, or its writer went away) drops its lock
-    // when it ends: the blocking task's answer is dropped with the task.
-    match tokio::time::timeout(BUSY_TIMEOUT, wait).await {
-        Ok(Ok(locked)) => locked,
-        Ok(Err(_)) | Err(_) => None,
+    let give_up = tokio::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Some(FileLock(Arc::clone(file))),
+            Err(TryLockError::WouldBlock) if tokio::time::Instant::now() < give_up => {
+                tokio::time::sleep(RETRY_STEP).await;
+            }
+            Err(_) => return None,
+        }
     }
 }
 
