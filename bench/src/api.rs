@@ -9,8 +9,8 @@ use std::time::Duration;
 use hookline_domain::{
     ApiKeyId, EventName, KeyName, KeyPrefix, Plan, Timestamp, Username, WebhookSource, WorkspaceId,
 };
-use hookline_store::Backend;
-use hookline_store::testing::TestDb;
+use hookline_testdb::Backend;
+use hookline_testdb::TestDb;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -68,7 +68,10 @@ pub(crate) async fn run(
     let ws = db.workspace(Plan::Studio).await;
     let store = db.store();
     for name in ["maria", "shop"] {
-        store.connect_account(ws, &Username::parse(name)?).await?;
+        store
+            .accounts()
+            .connect(ws, &Username::parse(name)?)
+            .await?;
     }
     for n in 0..5 {
         db.webhook(
@@ -84,7 +87,8 @@ pub(crate) async fn run(
     for n in 0..8 {
         let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
         let record = store
-            .create_api_key(ws, &KeyName::parse(&format!("bench {n}"))?, &hash)
+            .api_keys()
+            .create(ws, &KeyName::parse(&format!("bench {n}"))?, &hash)
             .await?;
         keys.push(key.expose().to_owned());
         key_ids.push(record.id);
@@ -180,6 +184,7 @@ async fn guarantees(
     // Counting no requests answers each window as it stands.
     let counts = key_ids.iter().map(|id| (*id, 0)).collect::<Vec<_>>();
     let counted: u64 = store
+        .key_check()
         .count_requests(&counts, Timestamp::now(), RATE_WINDOW_MS)
         .await?
         .iter()
@@ -199,12 +204,12 @@ async fn guarantees(
         async move { load::run(addr, "/api/v1/me", &keys, 32, Duration::from_secs(2)).await }
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
-    store.revoke_api_key(last_id).await?;
+    store.api_keys().revoke(last_id).await?;
     let revoked = status(addr, last_key).await?;
     anyhow::ensure!(revoked == 401, "a revoked key was answered {revoked}");
-    store.set_workspace_plan(ws, Plan::Creator).await?;
+    store.workspaces().set_plan(ws, Plan::Creator).await?;
     let demoted = status(addr, &keys[0]).await?;
-    store.set_workspace_plan(ws, Plan::Studio).await?;
+    store.workspaces().set_plan(ws, Plan::Studio).await?;
     anyhow::ensure!(
         demoted == 403,
         "a key of a CREATOR workspace was answered {demoted}"

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hookline_delivery::{HttpsClient, Outbox};
 use hookline_domain::{EventName, Plan, TargetPolicy, WebhookSource, WebhookUrl, WorkspaceId};
-use hookline_store::Backend;
-use hookline_store::testing::TestDb;
+use hookline_testdb::Backend;
+use hookline_testdb::TestDb;
 use hookline_tests::Receiver;
 use hyper::body::Bytes;
 use tokio::sync::Semaphore;
@@ -85,7 +85,7 @@ async fn one_run(
             .await?;
         urls.push(WebhookUrl::parse(&url, TargetPolicy::AllowPrivate)?);
     }
-    let outbox = Outbox::new(db.store().clone());
+    let outbox = Outbox::new(db.store().events());
     receiver.clear();
 
     // The outbox is filled first, so the sustained rate is the worker's alone.

@@ -23,7 +23,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use hookline_store::Backend;
+use hookline_testdb::Backend;
 
 #[derive(Debug, Parser)]
 #[command(

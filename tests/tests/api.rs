@@ -5,12 +5,14 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use hookline_app::{App, AppConfig};
 use hookline_auth::AuthConfig;
 use hookline_delivery::Outbox;
 use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, TargetPolicy, WorkspaceId};
 use hookline_http::{HttpConfig, Server};
-use hookline_store::testing::TestDb;
-use hookline_store::{Store, backend_tests};
+use hookline_store::Store;
+use hookline_testdb::TestDb;
+use hookline_testdb::backend_tests;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::{HeaderMap, Method, Request, StatusCode};
@@ -51,12 +53,16 @@ impl Api {
         let mut config = HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             auth: AuthConfig::default(),
-            target_policy: TargetPolicy::PublicOnly,
             ..HttpConfig::default()
         };
         configure(&mut config);
         let store = db.store().clone();
-        let server = Server::bind(config, store.clone()).await.unwrap();
+        let app_config = AppConfig {
+            key_prefix: config.auth.key_prefix.clone(),
+            target_policy: TargetPolicy::PublicOnly,
+        };
+        let app = App::new(&store, Outbox::new(store.events()), app_config);
+        let server = Server::bind(config, app, store.key_check()).await.unwrap();
         let addr = server.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = tokio::spawn(server.run(async {
@@ -88,7 +94,8 @@ impl Api {
         let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default()).unwrap();
         let record = self
             .store
-            .create_api_key(ws, &KeyName::parse("test").unwrap(), &hash)
+            .api_keys()
+            .create(ws, &KeyName::parse("test").unwrap(), &hash)
             .await
             .unwrap();
         (record.id, key.expose().to_owned())
@@ -99,7 +106,8 @@ impl Api {
         let key = hookline_domain::ApiKey::parse(&KeyPrefix::default(), key).unwrap();
         let found = self
             .store
-            .api_keys_by_hash(&[hookline_auth::hash_api_key(&key)])
+            .key_check()
+            .by_hash(&[hookline_auth::hash_api_key(&key)])
             .await
             .unwrap();
         let (_, workspace) = found[0].clone().unwrap();
@@ -200,9 +208,9 @@ backend_tests! {
     async fn me_returns_the_workspace_and_its_connected_accounts(db) {
         let api = Api::start(db).await;
         let (ws, key) = api.workspace_with_key(Plan::Studio).await;
-        let maria = api.store.connect_account(ws, &hookline_domain::Username::parse("maria").unwrap()).await.unwrap();
-        let gone = api.store.connect_account(ws, &hookline_domain::Username::parse("old").unwrap()).await.unwrap();
-        api.store.disconnect_account(gone.id).await.unwrap();
+        let maria = api.store.accounts().connect(ws, &hookline_domain::Username::parse("maria").unwrap()).await.unwrap();
+        let gone = api.store.accounts().connect(ws, &hookline_domain::Username::parse("old").unwrap()).await.unwrap();
+        api.store.accounts().disconnect(gone.id).await.unwrap();
 
         let reply = api.get("/api/v1/me", &key).await;
         assert_eq!(reply.status, StatusCode::OK);
@@ -237,7 +245,7 @@ backend_tests! {
         let mistyped = api.get("/api/v1/me", &key[..key.len() - 1]).await;
         let unknown = api.get("/api/v1/me", &format!("hl_{}", "A".repeat(43))).await;
         let (revoked_id, revoked) = api.key(ws).await;
-        api.store.revoke_api_key(revoked_id).await.unwrap();
+        api.store.api_keys().revoke(revoked_id).await.unwrap();
         let revoked = api.get("/api/v1/me", &revoked).await;
         for reply in [&missing, &mistyped, &unknown, &revoked] {
             assert_error(reply, StatusCode::UNAUTHORIZED);
@@ -250,7 +258,7 @@ backend_tests! {
         assert_error(&api.send(twice).await, StatusCode::UNAUTHORIZED);
         // 4 and 6. Valid key, workspace not on STUDIO: 403, on every endpoint; the key is kept.
         for plan in [Plan::Free, Plan::Creator] {
-            api.store.set_workspace_plan(ws, plan).await.unwrap();
+            api.store.workspaces().set_plan(ws, plan).await.unwrap();
             for reply in [
                 api.get("/api/v1/me", &key).await,
                 api.get("/api/v1/hooks", &key).await,
@@ -262,11 +270,11 @@ backend_tests! {
                 assert!(reply.body["error"].as_str().unwrap().contains("STUDIO"));
             }
         }
-        assert!(api.store.webhooks(ws).await.unwrap().is_empty(), "a 403 changed nothing");
-        api.store.set_workspace_plan(ws, Plan::Studio).await.unwrap();
+        assert!(api.store.webhooks().list(ws).await.unwrap().is_empty(), "a 403 changed nothing");
+        api.store.workspaces().set_plan(ws, Plan::Studio).await.unwrap();
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
         // 8. The key's last use is recorded, to the minute.
-        let keys = api.store.api_keys(ws).await.unwrap();
+        let keys = api.store.api_keys().list(ws).await.unwrap();
         let used = keys.iter().find(|k| k.revoked_at.is_none()).unwrap();
         assert_eq!(used.last_used_at.unwrap().unix_millis() % 60_000, 0);
         api.stop().await;
@@ -276,16 +284,16 @@ backend_tests! {
         let api = Api::start(db).await;
         let (ws, key) = api.workspace_with_key(Plan::Studio).await;
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
-        api.store.set_workspace_plan(ws, Plan::Creator).await.unwrap();
+        api.store.workspaces().set_plan(ws, Plan::Creator).await.unwrap();
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::FORBIDDEN);
-        api.store.set_workspace_plan(ws, Plan::Studio).await.unwrap();
+        api.store.workspaces().set_plan(ws, Plan::Studio).await.unwrap();
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
-        let id = api.store.api_keys(ws).await.unwrap()[0].id;
-        api.store.revoke_api_key(id).await.unwrap();
+        let id = api.store.api_keys().list(ws).await.unwrap()[0].id;
+        api.store.api_keys().revoke(id).await.unwrap();
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::UNAUTHORIZED);
         // A revoked key stays refused when the plan changes again.
-        api.store.set_workspace_plan(ws, Plan::Free).await.unwrap();
-        api.store.set_workspace_plan(ws, Plan::Studio).await.unwrap();
+        api.store.workspaces().set_plan(ws, Plan::Free).await.unwrap();
+        api.store.workspaces().set_plan(ws, Plan::Studio).await.unwrap();
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::UNAUTHORIZED);
         api.stop().await;
     }
@@ -296,7 +304,7 @@ backend_tests! {
         let settings_made = {
             let url = hookline_domain::WebhookUrl::parse("https://settings.example.com/", TargetPolicy::PublicOnly).unwrap();
             let description = hookline_domain::WebhookDescription::parse("From Settings").unwrap();
-            api.store.create_webhook(hookline_store::NewWebhook {
+            api.store.webhooks().create(hookline_store::NewWebhook {
                 workspace_id: ws, url: &url, events: &[EventName::DmFailed], description: &description,
                 source: hookline_domain::WebhookSource::Settings,
                 secret: &hookline_auth::generate_webhook_secret().unwrap(),
@@ -337,12 +345,12 @@ backend_tests! {
 
         // Delete: 200, gone, its pending deliveries with it; again 200.
         let hook_id = data["id"].as_str().unwrap();
-        let emitted = Outbox::new(api.store.clone()).emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let emitted = Outbox::new(api.store.events()).emit(ws, EventName::DmSent, json!({})).await.unwrap();
         assert_eq!(emitted.webhooks.len(), 2);
         let deleted = api.delete(&format!("/api/v1/hooks/{hook_id}"), &key).await;
         assert_eq!(deleted.status, StatusCode::OK);
         assert_eq!(deleted.body, json!({"success": true}));
-        let left = api.store.deliveries_of_event(emitted.payload.id).await.unwrap();
+        let left = api.store.events().deliveries(emitted.payload.id).await.unwrap();
         assert!(left.iter().all(|d| d.webhook_id.to_string() != hook_id));
         assert_eq!(api.get("/api/v1/hooks", &key).await.body["data"].as_array().unwrap().len(), 3);
         for again in [hook_id, "wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R", "not-an-id"] {
@@ -353,7 +361,7 @@ backend_tests! {
         let (_, other_key) = api.workspace_with_key(Plan::Studio).await;
         let reply = api.delete(&format!("/api/v1/hooks/{settings_id}"), &other_key).await;
         assert_eq!(reply.status, StatusCode::OK);
-        assert!(api.store.webhook(settings_made.id).await.unwrap().is_some());
+        assert!(api.store.webhooks().get(settings_made.id).await.unwrap().is_some());
         api.stop().await;
     }
 
@@ -389,7 +397,7 @@ backend_tests! {
         assert_eq!(api.post("/api/v1/hooks", &key, hook(&at_limit, "dm.sent")).await.status, StatusCode::CREATED);
         let described = json!({"url": "https://b.example.com", "event": "dm.sent", "description": "d".repeat(120)});
         assert_eq!(api.post("/api/v1/hooks", &key, described).await.status, StatusCode::CREATED);
-        assert_eq!(api.store.webhooks(ws).await.unwrap().len(), 2, "refused bodies changed nothing");
+        assert_eq!(api.store.webhooks().list(ws).await.unwrap().len(), 2, "refused bodies changed nothing");
         api.stop().await;
     }
 
@@ -419,7 +427,7 @@ backend_tests! {
             }
         }
         assert_eq!(created, 10);
-        assert_eq!(api.store.webhooks(ws).await.unwrap().len(), 10);
+        assert_eq!(api.store.webhooks().list(ws).await.unwrap().len(), 10);
     }
 
     async fn samples_are_the_last_three_payloads_or_one_example(db) {
@@ -434,7 +442,7 @@ backend_tests! {
         assert!(items[0]["id"].as_str().unwrap().starts_with("evt_"));
         assert_eq!(items[0]["data"], Value::Object(EventName::ContactEmailCaptured.example_data()));
 
-        let outbox = Outbox::new(api.store.clone());
+        let outbox = Outbox::new(api.store.events());
         let mut sent = Vec::new();
         for n in 0..4 {
             sent.push(outbox.emit(ws, EventName::LinkClicked, json!({"n": n})).await.unwrap().payload.to_json());
@@ -678,6 +686,6 @@ backend_tests! {
             }
         }
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
-        assert_eq!(api.store.webhooks(api.workspace_of(&key).await).await.unwrap().len(), 0);
+        assert_eq!(api.store.webhooks().list(api.workspace_of(&key).await).await.unwrap().len(), 0);
     }
 }

@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use hookline_delivery::{DeliveryConfig, Outbox, RetrySchedule, Worker};
+use hookline_domain::{Delivery, DeliveryState};
 use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookSource};
-use hookline_store::testing::TestDb;
-use hookline_store::{Backend, Delivery, DeliveryState, Store, backend_tests};
+use hookline_store::Store;
+use hookline_testdb::TestDb;
+use hookline_testdb::{Backend, backend_tests};
 use hookline_tests::{Receiver, Reply};
 use serde_json::json;
 
@@ -41,8 +43,8 @@ fn config(receiver: &Receiver) -> DeliveryConfig {
 }
 
 fn start(store: &Store, config: DeliveryConfig) -> Running {
-    let worker = Worker::new(store.clone(), config).unwrap();
-    let outbox = worker.outbox();
+    let worker = Worker::new(store.queue(), config).unwrap();
+    let outbox = worker.outbox(store.events());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = tokio::spawn(worker.run(async {
         let _ = stopped.await;
@@ -62,7 +64,7 @@ async fn deliveries_when(
 ) -> Vec<Delivery> {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let deliveries = store.deliveries_of_event(event).await.unwrap();
+        let deliveries = store.events().deliveries(event).await.unwrap();
         if !deliveries.is_empty() && deliveries.iter().all(&done) {
             return deliveries;
         }
@@ -103,7 +105,7 @@ backend_tests! {
         let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
         assert_eq!(deliveries[0].state, DeliveryState::Delivered);
         assert_eq!(deliveries[0].attempts, 1);
-        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
         assert_eq!(log.len(), 1);
         assert_eq!((log[0].attempt, log[0].status, log[0].error.clone()), (1, Some(200), None));
         assert_eq!(log[0].response_body.as_deref(), Some("answer 200"));
@@ -122,7 +124,7 @@ backend_tests! {
             db.webhook(ws, &receiver.url(path), &events, WebhookSource::Settings).await.unwrap();
         }
         let (off, _) = db.webhook(ws, &receiver.url("/off"), &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
-        db.store().set_webhook_enabled(off.id, false).await.unwrap();
+        db.store().webhooks().set_enabled(off.id, false).await.unwrap();
         db.webhook(other, &receiver.url("/other"), &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
 
         let running = start(db.store(), config(&receiver));
@@ -153,7 +155,7 @@ backend_tests! {
             assert_eq!(request.headers["webhook-id"], emitted.payload.id.to_string().as_str());
             verifier.verify(&request.body, &request.headers).unwrap();
         }
-        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
         let statuses: Vec<_> = log.iter().map(|a| (a.attempt, a.status)).collect();
         assert_eq!(statuses, [(3, Some(200)), (2, Some(302)), (1, Some(500))]);
         running.stop().await;
@@ -168,7 +170,7 @@ backend_tests! {
         let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
         let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
         assert_eq!(deliveries[0].state, DeliveryState::Delivered);
-        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
         assert_eq!(log.len(), 2);
         assert_eq!(log[1].status, None);
         assert!(log[1].error.as_deref().unwrap().contains("timed out"), "{:?}", log[1].error);
@@ -183,7 +185,7 @@ backend_tests! {
         let running = start(db.store(), config(&receiver));
         let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
         deliveries_when(db.store(), emitted.payload.id, settled).await;
-        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
         let kept = log[0].response_body.clone().unwrap();
         assert!(kept.len() <= hookline_delivery::MAX_KEPT_BODY, "{} bytes kept", kept.len());
         assert!(kept.len() >= hookline_delivery::MAX_KEPT_BODY - 4);
@@ -203,7 +205,7 @@ backend_tests! {
         assert_eq!(deliveries[0].attempts, 3);
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert_eq!(receiver.received().len(), 3);
-        assert_eq!(db.store().delivery_attempts(hook.id, 10).await.unwrap().len(), 3);
+        assert_eq!(db.store().webhooks().attempts(hook.id, 10).await.unwrap().len(), 3);
         running.stop().await;
     }
 
@@ -216,7 +218,7 @@ backend_tests! {
         let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
         let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
         assert_eq!(deliveries[0].state, DeliveryState::Delivered);
-        let log = db.store().delivery_attempts(hook.id, 10).await.unwrap();
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
         let waited = log[0].at.unix_millis() - log[1].at.unix_millis();
         assert!(waited >= 2_000, "retried after {waited} ms despite Retry-After: 2");
         running.stop().await;
@@ -234,8 +236,8 @@ backend_tests! {
         receiver.wait_for(2, WAIT).await;
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let api_gone = db.store().webhook(api_hook.id).await.unwrap().is_none();
-            let settings = db.store().webhook(settings_hook.id).await.unwrap().unwrap();
+            let api_gone = db.store().webhooks().get(api_hook.id).await.unwrap().is_none();
+            let settings = db.store().webhooks().get(settings_hook.id).await.unwrap().unwrap();
             if api_gone && !settings.enabled {
                 break;
             }
@@ -260,11 +262,11 @@ backend_tests! {
         let running = start(db.store(), DeliveryConfig { retry_schedule: schedule, ..config(&receiver) });
         let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
         receiver.wait_for(2, WAIT).await;
-        db.store().delete_webhook(deleted.id, None).await.unwrap();
-        db.store().set_webhook_enabled(disabled.id, false).await.unwrap();
+        db.store().webhooks().delete(deleted.id, None).await.unwrap();
+        db.store().webhooks().set_enabled(disabled.id, false).await.unwrap();
         tokio::time::sleep(Duration::from_millis(1_500)).await;
         assert_eq!(receiver.received().len(), 2, "a retry went out after delete or disable");
-        let left = db.store().deliveries_of_event(emitted.payload.id).await.unwrap();
+        let left = db.store().events().deliveries(emitted.payload.id).await.unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].state, DeliveryState::Cancelled);
         running.stop().await;
@@ -282,7 +284,7 @@ backend_tests! {
         let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
         assert!(deliveries.iter().all(|d| d.state == DeliveryState::Failed));
         for hook in [by_name.id, by_ip.id] {
-            let log = db.store().delivery_attempts(hook, 10).await.unwrap();
+            let log = db.store().webhooks().attempts(hook, 10).await.unwrap();
             let error = log[0].error.clone().unwrap();
             assert!(error.contains("refused") && error.contains("private"), "{error}");
         }
@@ -308,7 +310,7 @@ async fn two_workers_on_postgres_send_each_of_1000_deliveries_once() {
         .await
         .unwrap();
     }
-    let outbox = Outbox::new(db.store().clone());
+    let outbox = Outbox::new(db.store().events());
     for n in 0..100 {
         outbox
             .emit(ws, EventName::LinkClicked, json!({"n": n}))

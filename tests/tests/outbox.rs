@@ -3,11 +3,13 @@
 #![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
 
 use hookline_delivery::{Error, Outbox};
+use hookline_domain::DeliveryState;
 use hookline_domain::{
     EventName, Plan, TargetPolicy, Webhook, WebhookDescription, WebhookSource, WebhookUrl,
     WorkspaceId,
 };
-use hookline_store::{DeliveryState, NewWebhook, Store, backend_tests};
+use hookline_store::{NewWebhook, Store};
+use hookline_testdb::backend_tests;
 use serde_json::json;
 
 async fn webhook(store: &Store, ws: WorkspaceId, host: &str, events: &[EventName]) -> Webhook {
@@ -15,7 +17,8 @@ async fn webhook(store: &Store, ws: WorkspaceId, host: &str, events: &[EventName
     let description = WebhookDescription::parse_or_default(None, Some("Zapier"), &url).unwrap();
     let secret = hookline_auth::generate_webhook_secret().unwrap();
     store
-        .create_webhook(NewWebhook {
+        .webhooks()
+        .create(NewWebhook {
             workspace_id: ws,
             url: &url,
             events,
@@ -37,16 +40,16 @@ backend_tests! {
         webhook(store, other, "c.example.com", &[EventName::ContactEmailCaptured]).await;
         assert_eq!(captured.description.as_str(), "Zapier");
 
-        let outbox = Outbox::new(store.clone());
+        let outbox = Outbox::new(store.events());
         let data = json!({"contact": {"id": "ct_1", "igUserId": "1784", "username": "maria",
             "email": "maria@example.com", "accountId": "acc_1", "automationId": "auto_1"}});
         let emitted = outbox.emit(ws, EventName::ContactEmailCaptured, data.clone()).await.unwrap();
         assert_eq!(emitted.webhooks, [captured.id]);
         assert_eq!(emitted.payload.workspace_id, ws);
         assert_eq!(serde_json::Value::Object(emitted.payload.data.clone()), data);
-        let stored = store.event_payload(emitted.payload.id).await.unwrap().unwrap();
+        let stored = store.events().payload(emitted.payload.id).await.unwrap().unwrap();
         assert_eq!(stored, emitted.payload.to_json());
-        let deliveries = store.deliveries_of_event(emitted.payload.id).await.unwrap();
+        let deliveries = store.events().deliveries(emitted.payload.id).await.unwrap();
         assert_eq!(deliveries.len(), 1);
         assert_eq!(deliveries[0].webhook_id, captured.id);
         assert_eq!(deliveries[0].state, DeliveryState::Pending);
@@ -58,7 +61,7 @@ backend_tests! {
     async fn emit_refuses_bad_data_and_unknown_workspaces(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
-        let outbox = Outbox::new(store.clone());
+        let outbox = Outbox::new(store.events());
         let bad = outbox
             .emit(ws, EventName::ContactEmailCaptured, json!({"contact": {"email": "nope"}}))
             .await
@@ -68,7 +71,7 @@ backend_tests! {
         assert!(matches!(not_object, Error::Invalid(_)), "{not_object}");
         let unknown = outbox.emit(WorkspaceId::generate(), EventName::DmSent, json!({})).await.unwrap_err();
         assert!(
-            matches!(unknown, Error::Store(hookline_store::Error::NotFound { kind: "workspace", .. })),
+            matches!(unknown, Error::Store(hookline_store::Error::Refused(hookline_domain::Refusal::NotFound { kind: "workspace", .. }))),
             "{unknown}"
         );
     }
@@ -82,7 +85,7 @@ backend_tests! {
         for i in 0..6 {
             hooks.push(webhook(store, ws, &format!("h{i}.example.com"), &[EventName::LinkClicked]).await);
         }
-        let outbox = Outbox::new(store.clone());
+        let outbox = Outbox::new(store.events());
         let emits: Vec<_> = (0..40)
             .map(|i| {
                 let outbox = outbox.clone();
@@ -99,9 +102,9 @@ backend_tests! {
                 let id = hook.id;
                 tokio::spawn(async move {
                     if i % 2 == 0 {
-                        store.delete_webhook(id, None).await.map(|_| ())
+                        store.webhooks().delete(id, None).await.map(|_| ())
                     } else {
-                        store.set_webhook_enabled(id, false).await.map(|_| ())
+                        store.webhooks().set_enabled(id, false).await.map(|_| ())
                     }
                 })
             })
@@ -114,8 +117,8 @@ backend_tests! {
             change.await.unwrap().unwrap();
         }
         for event_id in event_ids {
-            for delivery in store.deliveries_of_event(event_id).await.unwrap() {
-                let hook = store.webhook(delivery.webhook_id).await.unwrap();
+            for delivery in store.events().deliveries(event_id).await.unwrap() {
+                let hook = store.webhooks().get(delivery.webhook_id).await.unwrap();
                 let hook = hook.expect("a delivery outlived its deleted webhook");
                 assert!(!hook.enabled);
                 assert_eq!(delivery.state, DeliveryState::Cancelled, "pending delivery to a disabled webhook");

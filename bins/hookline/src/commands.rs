@@ -3,6 +3,7 @@
 //! argument fails before it touches the database.
 
 use anyhow::{Context as _, anyhow};
+use hookline_app::{App, AppConfig, WebhookSpec};
 use hookline_auth::AuthConfig;
 use hookline_delivery::{DeliveryConfig, Outbox, Worker};
 use hookline_domain::{
@@ -11,7 +12,7 @@ use hookline_domain::{
 };
 use hookline_http::wire::{AccountObject, WebhookObject, WorkspaceObject};
 use hookline_http::{HttpConfig, Server};
-use hookline_store::{NewWebhook, Store, StoreConfig};
+use hookline_store::{Store, StoreConfig};
 
 use crate::cli::{
     AccountCommand, Cli, Command, DeliveryArgs, EventCommand, HookCommand, KeyCommand, ServeArgs,
@@ -24,8 +25,7 @@ use crate::output::{
 /// [`Settings`] checked and turned into the library crates' configuration.
 struct Config {
     store: StoreConfig,
-    key_prefix: KeyPrefix,
-    target_policy: TargetPolicy,
+    app: AppConfig,
 }
 
 impl Config {
@@ -34,11 +34,14 @@ impl Config {
         store.backend().context("DATABASE_URL")?;
         Ok(Config {
             store,
-            key_prefix: KeyPrefix::parse(&settings.key_prefix).context("HOOKLINE_KEY_PREFIX")?,
-            target_policy: if settings.allow_private_targets {
-                TargetPolicy::AllowPrivate
-            } else {
-                TargetPolicy::PublicOnly
+            app: AppConfig {
+                key_prefix: KeyPrefix::parse(&settings.key_prefix)
+                    .context("HOOKLINE_KEY_PREFIX")?,
+                target_policy: if settings.allow_private_targets {
+                    TargetPolicy::AllowPrivate
+                } else {
+                    TargetPolicy::PublicOnly
+                },
             },
         })
     }
@@ -51,6 +54,17 @@ impl Config {
             .with_context(|| format!("cannot open the {} database", backend.as_str()))?;
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// The use cases, on a store with its schema up to date; emits wake no worker
+    /// of this process (there is none: workers are woken by NOTIFY or poll).
+    async fn open_app(&self) -> anyhow::Result<App> {
+        let store = self.open_store().await?;
+        Ok(App::new(
+            &store,
+            Outbox::new(store.events()),
+            self.app.clone(),
+        ))
     }
 }
 
@@ -80,19 +94,19 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let http = HttpConfig {
         listen: args.listen,
         auth: AuthConfig {
-            key_prefix: config.key_prefix.clone(),
+            key_prefix: config.app.key_prefix.clone(),
             rate_limit: args.rate_limit,
             rate_window: args.rate_window,
         },
-        target_policy: config.target_policy,
         ..HttpConfig::default()
     };
     http.auth
         .validate()
         .context("HOOKLINE_RATE_LIMIT / HOOKLINE_RATE_WINDOW")?;
     let store = config.open_store().await?;
-    let worker = Worker::new(store.clone(), delivery_config(&config, &args.delivery))?;
-    let server = Server::bind(http, store).await?;
+    let worker = Worker::new(store.queue(), delivery_config(&config, &args.delivery))?;
+    let app = App::new(&store, worker.outbox(store.events()), config.app.clone());
+    let server = Server::bind(http, app, store.key_check()).await?;
     if let Some(addr) = server.local_addr() {
         tracing::info!(%addr, backend = config.store.backend()?.as_str(), "listening on {addr}");
     }
@@ -106,7 +120,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 async fn worker(config: Config, args: DeliveryArgs) -> anyhow::Result<()> {
     crate::logging::init()?;
     let store = config.open_store().await?;
-    let worker = Worker::new(store, delivery_config(&config, &args))?;
+    let worker = Worker::new(store.queue(), delivery_config(&config, &args))?;
     worker.run(stop_signal().wait()).await;
     Ok(())
 }
@@ -115,7 +129,7 @@ fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
     DeliveryConfig {
         timeout: args.delivery_timeout,
         retry_schedule: args.retry_schedule.clone(),
-        target_policy: config.target_policy,
+        target_policy: config.app.target_policy,
         extra_roots: args.tls_extra_roots.clone(),
         retention: args.retention,
         concurrency: args.delivery_concurrency,
@@ -168,23 +182,21 @@ async fn workspace(config: &Config, json: bool, command: WorkspaceCommand) -> an
         WorkspaceCommand::Create { name, plan } => {
             let name = WorkspaceName::parse(&name)?;
             config
-                .open_store()
+                .open_app()
                 .await?
                 .create_workspace(&name, plan)
                 .await?
         }
-        WorkspaceCommand::Plan { workspace, plan } => config
-            .open_store()
-            .await?
-            .set_workspace_plan(workspace, plan)
-            .await?
-            .ok_or_else(|| anyhow!("no workspace with id `{workspace}`"))?,
-        WorkspaceCommand::Show { workspace } => config
-            .open_store()
-            .await?
-            .workspace(workspace)
-            .await?
-            .ok_or_else(|| anyhow!("no workspace with id `{workspace}`"))?,
+        WorkspaceCommand::Plan { workspace, plan } => {
+            config
+                .open_app()
+                .await?
+                .change_plan(workspace, plan)
+                .await?
+        }
+        WorkspaceCommand::Show { workspace } => {
+            config.open_app().await?.workspace(workspace).await?
+        }
     };
     print(json, &WorkspaceObject::from(&workspace))
 }
@@ -197,17 +209,14 @@ async fn account(config: &Config, json: bool, command: AccountCommand) -> anyhow
         } => {
             let username = Username::parse(&username)?;
             config
-                .open_store()
+                .open_app()
                 .await?
                 .connect_account(workspace, &username)
                 .await?
         }
-        AccountCommand::Disconnect { account } => config
-            .open_store()
-            .await?
-            .disconnect_account(account)
-            .await?
-            .ok_or_else(|| anyhow!("no account with id `{account}`"))?,
+        AccountCommand::Disconnect { account } => {
+            config.open_app().await?.disconnect_account(account).await?
+        }
     };
     print(json, &AccountObject::from(&account))
 }
@@ -216,30 +225,25 @@ async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result
     match command {
         KeyCommand::Create { workspace, name } => {
             let name = KeyName::parse(&name)?;
-            let store = config.open_store().await?;
-            let (key, hash) = hookline_auth::generate_api_key(&config.key_prefix)?;
-            let record = store.create_api_key(workspace, &name, &hash).await?;
+            let created = config
+                .open_app()
+                .await?
+                .create_api_key(workspace, &name)
+                .await?;
             let out = KeyCreatedOut {
-                id: record.id.to_string(),
-                name: record.name.to_string(),
-                key: key.expose().to_owned(),
-                created_at: record.created_at,
+                id: created.record.id.to_string(),
+                name: created.record.name.to_string(),
+                key: created.key.expose().to_owned(),
+                created_at: created.record.created_at,
             };
             print(json, &out)
         }
         KeyCommand::List { workspace } => {
-            let store = config.open_store().await?;
-            require_workspace(&store, workspace).await?;
-            let keys = store.api_keys(workspace).await?;
+            let keys = config.open_app().await?.api_keys(workspace).await?;
             print(json, &keys.iter().map(KeyOut::from).collect::<Vec<_>>())
         }
         KeyCommand::Revoke { key } => {
-            let record = config
-                .open_store()
-                .await?
-                .revoke_api_key(key)
-                .await?
-                .ok_or_else(|| anyhow!("no API key with id `{key}`"))?;
+            let record = config.open_app().await?.revoke_api_key(key).await?;
             let out = KeyRevokedOut {
                 id: record.id.to_string(),
                 status: ApiKeyStatus::Revoked,
@@ -257,51 +261,41 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             events,
             description,
         } => {
-            let url = WebhookUrl::parse(&url, config.target_policy)?;
+            let url = WebhookUrl::parse(&url, config.app.target_policy)?;
             let events = hookline_domain::subscribed_events(events.iter().map(|e| e.as_str()))?;
             let description =
                 WebhookDescription::parse_or_default(description.as_deref(), None, &url)?;
-            let secret = hookline_auth::generate_webhook_secret()?;
-            let webhook = config
-                .open_store()
+            let spec = WebhookSpec {
+                url,
+                events,
+                description,
+            };
+            let created = config
+                .open_app()
                 .await?
-                .create_webhook(NewWebhook {
-                    workspace_id: workspace,
-                    url: &url,
-                    events: &events,
-                    description: &description,
-                    source: WebhookSource::Settings,
-                    secret: &secret,
-                })
+                .create_webhook(workspace, &spec, WebhookSource::Settings)
                 .await?;
-            print(json, &WebhookObject::created(&webhook, &secret))
+            print(
+                json,
+                &WebhookObject::created(&created.webhook, &created.secret),
+            )
         }
         HookCommand::List { workspace } => {
-            let store = config.open_store().await?;
-            require_workspace(&store, workspace).await?;
-            let webhooks = store.webhooks(workspace).await?;
+            let webhooks = config.open_app().await?.webhooks(workspace).await?;
             let out: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
             print(json, &out)
         }
         HookCommand::Enable { webhook } | HookCommand::Disable { webhook } => {
             let enable = matches!(command, HookCommand::Enable { .. });
             let updated = config
-                .open_store()
+                .open_app()
                 .await?
                 .set_webhook_enabled(webhook, enable)
-                .await?
-                .ok_or_else(|| anyhow!("no webhook with id `{webhook}`"))?;
+                .await?;
             print(json, &WebhookObject::listed(&updated))
         }
         HookCommand::Delete { webhook } => {
-            if !config
-                .open_store()
-                .await?
-                .delete_webhook(webhook, None)
-                .await?
-            {
-                return Err(anyhow!("no webhook with id `{webhook}`"));
-            }
+            config.open_app().await?.delete_webhook(webhook).await?;
             print(
                 json,
                 &DeletedOut {
@@ -311,11 +305,7 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             )
         }
         HookCommand::Deliveries { webhook, limit } => {
-            let store = config.open_store().await?;
-            if store.webhook(webhook).await?.is_none() {
-                return Err(anyhow!("no webhook with id `{webhook}`"));
-            }
-            let attempts = store.delivery_attempts(webhook, limit).await?;
+            let attempts = config.open_app().await?.attempts(webhook, limit).await?;
             print(
                 json,
                 &attempts.iter().map(AttemptOut::from).collect::<Vec<_>>(),
@@ -332,8 +322,12 @@ async fn event(config: &Config, json: bool, command: EventCommand) -> anyhow::Re
     } = command;
     let data: serde_json::Value =
         serde_json::from_str(&data).map_err(|e| anyhow!("invalid --data: not JSON: {e}"))?;
-    let outbox = Outbox::new(config.open_store().await?);
-    let emitted = outbox.emit(workspace, event, data).await?;
+    let emitted = config
+        .open_app()
+        .await?
+        .outbox()
+        .emit(workspace, event, data)
+        .await?;
     let payload = emitted.payload.to_json();
     if json {
         write_stdout(&payload)
@@ -342,15 +336,5 @@ async fn event(config: &Config, json: bool, command: EventCommand) -> anyhow::Re
             "{payload}\nqueued for {} webhook(s)",
             emitted.webhooks.len()
         ))
-    }
-}
-
-async fn require_workspace(
-    store: &Store,
-    workspace: hookline_domain::WorkspaceId,
-) -> anyhow::Result<()> {
-    match store.workspace(workspace).await? {
-        Some(_) => Ok(()),
-        None => Err(anyhow!("no workspace with id `{workspace}`")),
     }
 }

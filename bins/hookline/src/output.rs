@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use hookline_domain::{ApiKeyRecord, ApiKeyStatus, EventName, Timestamp, WebhookId};
+use hookline_domain::{
+    ApiKeyRecord, ApiKeyStatus, DeliveryAttempt, EventName, Timestamp, WebhookId,
+};
 use hookline_http::wire::{AccountObject, WebhookObject, WorkspaceObject};
-use hookline_store::DeliveryAttempt;
 use serde::Serialize;
 
 /// A command's result: its JSON shape, and how a person reads it.

@@ -4,8 +4,9 @@
 
 use std::process::Output;
 
-use hookline_store::testing::TestDb;
-use hookline_store::{DeliveryAttempt, Outcome, backend_tests};
+use hookline_domain::{DeliveryAttempt, Outcome};
+use hookline_testdb::TestDb;
+use hookline_testdb::backend_tests;
 use serde_json::{Value, json};
 
 /// Runs `hookline ARGS` against the test database, with no setting leaking in from
@@ -228,9 +229,9 @@ backend_tests! {
         assert!(out.status.success());
         let quiet: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(quiet["data"], json!({}));
-        let stored = db.store().event_payload(event_id).await.unwrap().unwrap();
+        let stored = db.store().events().payload(event_id).await.unwrap().unwrap();
         assert_eq!(serde_json::from_str::<Value>(&stored).unwrap(), payload);
-        let deliveries = db.store().deliveries_of_event(event_id).await.unwrap();
+        let deliveries = db.store().events().deliveries(event_id).await.unwrap();
         assert_eq!(deliveries.len(), 1);
         assert_eq!(deliveries[0].webhook_id.to_string(), text(&hook["id"]));
 

@@ -7,9 +7,10 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
+use hookline_domain::DeliveryState;
 use hookline_domain::{KeyName, KeyPrefix, Plan};
-use hookline_store::testing::TestDb;
-use hookline_store::{Backend, DeliveryState, backend_tests};
+use hookline_testdb::TestDb;
+use hookline_testdb::{Backend, backend_tests};
 use hookline_tests::{Receiver, Reply};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpStream;
@@ -112,7 +113,8 @@ async fn studio_key(db: &TestDb) -> (String, String) {
     let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default()).unwrap();
     let record = db
         .store()
-        .create_api_key(ws, &KeyName::parse("k").unwrap(), &hash)
+        .api_keys()
+        .create(ws, &KeyName::parse("k").unwrap(), &hash)
         .await
         .unwrap();
     (record.id.to_string(), key.expose().to_owned())
@@ -237,7 +239,7 @@ backend_tests! {
         let ws = db.workspace(Plan::Studio).await;
         db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
             hookline_domain::WebhookSource::Api).await.unwrap();
-        let outbox = hookline_delivery::Outbox::new(db.store().clone());
+        let outbox = hookline_delivery::Outbox::new(db.store().events());
         let mut events = Vec::new();
         for n in 0..5 {
             events.push(outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({"n": n})).await.unwrap().payload.id);
@@ -253,7 +255,7 @@ backend_tests! {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         for event in events {
             loop {
-                let deliveries = db.store().deliveries_of_event(event).await.unwrap();
+                let deliveries = db.store().events().deliveries(event).await.unwrap();
                 if deliveries.iter().all(|d| d.state == DeliveryState::Delivered) {
                     break;
                 }
@@ -316,7 +318,7 @@ backend_tests! {
 
         // Every answered request was counted before it was answered.
         let key_id: hookline_domain::ApiKeyId = key_id.parse().unwrap();
-        let windows = db.store().count_requests(&[(key_id, 0)], hookline_domain::Timestamp::now(), 60_000).await.unwrap();
+        let windows = db.store().key_check().count_requests(&[(key_id, 0)], hookline_domain::Timestamp::now(), 60_000).await.unwrap();
         assert!(windows[0].count >= answered, "{} counted, {answered} answered", windows[0].count);
         // A restarted server lists each hook acknowledged as created and not as deleted.
         let served = serve(&db, 1_000_000).await;
@@ -338,14 +340,14 @@ backend_tests! {
         let ws = db.workspace(Plan::Studio).await;
         db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
             hookline_domain::WebhookSource::Api).await.unwrap();
-        let outbox = hookline_delivery::Outbox::new(db.store().clone());
+        let outbox = hookline_delivery::Outbox::new(db.store().events());
         let event = outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({})).await.unwrap().payload.id;
         let env = delivery_env(&receiver);
         let (worker, _) = start(&db, "worker", &as_env(&env), "delivery worker started").await;
         receiver.wait_for(1, Duration::from_secs(20)).await;
         // The receiver is still answering: the attempt is in flight.
         assert!(signal(worker, "-TERM").await.success());
-        let deliveries = db.store().deliveries_of_event(event).await.unwrap();
+        let deliveries = db.store().events().deliveries(event).await.unwrap();
         assert_eq!(deliveries[0].state, DeliveryState::Delivered);
         assert_eq!(deliveries[0].attempts, 1);
         assert_eq!(receiver.received().len(), 1);

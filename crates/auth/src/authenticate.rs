@@ -1,9 +1,9 @@
 use std::time::Duration;
 
 use hookline_domain::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyPrefix, Timestamp, Workspace};
-use hookline_store::Store;
+use hookline_store::KeyCheck;
 
-use crate::batch::{KeyChecker, KeyUse, Policy, key_checker};
+use crate::batch::{KeyChecker, KeyUse, key_checker};
 use crate::{Error, Result, hash_api_key};
 
 /// How requests are authenticated and limited. Filled by the binary from
@@ -94,16 +94,10 @@ pub struct Authenticator {
 impl Authenticator {
     /// Starts the task that checks requests in batches; call it inside a Tokio
     /// runtime. The task ends when the last clone of the authenticator is dropped.
-    pub fn new(store: Store, config: AuthConfig) -> Result<Self> {
+    pub fn new(keys: KeyCheck, config: AuthConfig) -> Result<Self> {
         config.validate()?;
-        let policy = Policy {
-            window_ms: config.window_ms(),
-            counted: |key, workspace| {
-                key.status() == ApiKeyStatus::Active && workspace.plan.includes_api()
-            },
-        };
         Ok(Authenticator {
-            checker: key_checker(store, policy),
+            checker: key_checker(keys, config.window_ms()),
             config,
         })
     }
@@ -138,7 +132,8 @@ impl Authenticator {
         } = self
             .checker
             .submit(hash_api_key(&key))
-            .await?
+            .await
+            .map_err(hookline_store::Error::from)?
             .ok_or(Error::Unauthenticated("unknown key"))?;
         if key.status() == ApiKeyStatus::Revoked {
             return Err(Error::Unauthenticated("revoked key"));

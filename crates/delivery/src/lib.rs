@@ -6,7 +6,8 @@
 //!   webhook it must reach in one transaction, before it returns.
 //! - [`Worker`]: claims due deliveries under a lease (`FOR UPDATE SKIP LOCKED` on
 //!   PostgreSQL), POSTs each with Standard Webhooks headers through the guarded
-//!   [`HttpsClient`], records the attempt, and schedules a retry.
+//!   [`HttpsClient`], records the attempt, and schedules a retry. It sees the
+//!   database only through the store's [`Queue`](hookline_store::Queue) handle.
 //!
 //! Another Rust service of the product emits an event like this:
 //!
@@ -15,7 +16,7 @@
 //! use hookline_delivery::Outbox;
 //! use hookline_domain::EventName;
 //!
-//! let outbox = Outbox::new(store);
+//! let outbox = Outbox::new(store.events());
 //! let emitted = outbox
 //!     .emit(workspace, EventName::LinkClicked, serde_json::json!({"linkId": "lnk_1"}))
 //!     .await?;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 
 pub use client::{HttpsClient, MAX_KEPT_BODY, Response};
 use hookline_domain::{EventName, EventPayload, WebhookId, WorkspaceId};
-use hookline_store::Store;
+use hookline_store::Events;
 pub use schedule::RetrySchedule;
 pub use signing::sign;
 use tokio::sync::Notify;
@@ -55,7 +56,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// in one transaction, before `emit` returns. From then on it survives any crash.
 #[derive(Debug, Clone)]
 pub struct Outbox {
-    store: Store,
+    events: Events,
     /// Wakes a worker of this process at once (others: NOTIFY on PostgreSQL, polling
     /// on SQLite).
     wakeup: Arc<Notify>,
@@ -70,12 +71,12 @@ pub struct Emitted {
 }
 
 impl Outbox {
-    pub fn new(store: Store) -> Self {
-        Self::with_wakeup(store, Arc::new(Notify::new()))
+    pub fn new(events: Events) -> Self {
+        Self::with_wakeup(events, Arc::new(Notify::new()))
     }
 
-    pub(crate) fn with_wakeup(store: Store, wakeup: Arc<Notify>) -> Self {
-        Outbox { store, wakeup }
+    pub(crate) fn with_wakeup(events: Events, wakeup: Arc<Notify>) -> Self {
+        Outbox { events, wakeup }
     }
 
     /// Emits `event` in `workspace` with `data` (a JSON object of the event's shape).
@@ -88,7 +89,7 @@ impl Outbox {
         data: serde_json::Value,
     ) -> Result<Emitted> {
         let payload = EventPayload::new(event, workspace, data)?;
-        let webhooks = self.store.record_event(&payload).await?;
+        let webhooks = self.events.record(&payload).await?;
         if !webhooks.is_empty() {
             self.wakeup.notify_one();
         }

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hookline_domain::{TargetPolicy, Timestamp};
-use hookline_store::{
-    ClaimedDelivery, DeliveryAttempt, DeliveryListener, Finished, Outcome, Store,
+use hookline_domain::{
+    ClaimedDelivery, DeliveryAttempt, Finished, Outcome, TargetPolicy, Timestamp,
 };
+use hookline_store::{DeliveryListener, Events, Queue};
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
@@ -71,8 +71,8 @@ impl DeliveryConfig {
     /// another process (SQLite has no NOTIFY) arrive in streams and bursts: a worker
     /// that just drained one looks again within milliseconds, and keeps looking
     /// soon across the gaps between bursts (falling back to the idle interval at
-    /// once left the next bursts waiting up to 50 ms: half-rate p99 50-66 ms);
-    /// an idle worker still polls at the interval.
+    /// once left the next bursts waiting a whole interval, see PERFORMANCE.md); an
+    /// idle worker still polls at the interval.
     fn next_poll(&self, empty_claims: u32) -> Duration {
         let fast = self.poll_interval / 10;
         fast.saturating_mul(1 << empty_claims.min(16))
@@ -96,7 +96,7 @@ const AHEAD_ROUNDS: u32 = 2;
 /// `hookline worker`); several, in several processes, share the work.
 #[derive(Debug)]
 pub struct Worker {
-    store: Store,
+    queue: Queue,
     client: HttpsClient,
     config: DeliveryConfig,
     wakeup: Arc<Notify>,
@@ -104,7 +104,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(store: Store, config: DeliveryConfig) -> Result<Worker> {
+    pub fn new(queue: Queue, config: DeliveryConfig) -> Result<Worker> {
         if config.concurrency == 0 {
             return Err(Error::Config(
                 "the delivery concurrency must be at least 1".into(),
@@ -130,7 +130,7 @@ impl Worker {
             .fill(&mut token)
             .map_err(|_| Error::Config("the system's random number generator failed".into()))?;
         Ok(Worker {
-            store,
+            queue,
             client,
             config,
             wakeup: Arc::new(Notify::new()),
@@ -139,8 +139,8 @@ impl Worker {
     }
 
     /// An outbox whose emits wake this worker at once.
-    pub fn outbox(&self) -> Outbox {
-        Outbox::with_wakeup(self.store.clone(), Arc::clone(&self.wakeup))
+    pub fn outbox(&self, events: Events) -> Outbox {
+        Outbox::with_wakeup(events, Arc::clone(&self.wakeup))
     }
 
     /// Delivers until `shutdown` completes; then hands back the claims it never
@@ -154,21 +154,20 @@ impl Worker {
         // delivery per freed slot would cost a round of queries each.
         let quarter = (self.config.concurrency / 4).max(1);
         // Claims run ahead: one goes out while up to AHEAD_ROUNDS times the slots'
-        // worth of deliveries are waiting ready, so that slots freed during a claim (2-3 ms on
-        // PostgreSQL) start at once. With a quarter ahead, a claim went out only once
-        // the ready queue ran dry, and when it came back 16-23 slots sat idle on
-        // average; the drain was bound by one claim of ~40 rows per round trip.
+        // worth of deliveries are waiting ready, so that slots freed during a claim
+        // start at once. With less ahead, a claim went out only once the ready queue
+        // ran dry, and slots sat idle while it ran (see PERFORMANCE.md).
         let ahead = (self.config.concurrency * AHEAD_ROUNDS as usize).max(1);
         let (recorder, outcomes) = mpsc::channel::<Finished>(self.config.concurrency);
-        let recording = tokio::spawn(record(self.store.clone(), outcomes));
+        let recording = tokio::spawn(record(self.queue.clone(), outcomes));
         // What every attempt shares, made once: attempts are the hot path.
         let attempt = Arc::new(Attempt {
             client: self.client.clone(),
             schedule: self.config.retry_schedule.clone(),
             recorder,
-            store: self.store.clone(),
+            queue: self.queue.clone(),
         });
-        let mut listener = match self.store.delivery_listener().await {
+        let mut listener = match self.queue.listen().await {
             Ok(listener) => listener,
             Err(error) => {
                 tracing::warn!(%error, "cannot listen for new deliveries; polling only");
@@ -177,7 +176,7 @@ impl Worker {
         };
         let (stop_upkeep, upkeep_stopped) = watch::channel(false);
         let upkeep = tokio::spawn(upkeep(
-            self.store.clone(),
+            self.queue.clone(),
             self.config.retention,
             upkeep_stopped,
         ));
@@ -186,8 +185,8 @@ impl Worker {
             "delivery worker started"
         );
         // Claimed deliveries waiting for a free slot: claims run ahead of the slots
-        // by a quarter of them, so a freed slot starts its next delivery at once
-        // instead of idling while a claim runs.
+        // (up to `ahead`), so a freed slot starts its next delivery at once instead
+        // of idling while a claim runs.
         let mut ready: VecDeque<ClaimedDelivery> = VecDeque::new();
         let mut claiming: Option<ClaimFuture<'_>> = None;
         // Whether deliveries may be due: false after a claim came back short, until
@@ -256,7 +255,7 @@ impl Worker {
         }
         if !ready.is_empty() {
             let unstarted: Vec<ClaimedDelivery> = ready.into_iter().collect();
-            if let Err(error) = self.store.release_claimed_deliveries(&unstarted).await {
+            if let Err(error) = self.queue.release(&unstarted).await {
                 tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends");
             }
         }
@@ -281,8 +280,8 @@ impl Worker {
         let now = Timestamp::now();
         let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
         let claimed = self
-            .store
-            .claim_due_deliveries(now, now.plus_millis(lease), wanted, &self.lease_token)
+            .queue
+            .claim(now, now.plus_millis(lease), wanted, &self.lease_token)
             .await;
         (wanted, claimed)
     }
@@ -313,20 +312,20 @@ const STATISTICS_CHECK: Duration = Duration::from_secs(10);
 const RETENTION_CHECK: Duration = Duration::from_secs(3600);
 
 /// The worker's housekeeping, beside the delivery loop and never in its way: the
-/// queue table's planner statistics (see `Store::analyze_queue_if_never_analyzed`)
-/// and retention. Each step runs to its end; `stopped` is looked at in between.
-async fn upkeep(store: Store, retention: Duration, mut stopped: watch::Receiver<bool>) {
+/// queue table's planner statistics (see `Queue::analyze_if_never_analyzed`) and
+/// retention. Each step runs to its end; `stopped` is looked at in between.
+async fn upkeep(queue: Queue, retention: Duration, mut stopped: watch::Receiver<bool>) {
     let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
     let mut next_retention = Instant::now();
     loop {
-        match store.analyze_queue_if_never_analyzed().await {
+        match queue.analyze_if_never_analyzed().await {
             Ok(true) => tracing::info!("gathered the planner's first statistics on the outbox"),
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),
         }
         if Instant::now() >= next_retention {
             let cutoff = Timestamp::now().plus_millis(-retention);
-            match store.delete_expired(cutoff).await {
+            match queue.delete_expired(cutoff).await {
                 Ok((events, attempts)) if events + attempts > 0 => {
                     tracing::info!(
                         events,
@@ -376,14 +375,14 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
 /// Outcomes waiting to be recorded. One recorder takes whatever has queued up
 /// while it recorded the last batch and records it in one statement (two on
 /// SQLite): the busier the worker, the bigger the batch. Several recorders side by
-/// side were slower on PostgreSQL (10,030 against 7,784 deliveries/s with four):
-/// each recorded smaller batches, paying a commit for each.
+/// side were slower on PostgreSQL (see PERFORMANCE.md): each recorded smaller
+/// batches, paying a commit for each.
 const RECORD_BATCH: usize = 256;
 
-async fn record(store: Store, mut receiver: mpsc::Receiver<Finished>) {
+async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>) {
     let mut batch = Vec::with_capacity(RECORD_BATCH);
     while receiver.recv_many(&mut batch, RECORD_BATCH).await > 0 {
-        match store.finish_delivery_attempts(&batch).await {
+        match queue.finish(&batch).await {
             Ok(recorded) => {
                 for (finished, recorded) in batch.iter().zip(recorded) {
                     if !recorded {
@@ -409,7 +408,7 @@ async fn record(store: Store, mut receiver: mpsc::Receiver<Finished>) {
 struct Attempt {
     client: HttpsClient,
     schedule: RetrySchedule,
-    store: Store,
+    queue: Queue,
     recorder: mpsc::Sender<Finished>,
 }
 
@@ -426,7 +425,7 @@ impl Attempt {
         );
         async move {
             if !delivery.webhook.enabled {
-                if let Err(error) = self.store.cancel_claimed_delivery(&delivery).await {
+                if let Err(error) = self.queue.cancel(&delivery).await {
                     tracing::error!(%error, "cannot cancel the delivery of a disabled webhook");
                 }
                 return;
@@ -458,8 +457,8 @@ impl Attempt {
                 response_body: response.body,
             };
             match &attempt.error {
-                None => tracing::info!(status = attempt.status, duration_ms = attempt.duration_ms, ?outcome, "delivery attempt"),
-                Some(error) => tracing::warn!(%error, duration_ms = attempt.duration_ms, ?outcome, "delivery attempt failed"),
+                None => tracing::info!(status = attempt.status, duration_ms = attempt.duration_ms, %outcome, "delivery attempt"),
+                Some(error) => tracing::warn!(%error, duration_ms = attempt.duration_ms, %outcome, "delivery attempt failed"),
             }
             let finished = Finished { claimed: delivery, attempt, outcome };
             if self.recorder.send(finished).await.is_err() {

@@ -4,7 +4,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::text::label_type;
-use crate::{ApiKeyId, Error, Result, Timestamp, WorkspaceId};
+use crate::{ApiKeyId, Error, Result, Timestamp, Workspace, WorkspaceId};
 
 /// The service's key prefix, written before every API key: `hl` in `hl_…`.
 ///
@@ -175,6 +175,28 @@ impl ApiKeyRecord {
             None => ApiKeyStatus::Active,
         }
     }
+
+    /// Whether a request with this key counts in its rate window: an active key of
+    /// a workspace whose plan includes the API. A request refused for its key or
+    /// its plan is counted nowhere.
+    pub fn counts_requests(&self, workspace: &Workspace) -> bool {
+        self.status() == ApiKeyStatus::Active && workspace.plan.includes_api()
+    }
+
+    /// Whether a use in the minute starting at `minute` must be written: last use
+    /// is kept to the minute, for active keys only.
+    pub fn needs_touch(&self, minute: Timestamp) -> bool {
+        self.status() == ApiKeyStatus::Active && self.last_used_at.is_none_or(|at| at < minute)
+    }
+}
+
+/// A key's rate-limit window after counting requests in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateWindow {
+    pub started_at: Timestamp,
+    /// Requests counted in this window, these included (it may exceed the limit:
+    /// refused requests are counted too, and never let through).
+    pub count: u64,
 }
 
 #[cfg(test)]

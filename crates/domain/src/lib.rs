@@ -11,12 +11,14 @@
 
 mod account;
 mod api_key;
+mod delivery;
 mod error;
 mod event;
 mod examples;
 mod id;
 mod net;
 mod plan;
+mod refusal;
 mod text;
 mod time;
 mod url;
@@ -24,12 +26,16 @@ mod webhook;
 mod workspace;
 
 pub use account::{Account, Username};
-pub use api_key::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyHash, KeyName, KeyPrefix};
+pub use api_key::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyHash, KeyName, KeyPrefix, RateWindow};
+pub use delivery::{
+    ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryState, Finished, GoneAction, Outcome,
+};
 pub use error::{Error, Result};
 pub use event::{EventName, EventPayload, subscribed_events};
 pub use id::{AccountId, ApiKeyId, EventId, Id, IdKind, WebhookId, WorkspaceId};
 pub use net::{TargetPolicy, reserved_range};
 pub use plan::Plan;
+pub use refusal::Refusal;
 pub use time::Timestamp;
 pub use url::{Host, WebhookUrl};
 pub use webhook::{Webhook, WebhookDescription, WebhookSecret, WebhookSource};

@@ -128,10 +128,23 @@ impl From<hookline_auth::Error> for ApiError {
     }
 }
 
-impl From<hookline_store::Error> for ApiError {
-    fn from(error: hookline_store::Error) -> Self {
-        tracing::error!(error = %error, "store failure");
-        ApiError::Internal
+impl From<hookline_app::Error> for ApiError {
+    fn from(error: hookline_app::Error) -> Self {
+        use hookline_app::Error;
+        use hookline_domain::Refusal;
+        match error {
+            Error::Refused(Refusal::TooManyWebhooks { limit, .. }) => {
+                ApiError::InvalidHook(format!(
+                    "This workspace already has {limit} webhooks, the most it can have; delete one first."
+                ))
+            }
+            // The caller's own workspace, found by its key a moment ago: gone since,
+            // or a failure of ours.
+            other => {
+                tracing::error!(error = %other, "request failed");
+                ApiError::Internal
+            }
+        }
     }
 }
 

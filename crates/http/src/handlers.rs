@@ -1,12 +1,11 @@
 //! One function per endpoint. Each gets the authenticated caller and answers a
 //! response or an [`ApiError`].
 
+use hookline_app::{App, WebhookSpec};
 use hookline_auth::Caller;
 use hookline_domain::{
-    EventId, EventName, EventPayload, Timestamp, WebhookDescription, WebhookId, WebhookSource,
-    WebhookUrl, subscribed_events,
+    EventName, WebhookDescription, WebhookId, WebhookSource, WebhookUrl, subscribed_events,
 };
-use hookline_store::{NewWebhook, Store};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_LENGTH, USER_AGENT};
@@ -14,11 +13,8 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, json_response};
-use crate::server::App;
+use crate::server::Api;
 use crate::wire::{AccountObject, Me, Success, WebhookObject, WorkspaceObject};
-
-/// Sample payloads returned at most.
-const SAMPLES: u32 = 3;
 
 fn ok<T: serde::Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
     let body = Success {
@@ -28,8 +24,8 @@ fn ok<T: serde::Serialize>(status: StatusCode, data: Option<T>) -> Response<Full
     json_response(status, serde_json::to_string(&body).unwrap_or_default())
 }
 
-pub(crate) async fn me(store: &Store, caller: &Caller) -> Result<Response<Full<Bytes>>, ApiError> {
-    let accounts = store.connected_accounts(caller.workspace.id).await?;
+pub(crate) async fn me(app: &App, caller: &Caller) -> Result<Response<Full<Bytes>>, ApiError> {
+    let accounts = app.connected_accounts(caller.workspace.id).await?;
     let me = Me {
         workspace: WorkspaceObject::from(&caller.workspace),
         accounts: accounts.iter().map(AccountObject::from).collect(),
@@ -38,16 +34,16 @@ pub(crate) async fn me(store: &Store, caller: &Caller) -> Result<Response<Full<B
 }
 
 pub(crate) async fn list_hooks(
-    store: &Store,
+    app: &App,
     caller: &Caller,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
-    let webhooks = store.webhooks(caller.workspace.id).await?;
+    let webhooks = app.webhooks(caller.workspace.id).await?;
     let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
     Ok(ok(StatusCode::OK, Some(listed)))
 }
 
 pub(crate) async fn create_hook(
-    app: &App,
+    api: &Api,
     caller: &Caller,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
@@ -56,66 +52,40 @@ pub(crate) async fn create_hook(
         .get(USER_AGENT)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let body = read_json(request, app.config.max_body_bytes).await?;
-    let hook = NewHook::parse(body, user_agent.as_deref(), app.config.target_policy)?;
-    let secret = hookline_auth::generate_webhook_secret().map_err(ApiError::from)?;
-    let created = app
-        .store
-        .create_webhook(NewWebhook {
-            workspace_id: caller.workspace.id,
-            url: &hook.url,
-            events: &hook.events,
-            description: &hook.description,
-            source: WebhookSource::Api,
-            secret: &secret,
-        })
-        .await
-        .map_err(|error| match error {
-            hookline_store::Error::TooManyWebhooks { limit, .. } => ApiError::InvalidHook(format!(
-                "This workspace already has {limit} webhooks, the most it can have; delete one first."
-            )),
-            other => ApiError::from(other),
-        })?;
+    let body = read_json(request, api.config.max_body_bytes).await?;
+    let spec = parse_new_hook(body, user_agent.as_deref(), api.app.config().target_policy)?;
+    let created = api
+        .app
+        .create_webhook(caller.workspace.id, &spec, WebhookSource::Api)
+        .await?;
     Ok(ok(
         StatusCode::CREATED,
-        Some(WebhookObject::created(&created, &secret)),
+        Some(WebhookObject::created(&created.webhook, &created.secret)),
     ))
 }
 
 pub(crate) async fn delete_hook(
-    store: &Store,
+    app: &App,
     caller: &Caller,
     id: &str,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
     // An id that cannot exist is as gone as a deleted one: 200 either way, so
     // repeated calls (and unsubscribes of stale ids) are safe.
     if let Ok(id) = id.parse::<WebhookId>() {
-        store.delete_webhook(id, Some(caller.workspace.id)).await?;
+        app.unsubscribe(caller.workspace.id, id).await?;
     }
     Ok(ok::<()>(StatusCode::OK, None))
 }
 
 pub(crate) async fn sample(
-    store: &Store,
+    app: &App,
     caller: &Caller,
     event: &str,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
     let event: EventName = event
         .parse()
         .map_err(|error: hookline_domain::Error| ApiError::NotFound(format!("{error}.")))?;
-    let mut payloads = store
-        .recent_event_payloads(caller.workspace.id, event, SAMPLES)
-        .await?;
-    if payloads.is_empty() {
-        let example = EventPayload {
-            id: EventId::generate(),
-            event,
-            workspace_id: caller.workspace.id,
-            occurred_at: Timestamp::now(),
-            data: event.example_data(),
-        };
-        payloads.push(example.to_json());
-    }
+    let payloads = app.samples(caller.workspace.id, event).await?;
     // The stored payloads go out byte for byte as they were delivered.
     let body = format!(r#"{{"success":true,"data":[{}]}}"#, payloads.join(","));
     Ok(json_response(StatusCode::OK, body))
@@ -147,78 +117,68 @@ async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, Ap
         .map_err(|error| ApiError::InvalidHook(format!("The body is not valid JSON: {error}.")))
 }
 
-/// A `POST /hooks` body, checked.
-struct NewHook {
-    url: WebhookUrl,
-    events: Vec<EventName>,
-    description: WebhookDescription,
-}
-
 /// Names automation platforms send the target URL under; `url` wins.
 const URL_FIELDS: [&str; 4] = ["url", "target_url", "targetUrl", "hookUrl"];
 
-impl NewHook {
-    fn parse(
-        body: Value,
-        user_agent: Option<&str>,
-        policy: hookline_domain::TargetPolicy,
-    ) -> Result<Self, ApiError> {
-        let Value::Object(body) = body else {
-            return Err(ApiError::InvalidHook(
-                "The body must be a JSON object.".into(),
-            ));
-        };
-        let (field, url) = URL_FIELDS
-            .iter()
-            .find_map(|field| {
-                optional_string(&body, field)
-                    .transpose()
-                    .map(|url| (*field, url))
-            })
-            .ok_or_else(|| {
-                ApiError::InvalidHook(
-                    "`url` is required: the https:// URL to send events to.".into(),
-                )
-            })?;
-        let url = WebhookUrl::parse(url?, policy).map_err(|error| invalid_field(field, &error))?;
-
-        let mut names: Vec<&str> = Vec::new();
-        match body.get("events") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                for item in items {
-                    let name = item.as_str().ok_or_else(|| {
-                        ApiError::InvalidHook("`events` must be an array of event names.".into())
-                    })?;
-                    names.push(name);
-                }
-            }
-            Some(_) => {
-                return Err(ApiError::InvalidHook(
-                    "`events` must be an array of event names.".into(),
-                ));
-            }
-        }
-        if let Some(event) = optional_string(&body, "event")? {
-            names.push(event);
-        }
-        if names.is_empty() {
-            return Err(ApiError::InvalidHook(
-                "`events` (an array) or `event` (a string) is required.".into(),
-            ));
-        }
-        let events =
-            subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?;
-
-        let description = optional_string(&body, "description")?;
-        let description = WebhookDescription::parse_or_default(description, user_agent, &url)
-            .map_err(|error| invalid_field("description", &error))?;
-        Ok(NewHook {
-            url,
-            events,
-            description,
+/// A `POST /hooks` body, checked.
+fn parse_new_hook(
+    body: Value,
+    user_agent: Option<&str>,
+    policy: hookline_domain::TargetPolicy,
+) -> Result<WebhookSpec, ApiError> {
+    let Value::Object(body) = body else {
+        return Err(ApiError::InvalidHook(
+            "The body must be a JSON object.".into(),
+        ));
+    };
+    let (field, url) = URL_FIELDS
+        .iter()
+        .find_map(|field| {
+            optional_string(&body, field)
+                .transpose()
+                .map(|url| (*field, url))
         })
+        .ok_or_else(|| {
+            ApiError::InvalidHook("`url` is required: the https:// URL to send events to.".into())
+        })?;
+    let url = WebhookUrl::parse(url?, policy).map_err(|error| invalid_field(field, &error))?;
+
+    let mut names: Vec<&str> = Vec::new();
+    match body.get("events") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for item in items {
+                let name = item.as_str().ok_or_else(|| {
+                    ApiError::InvalidHook("`events` must be an array of event names.".into())
+                })?;
+                names.push(name);
+            }
+        }
+        Some(_) => {
+            return Err(ApiError::InvalidHook(
+                "`events` must be an array of event names.".into(),
+            ));
+        }
     }
+    if let Some(event) = optional_string(&body, "event")? {
+        names.push(event);
+    }
+    if names.is_empty() {
+        return Err(ApiError::InvalidHook(
+            "`events` (an array) or `event` (a string) is required.".into(),
+        ));
+    }
+    let events =
+        subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?;
+
+    let description = optional_string(&body, "description")?;
+    let description = WebhookDescription::parse_or_default(description, user_agent, &url)
+        .map_err(|error| invalid_field("description", &error))?;
+    Ok(WebhookSpec {
+        url,
+        events,
+        description,
+    })
 }
 
 /// A string field; absent and `null` are both `None`, another type is a 400.
@@ -250,11 +210,11 @@ mod tests {
 
     use super::*;
 
-    fn parse(body: Value) -> Result<NewHook, ApiError> {
-        NewHook::parse(body, Some("Zapier"), TargetPolicy::PublicOnly)
+    fn parse(body: Value) -> Result<WebhookSpec, ApiError> {
+        parse_new_hook(body, Some("Zapier"), TargetPolicy::PublicOnly)
     }
 
-    fn message(result: Result<NewHook, ApiError>) -> String {
+    fn message(result: Result<WebhookSpec, ApiError>) -> String {
         match result {
             Err(ApiError::InvalidHook(message)) => message,
             Err(other) => panic!("not a 400 of POST /hooks: {other:?}"),

@@ -4,9 +4,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookline_app::App;
 use hookline_auth::{AuthConfig, Authenticator};
-use hookline_domain::TargetPolicy;
-use hookline_store::Store;
+use hookline_store::KeyCheck;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::AUTHORIZATION;
@@ -29,8 +29,6 @@ pub struct HttpConfig {
     /// `HOOKLINE_LISTEN`; port 0 picks a free port (see [`Server::local_addr`]).
     pub listen: SocketAddr,
     pub auth: AuthConfig,
-    /// `HOOKLINE_ALLOW_PRIVATE_TARGETS`: which webhook URLs `POST /hooks` accepts.
-    pub target_policy: TargetPolicy,
     /// Larger request bodies are refused with 413 before they are read.
     pub max_body_bytes: usize,
     /// Request headers, in all, at most this large (431 on HTTP/1.1).
@@ -46,7 +44,6 @@ impl Default for HttpConfig {
         HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             auth: AuthConfig::default(),
-            target_policy: TargetPolicy::PublicOnly,
             max_body_bytes: 64 * 1024,
             max_header_bytes: 64 * 1024,
             header_read_timeout: Duration::from_secs(10),
@@ -57,8 +54,8 @@ impl Default for HttpConfig {
 
 /// What every request handler shares.
 #[derive(Debug)]
-pub(crate) struct App {
-    pub(crate) store: Store,
+pub(crate) struct Api {
+    pub(crate) app: App,
     pub(crate) auth: Authenticator,
     pub(crate) config: HttpConfig,
 }
@@ -67,12 +64,14 @@ pub(crate) struct App {
 #[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
-    app: Arc<App>,
+    api: Arc<Api>,
 }
 
 impl Server {
-    pub async fn bind(config: HttpConfig, store: Store) -> Result<Server> {
-        let auth = Authenticator::new(store.clone(), config.auth.clone())?;
+    /// Binds the listener. Requests act through `app`; their keys are checked
+    /// through `keys`, with the limits of `config.auth`.
+    pub async fn bind(config: HttpConfig, app: App, keys: KeyCheck) -> Result<Server> {
+        let auth = Authenticator::new(keys, config.auth.clone())?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|cause| Error::Bind {
@@ -81,11 +80,7 @@ impl Server {
             })?;
         Ok(Server {
             listener,
-            app: Arc::new(App {
-                store,
-                auth,
-                config,
-            }),
+            api: Arc::new(Api { app, auth, config }),
         })
     }
 
@@ -101,13 +96,13 @@ impl Server {
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(self.app.config.header_read_timeout)
-            .max_buf_size(self.app.config.max_header_bytes.max(8192));
+            .header_read_timeout(self.api.config.header_read_timeout)
+            .max_buf_size(self.api.config.max_header_bytes.max(8192));
         builder
             .http2()
             .timer(TokioTimer::new())
             .max_header_list_size(
-                u32::try_from(self.app.config.max_header_bytes).unwrap_or(u32::MAX),
+                u32::try_from(self.api.config.max_header_bytes).unwrap_or(u32::MAX),
             )
             .max_concurrent_streams(256);
         let graceful = GracefulShutdown::new();
@@ -117,10 +112,10 @@ impl Server {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
-                        let app = Arc::clone(&self.app);
+                        let api = Arc::clone(&self.api);
                         let service = service_fn(move |request| {
-                            let app = Arc::clone(&app);
-                            async move { Ok::<_, Infallible>(app.handle(request).await) }
+                            let api = Arc::clone(&api);
+                            async move { Ok::<_, Infallible>(api.handle(request).await) }
                         });
                         let connection = builder
                             .serve_connection(TokioIo::new(stream), service)
@@ -143,7 +138,7 @@ impl Server {
         }
         drop(self.listener);
         tracing::info!("shutting down: finishing in-flight requests");
-        let grace = self.app.config.shutdown_grace;
+        let grace = self.api.config.shutdown_grace;
         if tokio::time::timeout(grace, graceful.shutdown())
             .await
             .is_err()
@@ -156,7 +151,7 @@ impl Server {
     }
 }
 
-impl App {
+impl Api {
     /// One request, in a span carrying its route and workspace, logged once at the end.
     async fn handle(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
         let started = Instant::now();
@@ -198,11 +193,11 @@ impl App {
         };
         span.record("workspace", field::display(caller.workspace.id));
         let answer = match route {
-            Route::Me => handlers::me(&self.store, &caller).await,
-            Route::ListHooks => handlers::list_hooks(&self.store, &caller).await,
+            Route::Me => handlers::me(&self.app, &caller).await,
+            Route::ListHooks => handlers::list_hooks(&self.app, &caller).await,
             Route::CreateHook => handlers::create_hook(self, &caller, request).await,
-            Route::DeleteHook { id } => handlers::delete_hook(&self.store, &caller, id).await,
-            Route::Sample { event } => handlers::sample(&self.store, &caller, event).await,
+            Route::DeleteHook { id } => handlers::delete_hook(&self.app, &caller, id).await,
+            Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
         };
         let mut response = answer.unwrap_or_else(ApiError::into_response);
         rate_limit_headers(response.headers_mut(), &caller.rate);

@@ -1,29 +1,12 @@
-use hookline_domain::WorkspaceId;
+use hookline_domain::Refusal;
 
-/// What can go wrong in the store. The first variants are answers a caller acts on
-/// (not found, a limit reached); the others are failures of the database itself.
+/// What can go wrong in the store: an answer the caller acts on ([`Refusal`]), or a
+/// failure of the database itself.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("no {kind} with id `{id}`")]
-    NotFound { kind: &'static str, id: String },
-    #[error("workspace {workspace} already has {limit} webhooks; delete one before adding another")]
-    TooManyWebhooks {
-        workspace: WorkspaceId,
-        limit: usize,
-    },
-    #[error(
-        "workspace {workspace} already has {limit} active API keys; revoke one before creating another"
-    )]
-    TooManyApiKeys {
-        workspace: WorkspaceId,
-        limit: usize,
-    },
-    #[error("@{username} is already connected to workspace {workspace} as {account}")]
-    AlreadyConnected {
-        username: String,
-        workspace: WorkspaceId,
-        account: String,
-    },
+    /// An answer the caller acts on: not found, a limit reached, a conflict.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     #[error("invalid database URL: {0}")]
     InvalidUrl(String),
     #[error("cannot connect to the database: {0}")]
@@ -41,8 +24,8 @@ pub enum Error {
     /// database or the caller.
     #[error("internal error: {0}")]
     Internal(&'static str),
-    /// The task serving coalesced reads is gone: the runtime is shutting down.
-    #[error("the store's reader has stopped")]
+    /// The task serving coalesced calls is gone: the runtime is shutting down.
+    #[error("the store's coalescing task has stopped")]
     Stopped,
     /// A stored row that no longer passes the domain's rules: a bug or a hand edit.
     /// The cause is in the message, not a `source`, so it is printed once.
@@ -55,9 +38,18 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn not_found(kind: &'static str, id: impl ToString) -> Self {
-        Error::NotFound {
-            kind,
-            id: id.to_string(),
+        Error::Refused(Refusal::not_found(kind, id))
+    }
+}
+
+impl From<hookline_batch::Error<Error>> for Error {
+    fn from(error: hookline_batch::Error<Error>) -> Self {
+        match error {
+            hookline_batch::Error::Failed(shared) => Error::Shared(shared),
+            hookline_batch::Error::Miscounted => {
+                Error::Internal("a batch answered for a different number of calls")
+            }
+            hookline_batch::Error::Stopped => Error::Stopped,
         }
     }
 }

@@ -1,5 +1,7 @@
+//! The embedded migrations, applied once however many processes start together.
+
 use diesel::migration::MigrationVersion;
-use diesel::{Connection, RunQueryDsl};
+use diesel::{Connection, RunQueryDsl, SqliteConnection};
 use diesel_async::AsyncPgConnection;
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
@@ -14,33 +16,52 @@ const MIGRATION_LOCK: i64 = 0x686f6f6b6c696e65; // "hookline"
 
 impl Store {
     /// Brings the schema up to date; answers the versions it applied (none when the
-    /// database was current). On PostgreSQL it runs under an advisory lock, so that
-    /// instances starting together apply each migration once.
+    /// database was current).
+    ///
+    /// Processes starting together on a new database (`serve &` and a CLI command
+    /// at once, replicas) apply each migration once: the check of what is applied
+    /// and the applying are one critical section across processes. PostgreSQL runs
+    /// it under an advisory lock; SQLite in one `IMMEDIATE` transaction (the
+    /// database's write lock, taken after this process's write turn), so a second
+    /// migrator waits, then finds everything applied.
     pub async fn migrate(&self) -> Result<Vec<String>> {
-        let url = self.database_url.clone();
-        let backend = self.backend();
-        tokio::task::spawn_blocking(move || match backend {
+        let url = self.db.database_url.to_string();
+        match self.backend() {
             Backend::Sqlite => {
-                let mut conn = diesel::SqliteConnection::establish(&url)
-                    .map_err(|e| Error::Connect(e.to_string()))?;
-                diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)?;
-                apply(&mut conn)
+                let _turn = self.db.write_turn().await;
+                blocking(move || {
+                    let mut conn = SqliteConnection::establish(&url)
+                        .map_err(|e| Error::Connect(e.to_string()))?;
+                    diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)?;
+                    conn.immediate_transaction(apply)
+                })
+                .await
             }
             Backend::Postgres => {
-                let mut conn =
-                    <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(&url)
-                        .map_err(|e| Error::Connect(e.to_string()))?;
-                diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
-                    .execute(&mut conn)?;
-                let applied = apply(&mut conn);
-                diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
-                    .execute(&mut conn)?;
-                applied
+                blocking(move || {
+                    let mut conn =
+                        <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(&url)
+                            .map_err(|e| Error::Connect(e.to_string()))?;
+                    diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+                        .execute(&mut conn)?;
+                    let applied = apply(&mut conn);
+                    diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
+                        .execute(&mut conn)?;
+                    applied
+                })
+                .await
             }
-        })
+        }
+    }
+}
+
+/// Runs `work` on a blocking thread: diesel's migration harness is synchronous.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| Error::Migration(e.to_string()))?
-    }
 }
 
 fn apply<DB: diesel::backend::Backend>(

@@ -113,6 +113,12 @@ pub(crate) fn push_json_string(json: &mut String, value: &str) {
     json.push('"');
 }
 
+/// One field of every row, as PostgreSQL takes a batch column (an array parameter);
+/// text is borrowed, not copied.
+pub(crate) fn column<'a, R, V>(rows: &'a [R], field: impl Fn(&'a R) -> V) -> Vec<V> {
+    rows.iter().map(field).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! One migrations folder serves both backends; this keeps them in step.
 
 use hookline_store::Backend;
-use hookline_store::testing::TestDb;
+use hookline_testdb::TestDb;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_backends_end_with_the_same_tables_and_columns() {

@@ -3,14 +3,13 @@
 
 use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
 use hookline_domain::{
-    AccountId, ApiKeyId, ApiKeyStatus, EventName, EventPayload, KeyHash, KeyName, Plan,
-    TargetPolicy, Timestamp, Username, Webhook, WebhookDescription, WebhookId, WebhookSecret,
-    WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, ApiKeyStatus, ClaimedDelivery, DeliveryAttempt, DeliveryState, EventName,
+    EventPayload, Finished, KeyHash, KeyName, Outcome, Plan, Refusal, TargetPolicy, Timestamp,
+    Username, Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
+    WorkspaceId, WorkspaceName,
 };
-use hookline_store::{
-    Backend, ClaimedDelivery, DeliveryAttempt, DeliveryState, Error, Finished, KeyUses, NewWebhook,
-    Outcome, Store, backend_tests,
-};
+use hookline_store::{Error, NewWebhook, Store};
+use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
 
 fn key_hash(seed: u8) -> KeyHash {
@@ -27,7 +26,8 @@ async fn webhook(
     let description = WebhookDescription::parse("test").unwrap();
     let secret = WebhookSecret::from_random_bytes(&[3; 32]);
     store
-        .create_webhook(NewWebhook {
+        .webhooks()
+        .create(NewWebhook {
             workspace_id: ws,
             url: &url,
             events,
@@ -40,7 +40,7 @@ async fn webhook(
 
 async fn emit(store: &Store, ws: WorkspaceId, event: EventName) -> (EventPayload, Vec<WebhookId>) {
     let payload = EventPayload::new(event, ws, json!({"n": 1})).unwrap();
-    let reached = store.record_event(&payload).await.unwrap();
+    let reached = store.events().record(&payload).await.unwrap();
     (payload, reached)
 }
 
@@ -48,74 +48,74 @@ backend_tests! {
     async fn workspaces_are_created_read_and_moved_between_plans(db) {
         let store = db.store();
         let name = WorkspaceName::parse("  Studio Maria ").unwrap();
-        let created = store.create_workspace(&name, Plan::Free).await.unwrap();
+        let created = store.workspaces().create(&name, Plan::Free).await.unwrap();
         assert_eq!(created.name.as_str(), "Studio Maria");
-        assert_eq!(store.workspace(created.id).await.unwrap(), Some(created.clone()));
+        assert_eq!(store.workspaces().get(created.id).await.unwrap(), Some(created.clone()));
 
-        let moved = store.set_workspace_plan(created.id, Plan::Studio).await.unwrap().unwrap();
+        let moved = store.workspaces().set_plan(created.id, Plan::Studio).await.unwrap().unwrap();
         assert_eq!(moved.plan, Plan::Studio);
-        assert_eq!(store.workspace(created.id).await.unwrap().unwrap().plan, Plan::Studio);
+        assert_eq!(store.workspaces().get(created.id).await.unwrap().unwrap().plan, Plan::Studio);
 
         let unknown = WorkspaceId::generate();
-        assert_eq!(store.workspace(unknown).await.unwrap(), None);
-        assert_eq!(store.set_workspace_plan(unknown, Plan::Studio).await.unwrap(), None);
+        assert_eq!(store.workspaces().get(unknown).await.unwrap(), None);
+        assert_eq!(store.workspaces().set_plan(unknown, Plan::Studio).await.unwrap(), None);
     }
 
     async fn accounts_connect_disconnect_and_reconnect_with_the_same_id(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         let maria = Username::parse("@Maria").unwrap();
-        let account = store.connect_account(ws, &maria).await.unwrap();
+        let account = store.accounts().connect(ws, &maria).await.unwrap();
         assert_eq!(account.username.as_str(), "maria");
-        let shop = store.connect_account(ws, &Username::parse("shop").unwrap()).await.unwrap();
-        assert_eq!(store.connected_accounts(ws).await.unwrap(), [account.clone(), shop.clone()]);
+        let shop = store.accounts().connect(ws, &Username::parse("shop").unwrap()).await.unwrap();
+        assert_eq!(store.accounts().connected(ws).await.unwrap(), [account.clone(), shop.clone()]);
 
-        let again = store.connect_account(ws, &maria).await.unwrap_err();
-        assert!(matches!(again, Error::AlreadyConnected { .. }), "{again}");
+        let again = store.accounts().connect(ws, &maria).await.unwrap_err();
+        assert!(matches!(again, Error::Refused(Refusal::AlreadyConnected { .. })), "{again}");
 
-        let gone = store.disconnect_account(account.id).await.unwrap().unwrap();
+        let gone = store.accounts().disconnect(account.id).await.unwrap().unwrap();
         assert_eq!(gone.id, account.id);
-        assert_eq!(store.connected_accounts(ws).await.unwrap(), std::slice::from_ref(&shop));
+        assert_eq!(store.accounts().connected(ws).await.unwrap(), std::slice::from_ref(&shop));
         // Disconnecting twice is harmless.
-        assert!(store.disconnect_account(account.id).await.unwrap().is_some());
+        assert!(store.accounts().disconnect(account.id).await.unwrap().is_some());
 
-        let back = store.connect_account(ws, &maria).await.unwrap();
+        let back = store.accounts().connect(ws, &maria).await.unwrap();
         assert_eq!(back.id, account.id);
-        assert_eq!(store.connected_accounts(ws).await.unwrap().len(), 2);
+        assert_eq!(store.accounts().connected(ws).await.unwrap().len(), 2);
 
         // Another workspace may connect the same handle: it is its own account.
         let other = db.workspace(Plan::Free).await;
-        let theirs = store.connect_account(other, &maria).await.unwrap();
+        let theirs = store.accounts().connect(other, &maria).await.unwrap();
         assert_ne!(theirs.id, account.id);
 
-        assert_eq!(store.disconnect_account(AccountId::generate()).await.unwrap(), None);
-        let err = store.connect_account(WorkspaceId::generate(), &maria).await.unwrap_err();
-        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+        assert_eq!(store.accounts().disconnect(AccountId::generate()).await.unwrap(), None);
+        let err = store.accounts().connect(WorkspaceId::generate(), &maria).await.unwrap_err();
+        assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
     }
 
     async fn api_keys_are_kept_by_hash_and_revoked_once(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         let name = KeyName::parse("Zapier").unwrap();
-        let key = store.create_api_key(ws, &name, &key_hash(1)).await.unwrap();
+        let key = store.api_keys().create(ws, &name, &key_hash(1)).await.unwrap();
         assert_eq!(key.status(), ApiKeyStatus::Active);
         assert_eq!(key.last_used_at, None);
-        assert_eq!(store.api_keys(ws).await.unwrap(), std::slice::from_ref(&key));
+        assert_eq!(store.api_keys().list(ws).await.unwrap(), std::slice::from_ref(&key));
 
-        let revoked = store.revoke_api_key(key.id).await.unwrap().unwrap();
+        let revoked = store.api_keys().revoke(key.id).await.unwrap().unwrap();
         assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
         let first_revocation = revoked.revoked_at;
-        let again = store.revoke_api_key(key.id).await.unwrap().unwrap();
+        let again = store.api_keys().revoke(key.id).await.unwrap().unwrap();
         assert_eq!(again.revoked_at, first_revocation);
-        assert_eq!(store.revoke_api_key(ApiKeyId::generate()).await.unwrap(), None);
+        assert_eq!(store.api_keys().revoke(ApiKeyId::generate()).await.unwrap(), None);
 
         // The same key (hash) cannot be recorded twice.
-        assert!(store.create_api_key(ws, &name, &key_hash(1)).await.is_err());
+        assert!(store.api_keys().create(ws, &name, &key_hash(1)).await.is_err());
         let err = store
-            .create_api_key(WorkspaceId::generate(), &name, &key_hash(2))
+            .api_keys().create(WorkspaceId::generate(), &name, &key_hash(2))
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+        assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
     }
 
     async fn at_most_ten_active_keys_and_revoking_frees_a_place(db) {
@@ -124,19 +124,19 @@ backend_tests! {
         let name = KeyName::parse("k").unwrap();
         let mut keys = Vec::new();
         for seed in 0..MAX_ACTIVE_API_KEYS as u8 {
-            keys.push(store.create_api_key(ws, &name, &key_hash(seed)).await.unwrap());
+            keys.push(store.api_keys().create(ws, &name, &key_hash(seed)).await.unwrap());
         }
-        let err = store.create_api_key(ws, &name, &key_hash(100)).await.unwrap_err();
-        assert!(matches!(err, Error::TooManyApiKeys { limit: 10, .. }), "{err}");
+        let err = store.api_keys().create(ws, &name, &key_hash(100)).await.unwrap_err();
+        assert!(matches!(err, Error::Refused(Refusal::TooManyApiKeys { limit: 10, .. })), "{err}");
         assert!(err.to_string().contains("revoke one"), "{err}");
-        assert_eq!(store.api_keys(ws).await.unwrap().len(), 10);
+        assert_eq!(store.api_keys().list(ws).await.unwrap().len(), 10);
 
-        store.revoke_api_key(keys[3].id).await.unwrap();
-        store.create_api_key(ws, &name, &key_hash(101)).await.unwrap();
-        assert_eq!(store.api_keys(ws).await.unwrap().len(), 11);
+        store.api_keys().revoke(keys[3].id).await.unwrap();
+        store.api_keys().create(ws, &name, &key_hash(101)).await.unwrap();
+        assert_eq!(store.api_keys().list(ws).await.unwrap().len(), 11);
         // Another workspace has its own ten.
         let other = db.workspace(Plan::Studio).await;
-        store.create_api_key(other, &name, &key_hash(102)).await.unwrap();
+        store.api_keys().create(other, &name, &key_hash(102)).await.unwrap();
     }
 
     async fn key_limit_holds_under_concurrent_creation(db) {
@@ -147,7 +147,7 @@ backend_tests! {
                 let store = store.clone();
                 tokio::spawn(async move {
                     let name = KeyName::parse("racer").unwrap();
-                    store.create_api_key(ws, &name, &key_hash(seed)).await
+                    store.api_keys().create(ws, &name, &key_hash(seed)).await
                 })
             })
             .collect();
@@ -155,12 +155,12 @@ backend_tests! {
         for task in tasks {
             match task.await.unwrap() {
                 Ok(_) => created += 1,
-                Err(Error::TooManyApiKeys { .. }) => {}
+                Err(Error::Refused(Refusal::TooManyApiKeys { .. })) => {}
                 Err(other) => panic!("unexpected failure: {other}"),
             }
         }
         assert_eq!(created, MAX_ACTIVE_API_KEYS);
-        assert_eq!(store.api_keys(ws).await.unwrap().len(), MAX_ACTIVE_API_KEYS);
+        assert_eq!(store.api_keys().list(ws).await.unwrap().len(), MAX_ACTIVE_API_KEYS);
     }
 
     async fn webhooks_are_listed_oldest_first_without_their_secret(db) {
@@ -178,19 +178,19 @@ backend_tests! {
         assert!(first.enabled);
         assert_eq!(first.source, WebhookSource::Api);
         assert_eq!(second.events, [EventName::LinkClicked, EventName::DmSent]);
-        assert_eq!(store.webhooks(ws).await.unwrap(), [first.clone(), second.clone()]);
-        assert_eq!(store.webhook(second.id).await.unwrap(), Some(second.clone()));
-        let secret = store.webhook_secret(first.id).await.unwrap().unwrap();
+        assert_eq!(store.webhooks().list(ws).await.unwrap(), [first.clone(), second.clone()]);
+        assert_eq!(store.webhooks().get(second.id).await.unwrap(), Some(second.clone()));
+        let secret = store.webhooks().secret(first.id).await.unwrap().unwrap();
         assert_eq!(secret, WebhookSecret::from_random_bytes(&[3; 32]));
 
         let other = db.workspace(Plan::Studio).await;
-        assert!(store.webhooks(other).await.unwrap().is_empty());
-        assert_eq!(store.webhook(WebhookId::generate()).await.unwrap(), None);
-        assert_eq!(store.webhook_secret(WebhookId::generate()).await.unwrap(), None);
+        assert!(store.webhooks().list(other).await.unwrap().is_empty());
+        assert_eq!(store.webhooks().get(WebhookId::generate()).await.unwrap(), None);
+        assert_eq!(store.webhooks().secret(WebhookId::generate()).await.unwrap(), None);
         let err = webhook(store, WorkspaceId::generate(), "https://x.example.com", &[EventName::DmSent])
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
+        assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
     }
 
     async fn at_most_ten_webhooks_enabled_or_not(db) {
@@ -201,17 +201,17 @@ backend_tests! {
                 .await
                 .unwrap();
             if i % 2 == 0 {
-                store.set_webhook_enabled(hook.id, false).await.unwrap();
+                store.webhooks().set_enabled(hook.id, false).await.unwrap();
             }
         }
         let err = webhook(store, ws, "https://eleven.example.com/", &[EventName::DmSent])
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::TooManyWebhooks { limit: 10, .. }), "{err}");
-        assert_eq!(store.webhooks(ws).await.unwrap().len(), MAX_WEBHOOKS);
+        assert!(matches!(err, Error::Refused(Refusal::TooManyWebhooks { limit: 10, .. })), "{err}");
+        assert_eq!(store.webhooks().list(ws).await.unwrap().len(), MAX_WEBHOOKS);
 
-        let first = store.webhooks(ws).await.unwrap()[0].id;
-        assert!(store.delete_webhook(first, None).await.unwrap());
+        let first = store.webhooks().list(ws).await.unwrap()[0].id;
+        assert!(store.webhooks().delete(first, None).await.unwrap());
         webhook(store, ws, "https://eleven.example.com/", &[EventName::DmSent]).await.unwrap();
     }
 
@@ -230,12 +230,12 @@ backend_tests! {
         for task in tasks {
             match task.await.unwrap() {
                 Ok(_) => created += 1,
-                Err(Error::TooManyWebhooks { .. }) => {}
+                Err(Error::Refused(Refusal::TooManyWebhooks { .. })) => {}
                 Err(other) => panic!("unexpected failure: {other}"),
             }
         }
         assert_eq!(created, MAX_WEBHOOKS);
-        assert_eq!(store.webhooks(ws).await.unwrap().len(), MAX_WEBHOOKS);
+        assert_eq!(store.webhooks().list(ws).await.unwrap().len(), MAX_WEBHOOKS);
     }
 
     async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db) {
@@ -246,14 +246,14 @@ backend_tests! {
         let (payload, reached) = emit(store, ws, EventName::DmSent).await;
         assert_eq!(reached, [hook.id]);
 
-        assert!(!store.delete_webhook(hook.id, Some(other)).await.unwrap());
-        assert!(store.webhook(hook.id).await.unwrap().is_some());
-        assert!(store.delete_webhook(hook.id, Some(ws)).await.unwrap());
-        assert!(!store.delete_webhook(hook.id, Some(ws)).await.unwrap());
-        assert_eq!(store.webhook(hook.id).await.unwrap(), None);
-        assert!(store.deliveries_of_event(payload.id).await.unwrap().is_empty());
+        assert!(!store.webhooks().delete(hook.id, Some(other)).await.unwrap());
+        assert!(store.webhooks().get(hook.id).await.unwrap().is_some());
+        assert!(store.webhooks().delete(hook.id, Some(ws)).await.unwrap());
+        assert!(!store.webhooks().delete(hook.id, Some(ws)).await.unwrap());
+        assert_eq!(store.webhooks().get(hook.id).await.unwrap(), None);
+        assert!(store.events().deliveries(payload.id).await.unwrap().is_empty());
         // The event itself stays: samples are made of it.
-        assert!(store.event_payload(payload.id).await.unwrap().is_some());
+        assert!(store.events().payload(payload.id).await.unwrap().is_some());
     }
 
     async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db) {
@@ -266,7 +266,7 @@ backend_tests! {
             .unwrap();
         let links = webhook(store, ws, "https://links.example.com/", &[EventName::LinkClicked]).await.unwrap();
         let disabled = webhook(store, ws, "https://off.example.com/", &[EventName::DmSent]).await.unwrap();
-        store.set_webhook_enabled(disabled.id, false).await.unwrap();
+        store.webhooks().set_enabled(disabled.id, false).await.unwrap();
         webhook(store, other, "https://other.example.com/", &[EventName::DmSent]).await.unwrap();
 
         let (payload, reached) = emit(store, ws, EventName::DmSent).await;
@@ -276,7 +276,7 @@ backend_tests! {
         reached_sorted.sort();
         assert_eq!(reached_sorted, expected);
 
-        let deliveries = store.deliveries_of_event(payload.id).await.unwrap();
+        let deliveries = store.events().deliveries(payload.id).await.unwrap();
         let mut delivered_to: Vec<_> = deliveries.iter().map(|d| d.webhook_id).collect();
         delivered_to.sort();
         assert_eq!(delivered_to, expected);
@@ -285,7 +285,7 @@ backend_tests! {
             assert_eq!(delivery.attempts, 0);
             assert_eq!(delivery.next_attempt_at, payload.occurred_at);
         }
-        assert_eq!(store.event_payload(payload.id).await.unwrap(), Some(payload.to_json()));
+        assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
 
         let (_, reached) = emit(store, ws, EventName::LinkClicked).await;
         assert_eq!(reached.len(), 2);
@@ -293,7 +293,7 @@ backend_tests! {
         // An event nobody subscribes to is still stored (samples), with no delivery.
         let (quiet, reached) = emit(store, ws, EventName::BioSubscribed).await;
         assert!(reached.is_empty());
-        assert!(store.event_payload(quiet.id).await.unwrap().is_some());
+        assert!(store.events().payload(quiet.id).await.unwrap().is_some());
     }
 
     async fn payloads_are_stored_byte_for_byte(db) {
@@ -306,16 +306,16 @@ backend_tests! {
             "nested": {"$[0]": "json path lookalike", "": null},
         });
         let payload = EventPayload::new(EventName::DmSent, ws, data).unwrap();
-        store.record_event(&payload).await.unwrap();
-        assert_eq!(store.event_payload(payload.id).await.unwrap(), Some(payload.to_json()));
+        store.events().record(&payload).await.unwrap();
+        assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
     }
 
     async fn an_event_for_an_unknown_workspace_writes_nothing(db) {
         let store = db.store();
         let payload = EventPayload::new(EventName::DmSent, WorkspaceId::generate(), json!({})).unwrap();
-        let err = store.record_event(&payload).await.unwrap_err();
-        assert!(matches!(err, Error::NotFound { kind: "workspace", .. }), "{err}");
-        assert_eq!(store.event_payload(payload.id).await.unwrap(), None);
+        let err = store.events().record(&payload).await.unwrap_err();
+        assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
+        assert_eq!(store.events().payload(payload.id).await.unwrap(), None);
     }
 
     async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db) {
@@ -324,19 +324,19 @@ backend_tests! {
         let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
         let (payload, _) = emit(store, ws, EventName::DmSent).await;
 
-        let disabled = store.set_webhook_enabled(hook.id, false).await.unwrap().unwrap();
+        let disabled = store.webhooks().set_enabled(hook.id, false).await.unwrap().unwrap();
         assert!(!disabled.enabled);
-        let states: Vec<_> = store.deliveries_of_event(payload.id).await.unwrap().iter().map(|d| d.state).collect();
+        let states: Vec<_> = store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
         assert_eq!(states, [DeliveryState::Cancelled]);
         let (while_disabled, reached) = emit(store, ws, EventName::DmSent).await;
         assert!(reached.is_empty());
-        assert!(store.deliveries_of_event(while_disabled.id).await.unwrap().is_empty());
+        assert!(store.events().deliveries(while_disabled.id).await.unwrap().is_empty());
 
-        let enabled = store.set_webhook_enabled(hook.id, true).await.unwrap().unwrap();
+        let enabled = store.webhooks().set_enabled(hook.id, true).await.unwrap().unwrap();
         assert!(enabled.enabled);
-        let states: Vec<_> = store.deliveries_of_event(payload.id).await.unwrap().iter().map(|d| d.state).collect();
+        let states: Vec<_> = store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
         assert_eq!(states, [DeliveryState::Cancelled]);
-        assert_eq!(store.set_webhook_enabled(WebhookId::generate(), false).await.unwrap(), None);
+        assert_eq!(store.webhooks().set_enabled(WebhookId::generate(), false).await.unwrap(), None);
     }
 
     async fn attempts_are_logged_newest_first(db) {
@@ -344,7 +344,7 @@ backend_tests! {
         let ws = db.workspace(Plan::Studio).await;
         let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
         let (payload, _) = emit(store, ws, EventName::DmSent).await;
-        assert!(store.delivery_attempts(hook.id, 100).await.unwrap().is_empty());
+        assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty());
         let at = Timestamp::now();
         let failed = DeliveryAttempt {
             event_id: payload.id,
@@ -369,8 +369,8 @@ backend_tests! {
         };
         db.record_attempt(&failed, Outcome::RetryAt(delivered.at)).await;
         db.record_attempt(&delivered, Outcome::Delivered).await;
-        assert_eq!(store.delivery_attempts(hook.id, 100).await.unwrap(), [delivered.clone(), failed]);
-        assert_eq!(store.delivery_attempts(hook.id, 1).await.unwrap(), [delivered]);
+        assert_eq!(store.webhooks().attempts(hook.id, 100).await.unwrap(), [delivered.clone(), failed]);
+        assert_eq!(store.webhooks().attempts(hook.id, 1).await.unwrap(), [delivered]);
     }
 
     async fn concurrent_emits_share_transactions_and_fail_alone(db) {
@@ -384,19 +384,19 @@ backend_tests! {
                 let target = if n % 10 == 0 { unknown } else { ws };
                 tokio::spawn(async move {
                     let payload = EventPayload::new(EventName::DmSent, target, json!({"n": n})).unwrap();
-                    (payload.clone(), store.record_event(&payload).await)
+                    (payload.clone(), store.events().record(&payload).await)
                 })
             })
             .collect();
         for task in tasks {
             let (payload, recorded) = task.await.unwrap();
             if payload.workspace_id == unknown {
-                assert!(matches!(recorded, Err(Error::NotFound { kind: "workspace", .. })), "{recorded:?}");
-                assert_eq!(store.event_payload(payload.id).await.unwrap(), None);
+                assert!(matches!(recorded, Err(Error::Refused(Refusal::NotFound { kind: "workspace", .. }))), "{recorded:?}");
+                assert_eq!(store.events().payload(payload.id).await.unwrap(), None);
             } else {
                 assert_eq!(recorded.unwrap(), [hook.id]);
-                assert_eq!(store.event_payload(payload.id).await.unwrap(), Some(payload.to_json()));
-                assert_eq!(store.deliveries_of_event(payload.id).await.unwrap().len(), 1);
+                assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
+                assert_eq!(store.events().deliveries(payload.id).await.unwrap().len(), 1);
             }
         }
     }
@@ -409,51 +409,51 @@ backend_tests! {
         let store = db.store();
         let ws = db.workspace(Plan::Creator).await;
         let name = KeyName::parse("n8n").unwrap();
-        let key = store.create_api_key(ws, &name, &key_hash(7)).await.unwrap();
-        let found = store.api_keys_by_hash(&[key_hash(7), key_hash(8), key_hash(7)]).await.unwrap();
+        let key = store.api_keys().create(ws, &name, &key_hash(7)).await.unwrap();
+        let found = store.key_check().by_hash(&[key_hash(7), key_hash(8), key_hash(7)]).await.unwrap();
         let (first, workspace) = found[0].clone().unwrap();
         assert_eq!(first, key);
         assert_eq!(workspace.id, ws);
         assert_eq!(workspace.plan, Plan::Creator);
         assert_eq!(found[1], None);
         assert_eq!(found[2], found[0]);
-        assert!(store.api_keys_by_hash(&[]).await.unwrap().is_empty());
+        assert!(store.key_check().by_hash(&[]).await.unwrap().is_empty());
 
-        store.revoke_api_key(key.id).await.unwrap();
-        let (revoked, _) = store.api_keys_by_hash(&[key_hash(7)]).await.unwrap()[0].clone().unwrap();
+        store.api_keys().revoke(key.id).await.unwrap();
+        let (revoked, _) = store.key_check().by_hash(&[key_hash(7)]).await.unwrap()[0].clone().unwrap();
         assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
     }
 
     async fn last_use_is_kept_to_the_minute(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
-        let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
-        let other = store.create_api_key(ws, &KeyName::parse("o").unwrap(), &key_hash(2)).await.unwrap();
+        let key = store.api_keys().create(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
+        let other = store.api_keys().create(ws, &KeyName::parse("o").unwrap(), &key_hash(2)).await.unwrap();
         let last_used = async |hash| {
-            store.api_keys_by_hash(&[hash]).await.unwrap()[0].clone().unwrap().0.last_used_at
+            store.key_check().by_hash(&[hash]).await.unwrap()[0].clone().unwrap().0.last_used_at
         };
         let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
-        store.touch_api_keys(&[key.id, other.id], at).await.unwrap();
+        store.key_check().touch_keys(&[key.id, other.id], at).await.unwrap();
         let touched = last_used(key_hash(1)).await;
         assert_eq!(touched.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
         assert_eq!(last_used(key_hash(2)).await, touched);
         // Later in the same minute: nothing changes. An older record never moves it back.
-        store.touch_api_keys(&[key.id], at.plus_millis(30_000)).await.unwrap();
-        store.touch_api_keys(&[key.id], at.plus_millis(-120_000)).await.unwrap();
+        store.key_check().touch_keys(&[key.id], at.plus_millis(30_000)).await.unwrap();
+        store.key_check().touch_keys(&[key.id], at.plus_millis(-120_000)).await.unwrap();
         assert_eq!(last_used(key_hash(1)).await, touched);
-        store.touch_api_keys(&[key.id], at.plus_millis(60_000)).await.unwrap();
+        store.key_check().touch_keys(&[key.id], at.plus_millis(60_000)).await.unwrap();
         assert_eq!(last_used(key_hash(1)).await.unwrap().to_string(), "2026-11-22T10:05:00.000Z");
         assert_eq!(last_used(key_hash(2)).await, touched);
-        store.touch_api_keys(&[], at).await.unwrap();
+        store.key_check().touch_keys(&[], at).await.unwrap();
     }
 
     async fn rate_windows_count_per_key_and_restart_after_they_end(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
-        let a = store.create_api_key(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
-        let b = store.create_api_key(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
+        let a = store.api_keys().create(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
+        let b = store.api_keys().create(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
         let count = async |requests: &[(ApiKeyId, u32)], at: Timestamp| {
-            store.count_requests(requests, at, 60_000).await.unwrap()
+            store.key_check().count_requests(requests, at, 60_000).await.unwrap()
         };
         let t0 = Timestamp::from_unix_millis(1_795_341_845_000).unwrap();
         let first = count(&[(a.id, 1)], t0).await;
@@ -471,49 +471,49 @@ backend_tests! {
         assert!(count(&[], t1).await.is_empty());
     }
 
-    async fn a_batch_of_key_uses_finds_touches_and_counts_as_decided(db) {
+    async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
-        let a = store.create_api_key(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
-        let b = store.create_api_key(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
+        let creator = db.workspace(Plan::Creator).await;
+        let a = store.api_keys().create(ws, &KeyName::parse("a").unwrap(), &key_hash(1)).await.unwrap();
+        let b = store.api_keys().create(ws, &KeyName::parse("b").unwrap(), &key_hash(2)).await.unwrap();
+        let c = store.api_keys().create(creator, &KeyName::parse("c").unwrap(), &key_hash(3)).await.unwrap();
+        let revoked = store.api_keys().create(ws, &KeyName::parse("r").unwrap(), &key_hash(4)).await.unwrap();
+        store.api_keys().revoke(revoked.id).await.unwrap();
         let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
-        let asked = [key_hash(1), key_hash(9), key_hash(2), key_hash(1)];
-        // The decision sees the keys found, in the order asked.
-        let batch = store
-            .use_api_keys(&asked, at, 60_000, move |found| {
-                let ids: Vec<_> = found.iter().map(|entry| entry.as_ref().map(|(key, _)| key.id)).collect();
-                assert_eq!(ids, [Some(a.id), None, Some(b.id), Some(a.id)]);
-                KeyUses { touch: vec![a.id], count: vec![(b.id, 1), (a.id, 2)] }
-            })
-            .await
-            .unwrap();
-        assert_eq!(batch.found, store.api_keys_by_hash(&asked).await.unwrap().iter().map(|entry| {
-            // Found before the touch: the last use as it was.
-            entry.clone().map(|(mut key, ws)| { key.last_used_at = None; (key, ws) })
-        }).collect::<Vec<_>>());
-        assert_eq!(batch.found[0].as_ref().unwrap().1.id, ws);
-        assert_eq!(batch.uses.count, [(b.id, 1), (a.id, 2)]);
-        let windows: Vec<_> = batch.windows.iter().map(|w| (w.started_at, w.count)).collect();
-        assert_eq!(windows, [(at, 1), (at, 2)]);
-        let last_used = |hash| async move {
-            store.api_keys_by_hash(&[hash]).await.unwrap()[0].clone().unwrap().0.last_used_at
-        };
-        assert_eq!(last_used(key_hash(1)).await.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
-        assert_eq!(last_used(key_hash(2)).await, None);
-        // The counts carry on through the plain method; deciding nothing writes nothing.
-        let next = store.count_requests(&[(a.id, 1)], at, 60_000).await.unwrap();
+        let keys = store.key_check();
+        let asked = [key_hash(1), key_hash(9), key_hash(2), key_hash(1), key_hash(3), key_hash(4)];
+        let used = keys.use_keys(&asked, at, 60_000).await.unwrap();
+        // Found in the order asked, with their workspaces.
+        let ids: Vec<_> = used.iter().map(|entry| entry.as_ref().map(|used| used.key.id)).collect();
+        assert_eq!(ids, [Some(a.id), None, Some(b.id), Some(a.id), Some(c.id), Some(revoked.id)]);
+        assert_eq!(used[0].as_ref().unwrap().workspace.id, ws);
+        assert_eq!(used[4].as_ref().unwrap().workspace.plan, Plan::Creator);
+        // Active keys on STUDIO are counted, each request once; the others nowhere.
+        let windows: Vec<_> = used.iter().map(|entry| entry.as_ref().and_then(|used| used.window)).collect();
+        let counts: Vec<_> = windows.iter().map(|window| window.map(|w| (w.started_at, w.count))).collect();
+        assert_eq!(counts, [Some((at, 2)), None, Some((at, 1)), Some((at, 2)), None, None]);
+        // Active keys are marked used, to the minute, and answered as marked.
+        let minute = "2026-11-22T10:04:00.000Z";
+        for entry in [&used[0], &used[2], &used[4]] {
+            assert_eq!(entry.as_ref().unwrap().key.last_used_at.unwrap().to_string(), minute);
+        }
+        assert_eq!(used[5].as_ref().unwrap().key.last_used_at, None);
+        let stored = keys.by_hash(&asked).await.unwrap();
+        for (stored, used) in stored.iter().zip(&used) {
+            assert_eq!(stored.as_ref().map(|(key, _)| key), used.as_ref().map(|used| &used.key));
+        }
+        // The counts carry on through the plain step; an empty batch writes nothing.
+        let next = keys.count_requests(&[(a.id, 1)], at, 60_000).await.unwrap();
         assert_eq!(next[0].count, 3);
-        let none = store.use_api_keys(&[key_hash(2)], at, 60_000, |_| KeyUses::default()).await.unwrap();
-        assert!(none.windows.is_empty() && none.found[0].is_some());
-        assert_eq!(last_used(key_hash(2)).await, None);
-        assert!(store.use_api_keys(&[], at, 60_000, |_| KeyUses::default()).await.unwrap().found.is_empty());
+        assert!(keys.use_keys(&[], at, 60_000).await.unwrap().is_empty());
     }
 
     async fn concurrent_counts_are_exact(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
-        let key = store.create_api_key(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
-        let other = store.create_api_key(ws, &KeyName::parse("o").unwrap(), &key_hash(2)).await.unwrap();
+        let key = store.api_keys().create(ws, &KeyName::parse("k").unwrap(), &key_hash(1)).await.unwrap();
+        let other = store.api_keys().create(ws, &KeyName::parse("o").unwrap(), &key_hash(2)).await.unwrap();
         let now = Timestamp::now();
         // Batches of both keys in either order: exact, and no deadlock on PostgreSQL.
         let tasks: Vec<_> = (0..300u32)
@@ -521,7 +521,7 @@ backend_tests! {
                 let store = store.clone();
                 let requests = if n % 2 == 0 { [(key.id, 1), (other.id, 2)] } else { [(other.id, 2), (key.id, 1)] };
                 tokio::spawn(async move {
-                    let windows = store.count_requests(&requests, now, 60_000).await.unwrap();
+                    let windows = store.key_check().count_requests(&requests, now, 60_000).await.unwrap();
                     if n % 2 == 0 { windows[0].count } else { windows[1].count }
                 })
             })
@@ -532,7 +532,7 @@ backend_tests! {
         }
         counts.sort_unstable();
         assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
-        let last = store.count_requests(&[(other.id, 1)], now, 60_000).await.unwrap();
+        let last = store.key_check().count_requests(&[(other.id, 1)], now, 60_000).await.unwrap();
         assert_eq!(last[0].count, 601);
     }
 
@@ -540,7 +540,7 @@ backend_tests! {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         let other = db.workspace(Plan::Studio).await;
-        assert!(store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap().is_empty());
+        assert!(store.events().recent_payloads(ws, EventName::DmSent, 3).await.unwrap().is_empty());
         let mut sent = Vec::new();
         for _ in 0..5 {
             sent.push(emit(store, ws, EventName::DmSent).await.0.to_json());
@@ -548,7 +548,7 @@ backend_tests! {
         }
         emit(store, ws, EventName::DmFailed).await;
         emit(store, other, EventName::DmSent).await;
-        let recent = store.recent_event_payloads(ws, EventName::DmSent, 3).await.unwrap();
+        let recent = store.events().recent_payloads(ws, EventName::DmSent, 3).await.unwrap();
         assert_eq!(recent, [sent[4].clone(), sent[3].clone(), sent[2].clone()]);
     }
 
@@ -561,24 +561,24 @@ backend_tests! {
         }
         let now = Timestamp::now();
         let lease = now.plus_millis(60_000);
-        let claimed = store.claim_due_deliveries(now, lease, 10, "mine").await.unwrap();
+        let claimed = store.queue().claim(now, lease, 10, "mine").await.unwrap();
         assert_eq!(claimed.len(), 3);
-        assert!(store.claim_due_deliveries(now, lease, 10, "other").await.unwrap().is_empty());
+        assert!(store.queue().claim(now, lease, 10, "other").await.unwrap().is_empty());
         // Two are handed back and due again at once; the third stays leased.
-        assert_eq!(store.release_claimed_deliveries(&claimed[..2]).await.unwrap(), 2);
-        let again = store.claim_due_deliveries(now, lease, 10, "other").await.unwrap();
+        assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 2);
+        let again = store.queue().claim(now, lease, 10, "other").await.unwrap();
         let keys = |c: &[ClaimedDelivery]| c.iter().map(|d| (d.event_id, d.webhook_id)).collect::<Vec<_>>();
         assert_eq!(keys(&again), keys(&claimed[..2]));
         // A claim since taken over is not released by its old holder.
-        assert_eq!(store.release_claimed_deliveries(&claimed[..2]).await.unwrap(), 0);
-        assert!(store.claim_due_deliveries(now, lease, 10, "third").await.unwrap().is_empty());
+        assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 0);
+        assert!(store.queue().claim(now, lease, 10, "third").await.unwrap().is_empty());
     }
 
     async fn a_full_queue_never_analyzed_gets_statistics_once(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
-        assert!(!store.analyze_queue_if_never_analyzed().await.unwrap(), "an empty queue needs none");
+        assert!(!store.queue().analyze_if_never_analyzed().await.unwrap(), "an empty queue needs none");
         let mut emits = tokio::task::JoinSet::new();
         for _ in 0..1_000 {
             let store = store.clone();
@@ -589,13 +589,13 @@ backend_tests! {
         // the writers' connections report them, within seconds.
         let wanted = db.backend() == Backend::Postgres;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let mut analyzed = store.analyze_queue_if_never_analyzed().await.unwrap();
+        let mut analyzed = store.queue().analyze_if_never_analyzed().await.unwrap();
         while wanted && !analyzed && std::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            analyzed = store.analyze_queue_if_never_analyzed().await.unwrap();
+            analyzed = store.queue().analyze_if_never_analyzed().await.unwrap();
         }
         assert_eq!(analyzed, wanted);
-        assert!(!store.analyze_queue_if_never_analyzed().await.unwrap(), "once is enough");
+        assert!(!store.queue().analyze_if_never_analyzed().await.unwrap(), "once is enough");
     }
 
     async fn retention_keeps_the_last_three_per_event_and_anything_pending(db) {
@@ -610,7 +610,7 @@ backend_tests! {
         let (old_bio, _) = emit(store, ws, EventName::BioSubscribed).await;
         // Deliver every DM but the oldest, which stays pending.
         let now = Timestamp::now();
-        let claimed = store.claim_due_deliveries(now, now.plus_millis(60_000), 10, "t").await.unwrap();
+        let claimed = store.queue().claim(now, now.plus_millis(60_000), 10, "t").await.unwrap();
         assert_eq!(claimed.len(), 5);
         for claimed in claimed.iter().filter(|c| c.event_id != old_dms[0].id) {
             let attempt = DeliveryAttempt {
@@ -625,23 +625,25 @@ backend_tests! {
                 response_body: None,
             };
             let finished = [Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }];
-            assert_eq!(store.finish_delivery_attempts(&finished).await.unwrap(), [true]);
+            assert_eq!(store.queue().finish(&finished).await.unwrap(), [true]);
         }
-        assert_eq!(store.release_delivery_leases("t").await.unwrap(), 1);
+        let unfinished: Vec<ClaimedDelivery> =
+            claimed.into_iter().filter(|c| c.event_id == old_dms[0].id).collect();
+        assert_eq!(store.queue().release(&unfinished).await.unwrap(), 1);
         let cutoff = Timestamp::now().plus_millis(1);
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         let (recent, _) = emit(store, ws, EventName::DmFailed).await;
 
-        let (events, attempts) = store.delete_expired(cutoff).await.unwrap();
+        let (events, attempts) = store.queue().delete_expired(cutoff).await.unwrap();
         // Gone: the 4th newest DM. Kept: the last three DMs, the oldest (still
         // pending), the only bio event, and the one newer than the cutoff.
         assert_eq!(attempts, 4);
         assert_eq!(events, 1);
-        assert!(store.event_payload(old_dms[0].id).await.unwrap().is_some(), "pending kept");
-        assert!(store.event_payload(old_dms[1].id).await.unwrap().is_none(), "expired");
+        assert!(store.events().payload(old_dms[0].id).await.unwrap().is_some(), "pending kept");
+        assert!(store.events().payload(old_dms[1].id).await.unwrap().is_none(), "expired");
         for kept in [&old_dms[2], &old_dms[3], &old_dms[4], &old_bio, &recent] {
-            assert!(store.event_payload(kept.id).await.unwrap().is_some());
+            assert!(store.events().payload(kept.id).await.unwrap().is_some());
         }
-        assert!(store.delivery_attempts(hook.id, 100).await.unwrap().is_empty());
+        assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty());
     }
 }

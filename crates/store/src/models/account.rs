@@ -4,12 +4,17 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::{Account, AccountId, Timestamp, Username, WorkspaceId};
 
+use hookline_batch::{Batcher, keyed_read};
+
+use crate::db::Db;
 use crate::error::Stored as _;
+use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
-use crate::pool::{Dialect as _, with_conn, write_tx};
+use crate::pool::{with_conn, write_tx};
 use crate::schema::accounts;
 use crate::text_in::text_in;
-use crate::{Error, Result, Store};
+use crate::{Error, Result};
+use hookline_domain::Refusal;
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = accounts)]
@@ -33,18 +38,20 @@ impl AccountRow {
     }
 }
 
-impl Store {
+/// The social accounts connected to workspaces, for the use-case layer.
+#[derive(Debug, Clone)]
+pub struct Accounts {
+    pub(crate) db: Db,
+}
+
+impl Accounts {
     /// Connects the social account `username` to the workspace. An account that was
     /// connected before and then disconnected gets its old id back, so events keep
     /// naming it the same way. Refused while the handle is connected already.
-    pub async fn connect_account(
-        &self,
-        workspace_id: WorkspaceId,
-        username: &Username,
-    ) -> Result<Account> {
+    pub async fn connect(&self, workspace_id: WorkspaceId, username: &Username) -> Result<Account> {
         let workspace = workspace_id.to_string();
         let now = Timestamp::now().unix_millis();
-        let row: AccountRow = write_tx!(self, |conn| {
+        let row: AccountRow = write_tx!(self.db, |conn| {
             if !conn.lock_workspace(&workspace).await? {
                 return Err(Error::not_found("workspace", &workspace));
             }
@@ -56,11 +63,12 @@ impl Store {
                 .await
                 .optional()?;
             match existing {
-                Some(row) if row.disconnected_at.is_none() => Err(Error::AlreadyConnected {
+                Some(row) if row.disconnected_at.is_none() => Err(Refusal::AlreadyConnected {
                     username: username.to_string(),
                     workspace: workspace_id,
                     account: row.id,
-                }),
+                }
+                .into()),
                 Some(row) => Ok(diesel::update(accounts::table.find(&row.id))
                     .set((
                         accounts::connected_at.eq(now),
@@ -90,10 +98,10 @@ impl Store {
 
     /// Disconnects the account; `None` when there is no such account. Disconnecting
     /// twice is not an error: the account stays disconnected.
-    pub async fn disconnect_account(&self, id: AccountId) -> Result<Option<Account>> {
+    pub async fn disconnect(&self, id: AccountId) -> Result<Option<Account>> {
         let id = id.to_string();
         let now = Timestamp::now().unix_millis();
-        let row: Option<AccountRow> = write_tx!(self, |conn| {
+        let row: Option<AccountRow> = write_tx!(self.db, |conn| {
             diesel::update(accounts::table.find(&id))
                 .filter(accounts::disconnected_at.is_null())
                 .set(accounts::disconnected_at.eq(now))
@@ -111,17 +119,29 @@ impl Store {
 
     /// The accounts connected to the workspace now, in the order they were connected.
     /// Concurrent callers share one query (see `loader.rs`).
-    pub async fn connected_accounts(&self, workspace_id: WorkspaceId) -> Result<Vec<Account>> {
-        self.loaders().accounts.submit(workspace_id).await
+    pub async fn connected(&self, workspace_id: WorkspaceId) -> Result<Vec<Account>> {
+        Ok(self.coalesced().submit(workspace_id).await?)
+    }
+
+    fn coalesced(&self) -> &Batcher<WorkspaceId, Vec<Account>, Error> {
+        self.db.accounts_by_workspace.get_or_init(|| {
+            let accounts = Accounts {
+                db: self.db.detached(),
+            };
+            Batcher::spawn(keyed_read(move |ids| {
+                let accounts = accounts.clone();
+                Box::pin(async move { accounts.connected_of(ids).await })
+            }))
+        })
     }
 
     /// The connected accounts of each workspace, oldest first, in one query.
-    pub(crate) async fn connected_accounts_of(
+    async fn connected_of(
         &self,
         workspace_ids: Vec<WorkspaceId>,
     ) -> Result<HashMap<WorkspaceId, Vec<Account>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
-        let rows: Vec<AccountRow> = with_conn!(self, |conn| {
+        let rows: Vec<AccountRow> = with_conn!(self.db, |conn| {
             accounts::table
                 .filter(text_in(accounts::workspace_id, ids))
                 .filter(accounts::disconnected_at.is_null())

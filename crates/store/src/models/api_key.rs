@@ -7,13 +7,14 @@ use hookline_domain::{
     ApiKeyId, ApiKeyRecord, KeyHash, KeyName, Timestamp, Workspace, WorkspaceId,
 };
 
+use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::timestamp;
-use crate::models::workspace::WorkspaceRow;
-use crate::pool::{Dialect as _, with_conn, write_conn, write_tx};
-use crate::schema::{api_keys, workspaces};
-use crate::text_in::text_in;
-use crate::{Error, Result, Store};
+use crate::models::workspace::{LockWorkspace as _, WorkspaceRow};
+use crate::pool::{with_conn, write_tx};
+use crate::schema::api_keys;
+use crate::{Error, Result};
+use hookline_domain::Refusal;
 
 /// An API key as read back: everything but the hash.
 #[derive(Debug, Queryable, Selectable)]
@@ -39,7 +40,7 @@ struct NewApiKeyRow<'a> {
 }
 
 impl ApiKeyRow {
-    fn into_domain(self) -> Result<ApiKeyRecord> {
+    pub(crate) fn into_domain(self) -> Result<ApiKeyRecord> {
         Ok(ApiKeyRecord {
             id: self.id.parse().stored("API key id")?,
             workspace_id: self.workspace_id.parse().stored("API key workspace_id")?,
@@ -57,10 +58,17 @@ impl ApiKeyRow {
     }
 }
 
-impl Store {
+/// The workspaces' API keys, for the use-case layer. (Checking a request's key is
+/// [`KeyCheck`](crate::KeyCheck)'s.)
+#[derive(Debug, Clone)]
+pub struct ApiKeys {
+    pub(crate) db: Db,
+}
+
+impl ApiKeys {
     /// Records a new key by its hash. Refused when the workspace already has
     /// [`MAX_ACTIVE_API_KEYS`] active keys, however many callers race.
-    pub async fn create_api_key(
+    pub async fn create(
         &self,
         workspace_id: WorkspaceId,
         name: &KeyName,
@@ -70,7 +78,7 @@ impl Store {
         let id = ApiKeyId::generate().to_string();
         let hash = hash.to_hex();
         let created_at = Timestamp::now().unix_millis();
-        write_tx!(self, |conn| {
+        write_tx!(self.db, |conn| {
             if !conn.lock_workspace(&workspace).await? {
                 return Err(Error::not_found("workspace", &workspace));
             }
@@ -81,10 +89,11 @@ impl Store {
                 .get_result(conn)
                 .await?;
             if active >= MAX_ACTIVE_API_KEYS as i64 {
-                return Err(Error::TooManyApiKeys {
+                return Err(Refusal::TooManyApiKeys {
                     workspace: workspace_id,
                     limit: MAX_ACTIVE_API_KEYS,
-                });
+                }
+                .into());
             }
             diesel::insert_into(api_keys::table)
                 .values(NewApiKeyRow {
@@ -109,9 +118,9 @@ impl Store {
     }
 
     /// The workspace's keys, active and revoked, oldest first.
-    pub async fn api_keys(&self, workspace_id: WorkspaceId) -> Result<Vec<ApiKeyRecord>> {
+    pub async fn list(&self, workspace_id: WorkspaceId) -> Result<Vec<ApiKeyRecord>> {
         let workspace = workspace_id.to_string();
-        let rows: Vec<ApiKeyRow> = with_conn!(self, |conn| {
+        let rows: Vec<ApiKeyRow> = with_conn!(self.db, |conn| {
             api_keys::table
                 .filter(api_keys::workspace_id.eq(&workspace))
                 .order((api_keys::created_at, api_keys::id))
@@ -124,10 +133,10 @@ impl Store {
 
     /// Revokes the key at once; `None` when there is no such key. Revoking twice keeps
     /// the first revocation time.
-    pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<Option<ApiKeyRecord>> {
+    pub async fn revoke(&self, id: ApiKeyId) -> Result<Option<ApiKeyRecord>> {
         let id = id.to_string();
         let now = Timestamp::now().unix_millis();
-        let row: Option<ApiKeyRow> = write_tx!(self, |conn| {
+        let row: Option<ApiKeyRow> = write_tx!(self.db, |conn| {
             diesel::update(api_keys::table.find(&id))
                 .filter(api_keys::revoked_at.is_null())
                 .set(api_keys::revoked_at.eq(now))
@@ -141,32 +150,6 @@ impl Store {
                 .optional()?)
         })?;
         row.map(ApiKeyRow::into_domain).transpose()
-    }
-
-    /// The key of each hash and its workspace, revoked or not, in the order asked
-    /// (a hash may be asked more than once): the caller decides what a revoked key or
-    /// another plan means. One indexed query for the whole batch, read at the moment
-    /// it runs, so a revocation or plan change made anywhere counts from then on.
-    pub async fn api_keys_by_hash(
-        &self,
-        hashes: &[KeyHash],
-    ) -> Result<Vec<Option<(ApiKeyRecord, Workspace)>>> {
-        let (asked, distinct) = hashes_to_look_up(hashes);
-        let rows: Vec<KeyByHashRow> =
-            with_conn!(self, |conn| keys_by_hash!(distinct).load(conn).await?);
-        found_in_order(&asked, rows)
-    }
-
-    /// Records that these keys were used at `now`, kept to the minute: a key whose
-    /// last use is already in this minute (or later) is not written again.
-    pub async fn touch_api_keys(&self, ids: &[ApiKeyId], now: Timestamp) -> Result<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-        let minute = now.floor_minute().unix_millis();
-        write_conn!(self, |conn| touch_keys!(ids, minute).execute(conn).await?);
-        Ok(())
     }
 }
 
@@ -196,17 +179,20 @@ pub(crate) fn found_in_order(
 }
 
 /// The keys of these hashes with their workspaces, as [`KeyByHashRow`]s. A macro,
-/// not a function: `as_select` is built per backend, and `Store::use_api_keys` runs
+/// not a function: `as_select` is built per backend, and `KeyCheck::use_keys` runs
 /// it on a plain SQLite connection too.
 macro_rules! keys_by_hash {
     ($distinct:expr) => {
-        api_keys::table
-            .inner_join(workspaces::table)
-            .filter(text_in(api_keys::key_hash, $distinct))
+        $crate::schema::api_keys::table
+            .inner_join($crate::schema::workspaces::table)
+            .filter($crate::text_in::text_in(
+                $crate::schema::api_keys::key_hash,
+                $distinct,
+            ))
             .select((
-                api_keys::key_hash,
-                ApiKeyRow::as_select(),
-                WorkspaceRow::as_select(),
+                $crate::schema::api_keys::key_hash,
+                $crate::models::api_key::ApiKeyRow::as_select(),
+                $crate::models::workspace::WorkspaceRow::as_select(),
             ))
     };
 }
@@ -215,14 +201,15 @@ pub(crate) use keys_by_hash;
 /// Marks the keys of these ids used in the minute starting at `minute`, unless
 /// their last use is already that recent.
 macro_rules! touch_keys {
-    ($ids:expr, $minute:expr) => {
-        diesel::update(api_keys::table.filter(text_in(api_keys::id, $ids)))
+    ($ids:expr, $minute:expr) => {{
+        use $crate::schema::api_keys;
+        diesel::update(api_keys::table.filter($crate::text_in::text_in(api_keys::id, $ids)))
             .filter(
                 api_keys::last_used_at
                     .is_null()
                     .or(api_keys::last_used_at.lt($minute)),
             )
             .set(api_keys::last_used_at.eq($minute))
-    };
+    }};
 }
 pub(crate) use touch_keys;

@@ -1,14 +1,23 @@
+//! Events and the outbox write: an event with its deliveries, in one transaction.
+
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use diesel::QueryResult;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
-use hookline_domain::{EventId, EventName, EventPayload, Webhook, WebhookId, WorkspaceId};
+use hookline_batch::Batcher;
+use hookline_domain::{EventName, EventPayload, Webhook, WebhookId, WorkspaceId};
 
-use crate::models::webhook::WebhookRow;
-use crate::pool::{Dialect as _, with_conn, write_tx};
+use crate::db::Db;
+use crate::models::queue::NOTIFY_WORKERS;
+use crate::models::webhook::{FanoutWebhooks as _, WebhookRow};
+use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
+use crate::prepared::{bind, prepared};
 use crate::schema::events;
-use crate::{Error, Result, Store};
+use crate::text_in::{column, json_array, push_json_row};
+use crate::{Error, Result};
 
 /// An event as the outbox insert takes it.
 pub(crate) struct NewEvent {
@@ -26,7 +35,13 @@ pub(crate) struct NewDelivery {
     pub(crate) due_at: i64,
 }
 
-impl Store {
+/// The events of every workspace, for the use-case layer.
+#[derive(Debug, Clone)]
+pub struct Events {
+    pub(crate) db: Db,
+}
+
+impl Events {
     /// The outbox write: stores the event with one pending delivery for each enabled
     /// webhook of its workspace that subscribes to it, in one transaction, so that a
     /// crash leaves either both or neither. Answers the webhooks the event will reach.
@@ -38,17 +53,29 @@ impl Store {
     /// Concurrent calls share one transaction (see `loader.rs`): each returns once
     /// the transaction holding its event committed. An event of an unknown workspace
     /// fails alone; a failing transaction fails every event in it, none stored.
-    pub async fn record_event(&self, payload: &EventPayload) -> Result<Vec<WebhookId>> {
-        self.loaders().events.submit(payload.clone()).await?
+    pub async fn record(&self, payload: &EventPayload) -> Result<Vec<WebhookId>> {
+        self.coalesced().submit(payload.clone()).await?
+    }
+
+    fn coalesced(&self) -> &Batcher<EventPayload, Result<Vec<WebhookId>>, Error> {
+        self.db.outbox_writes.get_or_init(|| {
+            let events = Events {
+                db: self.db.detached(),
+            };
+            Batcher::spawn(Box::new(move |payloads| {
+                let events = events.clone();
+                Box::pin(async move { events.record_batch(payloads).await })
+            }))
+        })
     }
 
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
-    pub(crate) async fn record_events(
+    async fn record_batch(
         &self,
         payloads: Vec<EventPayload>,
     ) -> Result<Vec<Result<Vec<WebhookId>>>> {
-        write_tx!(self, |conn| {
+        write_tx!(self.db, |conn| {
             // The webhooks an event of each workspace reaches, read once per batch.
             let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
             let mut answers = Vec::with_capacity(payloads.len());
@@ -105,9 +132,10 @@ impl Store {
 
     /// The stored payload of an event, byte for byte as it is delivered and signed;
     /// `None` when there is no such event.
-    pub async fn event_payload(&self, id: EventId) -> Result<Option<String>> {
+    #[cfg(feature = "test-util")]
+    pub async fn payload(&self, id: hookline_domain::EventId) -> Result<Option<String>> {
         let id = id.to_string();
-        let payload: Option<String> = with_conn!(self, |conn| {
+        let payload: Option<String> = with_conn!(self.db, |conn| {
             events::table
                 .find(&id)
                 .select(events::payload)
@@ -120,14 +148,14 @@ impl Store {
 
     /// The payloads of the last `limit` events of this name in the workspace, newest
     /// first, byte for byte as delivered: what the API's sample endpoint returns.
-    pub async fn recent_event_payloads(
+    pub async fn recent_payloads(
         &self,
         workspace_id: WorkspaceId,
         event: EventName,
         limit: u32,
     ) -> Result<Vec<String>> {
         let workspace = workspace_id.to_string();
-        let payloads: Vec<String> = with_conn!(self, |conn| {
+        let payloads: Vec<String> = with_conn!(self.db, |conn| {
             events::table
                 .filter(events::workspace_id.eq(&workspace))
                 .filter(events::event.eq(event.as_str()))
@@ -138,5 +166,127 @@ impl Store {
                 .await?
         });
         Ok(payloads)
+    }
+
+    /// The deliveries an event fanned out to, by webhook id.
+    #[cfg(feature = "test-util")]
+    pub async fn deliveries(
+        &self,
+        event_id: hookline_domain::EventId,
+    ) -> Result<Vec<hookline_domain::Delivery>> {
+        use crate::models::delivery::DeliveryRow;
+        use crate::schema::deliveries;
+        let event_id = event_id.to_string();
+        let rows: Vec<DeliveryRow> = with_conn!(self.db, |conn| {
+            deliveries::table
+                .filter(deliveries::event_id.eq(&event_id))
+                .order(deliveries::webhook_id)
+                .select(DeliveryRow::as_select())
+                .load(conn)
+                .await?
+        });
+        rows.into_iter().map(DeliveryRow::into_domain).collect()
+    }
+}
+
+/// The outbox insert, written per dialect.
+pub(crate) trait InsertOutbox {
+    /// Inserts a batch of events and their pending deliveries: SQLite, two
+    /// statements (each reading its rows from one JSON text, `json_each`);
+    /// PostgreSQL, one (the rows as arrays, `unnest`; the events inserted by a CTE).
+    /// Prepared once, whatever the batch size.
+    async fn insert_outbox(
+        &mut self,
+        events: &[NewEvent],
+        deliveries: &[NewDelivery],
+    ) -> QueryResult<()>;
+
+    /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
+    /// SQLite, whose workers poll.
+    async fn notify_workers(&mut self) -> QueryResult<()>;
+}
+
+impl InsertOutbox for SqliteConn {
+    async fn insert_outbox(
+        &mut self,
+        events: &[NewEvent],
+        deliveries: &[NewDelivery],
+    ) -> QueryResult<()> {
+        // `[[id, workspace_id, event, payload, occurred_at], …]`
+        let events = json_array(events, |json, e| {
+            let texts = [&*e.id, &e.workspace_id, e.event, &e.payload];
+            push_json_row(json, &texts, e.occurred_at);
+        });
+        prepared(
+            "INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+                 json_extract(value, '$[2]'), json_extract(value, '$[3]'), \
+                 json_extract(value, '$[4]') \
+             FROM json_each($1)",
+        )
+        .binds((bind::<Text, _>(events),))
+        .execute(self)
+        .await?;
+        if deliveries.is_empty() {
+            return Ok(());
+        }
+        // `[[event_id, webhook_id, due_at], …]`
+        let deliveries = json_array(deliveries, |json, d| {
+            push_json_row(json, &[&d.event_id, &d.webhook_id], d.due_at);
+        });
+        prepared(
+            "INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
+                 created_at) \
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), 'pending', 0, \
+                 json_extract(value, '$[2]'), json_extract(value, '$[2]') \
+             FROM json_each($1)",
+        )
+        .binds((bind::<Text, _>(deliveries),))
+        .execute(self)
+        .await
+        .map(|_| ())
+    }
+
+    async fn notify_workers(&mut self) -> QueryResult<()> {
+        Ok(())
+    }
+}
+
+impl InsertOutbox for PgConn {
+    async fn insert_outbox(
+        &mut self,
+        events: &[NewEvent],
+        deliveries: &[NewDelivery],
+    ) -> QueryResult<()> {
+        use diesel::pg::sql_types::Array;
+        // The deliveries' foreign keys are checked at the end of the statement, when
+        // the CTE has inserted their events.
+        prepared(
+            "WITH new_events AS ( \
+                 INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
+                     $5::bigint[])) \
+             INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
+                 created_at) \
+             SELECT d.event_id, d.webhook_id, 'pending', 0, d.due_at, d.due_at \
+             FROM unnest($6::text[], $7::text[], $8::bigint[]) AS d(event_id, webhook_id, due_at)",
+        )
+        .binds((
+            bind::<Array<Text>, _>(column(events, |e| e.id.as_str())),
+            bind::<Array<Text>, _>(column(events, |e| e.workspace_id.as_str())),
+            bind::<Array<Text>, _>(column(events, |e| e.event)),
+            bind::<Array<Text>, _>(column(events, |e| e.payload.as_str())),
+            bind::<Array<BigInt>, _>(column(events, |e| e.occurred_at)),
+            bind::<Array<Text>, _>(column(deliveries, |d| d.event_id.as_str())),
+            bind::<Array<Text>, _>(column(deliveries, |d| d.webhook_id.as_str())),
+            bind::<Array<BigInt>, _>(column(deliveries, |d| d.due_at)),
+        ))
+        .execute(self)
+        .await
+        .map(|_| ())
+    }
+
+    async fn notify_workers(&mut self) -> QueryResult<()> {
+        prepared(NOTIFY_WORKERS).execute(self).await.map(|_| ())
     }
 }

@@ -1,12 +1,14 @@
-//! One file per entity: its row type, its conversion to the domain type, and the
-//! `Store` methods that read and write it.
+//! One file per entity: its row type, its conversion to the domain type, its
+//! handle's methods, and its SQL for both dialects (a small trait with one impl per
+//! connection type where they differ). `queue.rs` and `key_check.rs` are the
+//! handles of the worker and of auth, over the entities' rows.
 
 pub(crate) mod account;
 pub(crate) mod api_key;
 pub(crate) mod delivery;
 pub(crate) mod event;
-pub(crate) mod key_use;
-pub(crate) mod outbox;
+pub(crate) mod key_check;
+pub(crate) mod queue;
 pub(crate) mod rate_limit;
 pub(crate) mod webhook;
 pub(crate) mod workspace;

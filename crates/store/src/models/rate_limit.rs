@@ -1,19 +1,27 @@
+//! Rate windows (`rate_limit_windows`): one row per key, counted by an upsert so
+//! that the count is exact under any concurrency and shared by every server on a
+//! PostgreSQL database.
+
 use std::collections::HashMap;
 
-use diesel::prelude::*;
-use hookline_domain::{ApiKeyId, Timestamp};
+use diesel::QueryResult;
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::RunQueryDsl as _;
+use hookline_domain::{ApiKeyId, RateWindow, Timestamp};
 
 use crate::models::timestamp;
-use crate::pool::{Dialect as _, write_conn};
-use crate::{Error, Result, Store};
+use crate::pool::{PgConn, SqliteConn};
+use crate::prepared::{Bind, Prepared, bind, prepared};
+use crate::text_in::{column, json_array, push_json_row};
+use crate::{Error, Result};
 
-/// Requests of one key to count, as [`Dialect::count_in_windows`] takes them.
+/// Requests of one key to count, as [`CountInWindows::count_in_windows`] takes them.
 pub(crate) struct WindowCount {
     pub(crate) key_id: String,
     pub(crate) requests: i64,
 }
 
-/// When the counting happens, for [`Dialect::count_in_windows`].
+/// When the counting happens, for [`CountInWindows::count_in_windows`].
 pub(crate) struct Windows {
     pub(crate) now: i64,
     pub(crate) expired_before: i64,
@@ -30,8 +38,8 @@ impl Windows {
     }
 }
 
-/// The requests to count, as [`Dialect::count_in_windows`] takes them: in one lock
-/// order for every batch, so concurrent batches cannot deadlock.
+/// The requests to count, as [`CountInWindows::count_in_windows`] takes them: in
+/// one lock order for every batch, so concurrent batches cannot deadlock.
 pub(crate) fn window_counts(requests: &[(ApiKeyId, u32)]) -> Vec<WindowCount> {
     let mut counts: Vec<WindowCount> = requests
         .iter()
@@ -72,7 +80,7 @@ pub(crate) fn windows_in_order(
 }
 
 /// A window as counted, from `RETURNING`.
-#[derive(Debug, diesel::QueryableByName, Queryable)]
+#[derive(Debug, diesel::QueryableByName)]
 pub(crate) struct CountedWindow {
     #[diesel(sql_type = diesel::sql_types::Text)]
     pub(crate) key_id: String,
@@ -82,39 +90,86 @@ pub(crate) struct CountedWindow {
     pub(crate) request_count: i64,
 }
 
-/// A key's rate-limit window after counting one request in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateWindow {
-    pub started_at: Timestamp,
-    /// Requests counted in this window, this one included (it may exceed the limit:
-    /// refused requests are counted too, and never let through).
-    pub count: u64,
+/// Counting requests in their keys' windows, written per dialect.
+pub(crate) trait CountInWindows {
+    /// One upsert per key: a window that started at or before `expired_before`
+    /// restarts at `now`. Answers each key's window after counting. One statement,
+    /// prepared once whatever the batch size: SQLite reads the batch from JSON,
+    /// PostgreSQL from arrays; rows are locked in the order given.
+    async fn count_in_windows(
+        &mut self,
+        at: &Windows,
+        counts: &[WindowCount],
+    ) -> QueryResult<Vec<CountedWindow>>;
 }
 
-impl Store {
-    /// Counts `n` requests of each key in its fixed window, and answers each key's
-    /// window after counting them, in the order asked; each key appears once. A
-    /// window starts at the first request after the previous one ended and lasts
-    /// `window_ms`.
-    ///
-    /// One statement (an upsert) for the whole batch, so it is exact under any
-    /// concurrency and, on PostgreSQL, shared by every server on the database: the
-    /// row locks serialise the increments, and each caller sees the count its own
-    /// increment made. The requests of one key in a batch hold the counts
-    /// `count - n + 1 ..= count`.
-    pub async fn count_requests(
-        &self,
-        requests: &[(ApiKeyId, u32)],
-        now: Timestamp,
-        window_ms: i64,
-    ) -> Result<Vec<RateWindow>> {
-        if requests.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (windows, counts) = (Windows::at(now, window_ms), window_counts(requests));
-        let counted: Vec<CountedWindow> = write_conn!(self, |conn| conn
-            .count_in_windows(&windows, &counts)
-            .await?);
-        windows_in_order(requests, counted)
+/// `$1` now, `$2` the instant before which windows have ended, `$3` the counts.
+pub(crate) type SqliteCountBinds = (Bind<BigInt, i64>, Bind<BigInt, i64>, Bind<Text, String>);
+
+/// SQLite's count statement, also run on a plain connection inside a blocking call
+/// (`KeyCheck::use_keys`).
+pub(crate) fn sqlite_count_in_windows(
+    at: &Windows,
+    counts: &[WindowCount],
+) -> Prepared<SqliteCountBinds> {
+    // `[["key", n], …]`: one bind, so one prepared statement for any batch.
+    let json = json_array(counts, |json, count| {
+        push_json_row(json, &[&count.key_id], count.requests);
+    });
+    // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
+    prepared(
+        "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \
+         SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
+             FROM json_each($3) WHERE true \
+         ON CONFLICT (key_id) DO UPDATE SET \
+             window_start = CASE WHEN window_start <= $2 THEN $1 ELSE window_start END, \
+             request_count = CASE WHEN window_start <= $2 THEN excluded.request_count \
+                 ELSE request_count + excluded.request_count END \
+         RETURNING key_id, window_start, request_count",
+    )
+    .binds((
+        bind::<BigInt, _>(at.now),
+        bind::<BigInt, _>(at.expired_before),
+        bind::<Text, _>(json),
+    ))
+}
+
+impl CountInWindows for SqliteConn {
+    async fn count_in_windows(
+        &mut self,
+        at: &Windows,
+        counts: &[WindowCount],
+    ) -> QueryResult<Vec<CountedWindow>> {
+        sqlite_count_in_windows(at, counts).load(self).await
+    }
+}
+
+impl CountInWindows for PgConn {
+    async fn count_in_windows(
+        &mut self,
+        at: &Windows,
+        counts: &[WindowCount],
+    ) -> QueryResult<Vec<CountedWindow>> {
+        use diesel::pg::sql_types::Array;
+        prepared(
+            "INSERT INTO rate_limit_windows AS w (key_id, window_start, request_count) \
+             SELECT v.key_id, $1, v.requests \
+                 FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(key_id, requests, n) \
+                 ORDER BY v.n \
+             ON CONFLICT (key_id) DO UPDATE SET \
+                 window_start = CASE WHEN w.window_start <= $2 THEN $1 \
+                     ELSE w.window_start END, \
+                 request_count = CASE WHEN w.window_start <= $2 THEN excluded.request_count \
+                     ELSE w.request_count + excluded.request_count END \
+             RETURNING w.key_id, w.window_start, w.request_count",
+        )
+        .binds((
+            bind::<BigInt, _>(at.now),
+            bind::<BigInt, _>(at.expired_before),
+            bind::<Array<Text>, _>(column(counts, |c| c.key_id.as_str())),
+            bind::<Array<BigInt>, _>(column(counts, |c| c.requests)),
+        ))
+        .load(self)
+        .await
     }
 }

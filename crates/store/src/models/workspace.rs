@@ -1,12 +1,17 @@
+//! Workspaces: the [`Workspaces`] repository, and the row lock that serialises
+//! writers checking a per-workspace limit.
+
+use diesel::QueryResult;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::{Plan, Timestamp, Workspace, WorkspaceId, WorkspaceName};
 
+use crate::Result;
+use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::timestamp;
-use crate::pool::{with_conn, write_conn};
+use crate::pool::{PgConn, SqliteConn, with_conn, write_conn};
 use crate::schema::workspaces;
-use crate::{Result, Store};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = workspaces)]
@@ -29,15 +34,21 @@ impl WorkspaceRow {
     }
 }
 
-impl Store {
-    pub async fn create_workspace(&self, name: &WorkspaceName, plan: Plan) -> Result<Workspace> {
+/// The workspaces, for the use-case layer.
+#[derive(Debug, Clone)]
+pub struct Workspaces {
+    pub(crate) db: Db,
+}
+
+impl Workspaces {
+    pub async fn create(&self, name: &WorkspaceName, plan: Plan) -> Result<Workspace> {
         let row = WorkspaceRow {
             id: WorkspaceId::generate().to_string(),
             name: name.to_string(),
             plan: plan.as_str().to_owned(),
             created_at: Timestamp::now().unix_millis(),
         };
-        write_conn!(self, |conn| {
+        write_conn!(self.db, |conn| {
             diesel::insert_into(workspaces::table)
                 .values(&row)
                 .execute(conn)
@@ -46,9 +57,9 @@ impl Store {
         row.into_domain()
     }
 
-    pub async fn workspace(&self, id: WorkspaceId) -> Result<Option<Workspace>> {
+    pub async fn get(&self, id: WorkspaceId) -> Result<Option<Workspace>> {
         let id = id.to_string();
-        let row: Option<WorkspaceRow> = with_conn!(self, |conn| {
+        let row: Option<WorkspaceRow> = with_conn!(self.db, |conn| {
             workspaces::table
                 .find(&id)
                 .select(WorkspaceRow::as_select())
@@ -61,13 +72,9 @@ impl Store {
 
     /// Moves the workspace to `plan`; `None` when there is no such workspace. Takes
     /// effect on the next request of every server on this database.
-    pub async fn set_workspace_plan(
-        &self,
-        id: WorkspaceId,
-        plan: Plan,
-    ) -> Result<Option<Workspace>> {
+    pub async fn set_plan(&self, id: WorkspaceId, plan: Plan) -> Result<Option<Workspace>> {
         let id = id.to_string();
-        let row: Option<WorkspaceRow> = write_conn!(self, |conn| {
+        let row: Option<WorkspaceRow> = write_conn!(self.db, |conn| {
             diesel::update(workspaces::table.find(&id))
                 .set(workspaces::plan.eq(plan.as_str()))
                 .returning(WorkspaceRow::as_returning())
@@ -77,4 +84,37 @@ impl Store {
         });
         row.map(WorkspaceRow::into_domain).transpose()
     }
+}
+
+/// Serialises writers that check a per-workspace limit (10 keys, 10 webhooks),
+/// for the rest of their transaction.
+pub(crate) trait LockWorkspace {
+    /// Locks the workspace; answers whether it exists. PostgreSQL locks the
+    /// workspace row; SQLite's `BEGIN IMMEDIATE` already holds the database's one
+    /// write lock, so a plain read is enough.
+    async fn lock_workspace(&mut self, id: &str) -> QueryResult<bool>;
+}
+
+/// [`LockWorkspace::lock_workspace`], with PostgreSQL's lock clause when given.
+macro_rules! lock_workspace {
+    ($($lock:ident)?) => {
+        async fn lock_workspace(&mut self, id: &str) -> QueryResult<bool> {
+            workspaces::table
+                .find(id)
+                .select(workspaces::id)
+                $(.$lock())?
+                .first::<String>(self)
+                .await
+                .optional()
+                .map(|found| found.is_some())
+        }
+    };
+}
+
+impl LockWorkspace for SqliteConn {
+    lock_workspace!();
+}
+
+impl LockWorkspace for PgConn {
+    lock_workspace!(for_update);
 }

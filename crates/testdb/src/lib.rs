@@ -1,29 +1,31 @@
-//! Throwaway databases for tests of this crate and the crates above it
-//! (feature `test-util`): every test gets a fresh, migrated database of its own, on
-//! SQLite or PostgreSQL, and it is removed when the test ends.
+//! Throwaway databases for the tests of every crate and for the benchmark: each
+//! gets a fresh database of its own, on SQLite or PostgreSQL, removed when it is
+//! dropped. Not a feature of `hookline-store`, so that the benchmark can use it
+//! without building the store's test-only code into the binaries it measures.
 //!
-//! PostgreSQL tests use the server at `HOOKLINE_TEST_DATABASE_URL` (a database URL
+//! PostgreSQL comes from the server at `HOOKLINE_TEST_DATABASE_URL` (a database URL
 //! whose user may create databases). When that is unset or does not answer, the first
-//! PostgreSQL test of the process starts a private cluster with the machine's
+//! PostgreSQL database of the process starts a private cluster with the machine's
 //! PostgreSQL binaries (`initdb`, `pg_ctl`) in a temporary directory on a free port;
 //! a watchdog stops and removes it when the process exits, however it exits.
-//! No test depends on a server or data left from anything else.
+//! Nothing depends on a server or data left from anything else.
 
 use std::path::PathBuf;
 
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use hookline_domain::{
-    EventName, Plan, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookSecret,
-    WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
+    DeliveryAttempt, EventName, Finished, Outcome, Plan, TargetPolicy, Timestamp, Webhook,
+    WebhookDescription, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
+pub use hookline_store::Backend;
+use hookline_store::{NewWebhook, Store, StoreConfig};
 use tokio::sync::OnceCell;
 
-use crate::{Backend, DeliveryAttempt, Finished, NewWebhook, Outcome, Store, StoreConfig};
-
-/// A fresh, migrated database for one test; dropped with it.
+/// A new, empty database (no schema): a SQLite path no file is at yet, or a
+/// PostgreSQL database just created. Removed when dropped.
 #[derive(Debug)]
-pub struct TestDb {
-    store: Store,
+pub struct Database {
     url: String,
     cleanup: Cleanup,
 }
@@ -34,9 +36,9 @@ enum Cleanup {
     PostgresDatabase { admin_url: String, name: String },
 }
 
-impl TestDb {
+impl Database {
     /// Panics (failing the test) with the reason when no database can be made.
-    pub async fn new(backend: Backend) -> TestDb {
+    pub async fn new(backend: Backend) -> Database {
         let name = format!("hookline_test_{}", unique_suffix());
         let (url, cleanup) = match backend {
             Backend::Sqlite => {
@@ -56,7 +58,28 @@ impl TestDb {
                 (url, Cleanup::PostgresDatabase { admin_url, name })
             }
         };
-        let mut config = StoreConfig::new(url.clone());
+        Database { url, cleanup }
+    }
+
+    /// The database URL, for processes started by the test (`DATABASE_URL`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// A fresh, migrated database for one test, with a store open on it; dropped with
+/// it.
+#[derive(Debug)]
+pub struct TestDb {
+    store: Store,
+    database: Database,
+}
+
+impl TestDb {
+    /// Panics (failing the test) with the reason when no database can be made.
+    pub async fn new(backend: Backend) -> TestDb {
+        let database = Database::new(backend).await;
+        let mut config = StoreConfig::new(database.url());
         config.max_connections = 8;
         let store = Store::connect(&config)
             .await
@@ -65,11 +88,7 @@ impl TestDb {
             .migrate()
             .await
             .unwrap_or_else(|e| panic!("cannot migrate test database: {e}"));
-        TestDb {
-            store,
-            url,
-            cleanup,
-        }
+        TestDb { store, database }
     }
 
     pub fn store(&self) -> &Store {
@@ -78,7 +97,7 @@ impl TestDb {
 
     /// The database URL, for processes started by the test (`DATABASE_URL`).
     pub fn url(&self) -> &str {
-        &self.url
+        self.database.url()
     }
 
     pub fn backend(&self) -> Backend {
@@ -89,7 +108,8 @@ impl TestDb {
     pub async fn workspace(&self, plan: Plan) -> WorkspaceId {
         let name = WorkspaceName::parse("Acme").expect("valid name");
         self.store
-            .create_workspace(&name, plan)
+            .workspaces()
+            .create(&name, plan)
             .await
             .expect("create workspace")
             .id
@@ -103,13 +123,14 @@ impl TestDb {
         url: &str,
         events: &[EventName],
         source: WebhookSource,
-    ) -> crate::Result<(Webhook, WebhookSecret)> {
+    ) -> hookline_store::Result<(Webhook, WebhookSecret)> {
         let url = WebhookUrl::parse(url, TargetPolicy::AllowPrivate).expect("valid URL");
         let description = WebhookDescription::parse("test").expect("valid description");
         let secret = WebhookSecret::from_random_bytes(&[unique_byte(); 32]);
         let webhook = self
             .store
-            .create_webhook(NewWebhook {
+            .webhooks()
+            .create(NewWebhook {
                 workspace_id: workspace,
                 url: &url,
                 events,
@@ -122,35 +143,33 @@ impl TestDb {
     }
 
     /// Records `attempt` the way a worker does: claims its delivery (whenever it is
-    /// due), records the attempt with `outcome`, and hands back any other claim it
+    /// due), records the attempt with `outcome`, and hands back every other claim it
     /// took on the way.
     pub async fn record_attempt(&self, attempt: &DeliveryAttempt, outcome: Outcome) {
         const TOKEN: &str = "hookline-test-fixture";
+        let queue = self.store.queue();
         let far = Timestamp::now().plus_millis(400 * 86_400_000);
-        let claimed = self
-            .store
-            .claim_due_deliveries(far, far.plus_millis(60_000), u32::MAX, TOKEN)
+        let (claimed, others): (Vec<_>, Vec<_>) = queue
+            .claim(far, far.plus_millis(60_000), u32::MAX, TOKEN)
             .await
-            .expect("claim deliveries");
+            .expect("claim deliveries")
+            .into_iter()
+            .partition(|c| c.event_id == attempt.event_id && c.webhook_id == attempt.webhook_id);
+        queue
+            .release(&others)
+            .await
+            .expect("hand back other claims");
         let claimed = claimed
             .into_iter()
-            .find(|c| c.event_id == attempt.event_id && c.webhook_id == attempt.webhook_id)
+            .next()
             .expect("the attempt's delivery is pending");
         let finished = [Finished {
             claimed,
             attempt: attempt.clone(),
             outcome,
         }];
-        let recorded = self
-            .store
-            .finish_delivery_attempts(&finished)
-            .await
-            .expect("record the attempt");
+        let recorded = queue.finish(&finished).await.expect("record the attempt");
         assert_eq!(recorded, [true], "the fixture's claim was lost");
-        self.store
-            .release_delivery_leases(TOKEN)
-            .await
-            .expect("hand back other claims");
     }
 
     /// Every column of the migrated schema (diesel's own table left out), sorted:
@@ -166,14 +185,17 @@ impl TestDb {
             data_type::text, is_nullable = 'NO' AS not_null \
             FROM information_schema.columns WHERE table_schema = 'public' \
             AND table_name NOT LIKE '\\_\\_diesel%'";
-        let mut columns: Vec<Column> = match &self.store.pools {
-            crate::pool::Pools::Sqlite(pool) => {
-                let mut conn = pool.get().await.expect("connection");
-                diesel::sql_query(SQLITE).load(&mut *conn).await
+        let url = self.url();
+        let mut columns: Vec<Column> = match self.backend() {
+            Backend::Sqlite => {
+                let mut conn = SyncConnectionWrapper::<diesel::SqliteConnection>::establish(url)
+                    .await
+                    .expect("connection");
+                diesel::sql_query(SQLITE).load(&mut conn).await
             }
-            crate::pool::Pools::Postgres(pool) => {
-                let mut conn = pool.get().await.expect("connection");
-                diesel::sql_query(POSTGRES).load(&mut *conn).await
+            Backend::Postgres => {
+                let mut conn = AsyncPgConnection::establish(url).await.expect("connection");
+                diesel::sql_query(POSTGRES).load(&mut conn).await
             }
         }
         .expect("schema query");
@@ -195,7 +217,7 @@ pub struct Column {
     pub not_null: bool,
 }
 
-impl Drop for TestDb {
+impl Drop for Database {
     fn drop(&mut self) {
         match &self.cleanup {
             Cleanup::SqliteFile(path) => {
@@ -231,7 +253,7 @@ impl Drop for TestDb {
 /// Runs each test body once per backend, each run on a fresh [`TestDb`]:
 ///
 /// ```ignore
-/// hookline_store::backend_tests! {
+/// hookline_testdb::backend_tests! {
 ///     async fn creates_workspaces(db) {
 ///         let store = db.store();
 ///         // …
@@ -249,14 +271,14 @@ macro_rules! backend_tests {
             $(#[$meta])*
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                let $db = $crate::testing::TestDb::new($crate::Backend::Sqlite).await;
+                let $db = $crate::TestDb::new($crate::Backend::Sqlite).await;
                 $body
             }
 
             $(#[$meta])*
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                let $db = $crate::testing::TestDb::new($crate::Backend::Postgres).await;
+                let $db = $crate::TestDb::new($crate::Backend::Postgres).await;
                 $body
             }
         }

@@ -1,0 +1,86 @@
+//! hookline's use cases: every operation a front end offers (the public API, the
+//! CLI, and the admin API and Settings portal to come), each written once. Front
+//! ends parse their input into domain values, call one method here, and map its
+//! [`Error`] to their own statuses and messages in one place; none of them reaches
+//! the database any other way.
+//!
+//! - `workspaces.rs`: workspaces and plans, connected accounts;
+//! - `keys.rs`: API keys (made here, shown once, stored as hashes);
+//! - `webhooks.rs`: webhooks of both sources, their attempt logs;
+//! - `events.rs`: the outbox events enter by, the API's samples.
+//!
+//! Rules that are pure decisions live in `hookline-domain` (the 410 policy is
+//! `WebhookSource::when_gone`, the rate rules are `ApiKeyRecord::counts_requests`);
+//! rules that must hold under concurrent writers (the 10-key and 10-webhook limits,
+//! the outbox transaction) live in the store's transactions. This crate is where
+//! they are put together into what a user asked for.
+//!
+//! ```no_run
+//! # async fn example(store: hookline_store::Store) -> hookline_app::Result<()> {
+//! use hookline_app::{App, AppConfig};
+//! use hookline_delivery::Outbox;
+//! use hookline_domain::{KeyName, Plan, WorkspaceName};
+//!
+//! let app = App::new(&store, Outbox::new(store.events()), AppConfig::default());
+//! let workspace = app.create_workspace(&WorkspaceName::parse("Acme")?, Plan::Studio).await?;
+//! let created = app.create_api_key(workspace.id, &KeyName::parse("Zapier")?).await?;
+//! println!("{} (shown once)", created.key.expose());
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod events;
+mod keys;
+mod webhooks;
+mod workspaces;
+
+use hookline_delivery::Outbox;
+use hookline_domain::{KeyPrefix, TargetPolicy};
+use hookline_store::{Accounts, ApiKeys, Events, Store, Webhooks, Workspaces};
+
+pub use error::{Error, Result};
+pub use events::SAMPLES;
+pub use keys::CreatedKey;
+pub use webhooks::{CreatedWebhook, WebhookSpec};
+
+/// What the use cases are configured with. Filled by the binary from
+/// `HOOKLINE_KEY_PREFIX` and `HOOKLINE_ALLOW_PRIVATE_TARGETS`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppConfig {
+    /// Written before every API key made.
+    pub key_prefix: KeyPrefix,
+    /// Which webhook URLs are accepted.
+    pub target_policy: TargetPolicy,
+}
+
+/// The use cases, over the store's repositories. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct App {
+    workspaces: Workspaces,
+    accounts: Accounts,
+    api_keys: ApiKeys,
+    webhooks: Webhooks,
+    events: Events,
+    outbox: Outbox,
+    config: AppConfig,
+}
+
+impl App {
+    /// `outbox` is where emits go: one that wakes this process's worker
+    /// (`Worker::outbox`) when there is one.
+    pub fn new(store: &Store, outbox: Outbox, config: AppConfig) -> App {
+        App {
+            workspaces: store.workspaces(),
+            accounts: store.accounts(),
+            api_keys: store.api_keys(),
+            webhooks: store.webhooks(),
+            events: store.events(),
+            outbox,
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &AppConfig {
+        &self.config
+    }
+}

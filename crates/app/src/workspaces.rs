@@ -1,0 +1,50 @@
+//! Workspaces, their plans and their connected accounts.
+
+use hookline_domain::{Account, AccountId, Plan, Username, Workspace, WorkspaceId, WorkspaceName};
+
+use crate::error::found;
+use crate::{App, Result};
+
+impl App {
+    pub async fn create_workspace(&self, name: &WorkspaceName, plan: Plan) -> Result<Workspace> {
+        Ok(self.workspaces.create(name, plan).await?)
+    }
+
+    pub async fn workspace(&self, id: WorkspaceId) -> Result<Workspace> {
+        found(self.workspaces.get(id).await?, "workspace", id)
+    }
+
+    /// Moves the workspace to `plan`: it counts on the next request of every
+    /// server on the database (keys of a plan without the API get 403 from then).
+    pub async fn change_plan(&self, id: WorkspaceId, plan: Plan) -> Result<Workspace> {
+        found(self.workspaces.set_plan(id, plan).await?, "workspace", id)
+    }
+
+    /// Connects the social account `username`; a handle connected before gets its
+    /// old account id back. Refused while it is connected already.
+    pub async fn connect_account(
+        &self,
+        workspace: WorkspaceId,
+        username: &Username,
+    ) -> Result<Account> {
+        Ok(self.accounts.connect(workspace, username).await?)
+    }
+
+    /// Disconnects the account; disconnecting twice is not an error.
+    pub async fn disconnect_account(&self, id: AccountId) -> Result<Account> {
+        found(self.accounts.disconnect(id).await?, "account", id)
+    }
+
+    /// The accounts connected to the workspace now, oldest first (every API request
+    /// of `GET /me` reads them; concurrent callers share one query).
+    pub async fn connected_accounts(&self, workspace: WorkspaceId) -> Result<Vec<Account>> {
+        Ok(self.accounts.connected(workspace).await?)
+    }
+
+    /// Answers `NotFound` for a workspace that does not exist. Lists call it only
+    /// when they come back empty, so that a list of an existing workspace costs one
+    /// query.
+    pub(crate) async fn require_workspace(&self, id: WorkspaceId) -> Result<()> {
+        self.workspace(id).await.map(|_| ())
+    }
+}

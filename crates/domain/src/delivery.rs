@@ -1,0 +1,195 @@
+//! The outbox's vocabulary: where a delivery stands, what an attempt logs, what it
+//! leads to, and what a claimed delivery carries to the worker. The store keeps
+//! these, the worker makes them, the front ends show them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{
+    Error, EventId, EventName, Result, Timestamp, Webhook, WebhookId, WebhookSecret, WebhookSource,
+};
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryState {
+    /// Waiting for its next attempt.
+    Pending,
+    /// A 2xx answer arrived.
+    Delivered,
+    /// The last attempt of the schedule failed.
+    Failed,
+    /// Its webhook was disabled (a deleted webhook takes its deliveries with it).
+    Cancelled,
+}
+
+impl DeliveryState {
+    pub const ALL: [DeliveryState; 4] = [
+        DeliveryState::Pending,
+        DeliveryState::Delivered,
+        DeliveryState::Failed,
+        DeliveryState::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+            DeliveryState::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl FromStr for DeliveryState {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        DeliveryState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+            .ok_or_else(|| Error::invalid("delivery state", format!("unknown state `{text}`")))
+    }
+}
+
+/// One event on its way to one webhook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub event_id: EventId,
+    pub webhook_id: WebhookId,
+    pub state: DeliveryState,
+    /// Attempts made so far.
+    pub attempts: u32,
+    pub next_attempt_at: Timestamp,
+}
+
+/// One try at sending an event to a webhook, as the attempt log shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    pub event_id: EventId,
+    pub webhook_id: WebhookId,
+    pub event: EventName,
+    /// 1 for the first try.
+    pub attempt: u32,
+    pub at: Timestamp,
+    /// The receiver's HTTP status; `None` when no answer came (see `error`).
+    pub status: Option<u16>,
+    /// Why the attempt failed, when it did.
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    /// At most the first 4 KiB of the response body.
+    pub response_body: Option<String>,
+}
+
+/// What an attempt leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A 2xx arrived: done.
+    Delivered,
+    /// Failed; try again at this time.
+    RetryAt(Timestamp),
+    /// Failed, and it was the last attempt of the schedule.
+    GaveUp,
+    /// The target answered `410 Gone`: what happens to the webhook is
+    /// [`WebhookSource::when_gone`]'s. Either way its pending deliveries stop.
+    Gone,
+}
+
+impl Outcome {
+    /// The delivery's state after this outcome, and when its next attempt is due
+    /// (for a retry; otherwise the attempt's own time).
+    pub fn next_state(self, attempted_at: Timestamp) -> (DeliveryState, Timestamp) {
+        match self {
+            Outcome::Delivered => (DeliveryState::Delivered, attempted_at),
+            Outcome::RetryAt(at) => (DeliveryState::Pending, at),
+            Outcome::GaveUp => (DeliveryState::Failed, attempted_at),
+            Outcome::Gone => (DeliveryState::Cancelled, attempted_at),
+        }
+    }
+}
+
+/// Logs read it as words: `delivered`, `retry at 2026-11-22T10:04:05.123Z`,
+/// `gave up`, `gone`.
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Delivered => f.write_str("delivered"),
+            Outcome::RetryAt(at) => write!(f, "retry at {at}"),
+            Outcome::GaveUp => f.write_str("gave up"),
+            Outcome::Gone => f.write_str("gone"),
+        }
+    }
+}
+
+/// What a `410 Gone` from a webhook's target does to the webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoneAction {
+    /// Deleted with its deliveries: its automation platform has unsubscribed.
+    Delete,
+    /// Disabled, its pending deliveries cancelled: a person made it, a person
+    /// decides.
+    Disable,
+}
+
+impl WebhookSource {
+    /// The 410 policy: an API webhook belongs to an automation platform that has
+    /// unsubscribed, and is deleted; a Settings webhook was made by a person, and is
+    /// only disabled.
+    pub fn when_gone(self) -> GoneAction {
+        match self {
+            WebhookSource::Api => GoneAction::Delete,
+            WebhookSource::Settings => GoneAction::Disable,
+        }
+    }
+}
+
+/// A delivery leased to one worker, with everything needed to attempt it.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    pub event_id: EventId,
+    pub webhook_id: WebhookId,
+    pub event: EventName,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// The body to send, byte for byte as stored at emit.
+    pub payload: String,
+    pub webhook: Webhook,
+    pub secret: WebhookSecret,
+    /// Proves the lease when the outcome is recorded.
+    pub lease_token: String,
+}
+
+/// An attempt made under a claim, and what it leads to.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub claimed: ClaimedDelivery,
+    pub attempt: DeliveryAttempt,
+    pub outcome: Outcome,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_read_back_as_written() {
+        for state in DeliveryState::ALL {
+            assert_eq!(state.as_str().parse::<DeliveryState>(), Ok(state));
+        }
+        assert!("sent".parse::<DeliveryState>().is_err());
+    }
+
+    #[test]
+    fn outcomes_are_words_and_times() {
+        let at =
+            Timestamp::from_unix_millis(1_795_388_289_427).unwrap_or_else(|_| Timestamp::now());
+        assert_eq!(Outcome::RetryAt(at).to_string(), format!("retry at {at}"));
+        assert_eq!(Outcome::GaveUp.to_string(), "gave up");
+        assert_eq!(Outcome::Gone.next_state(at), (DeliveryState::Cancelled, at));
+    }
+
+    #[test]
+    fn gone_deletes_api_webhooks_and_disables_settings_ones() {
+        assert_eq!(WebhookSource::Api.when_gone(), GoneAction::Delete);
+        assert_eq!(WebhookSource::Settings.when_gone(), GoneAction::Disable);
+    }
+}

@@ -1,0 +1,82 @@
+//! [`Db`]: what every handle of the store shares: the pool of one backend, the
+//! SQLite write turn, and the coalesced calls.
+
+use std::sync::{Arc, OnceLock};
+
+use hookline_batch::Batcher;
+use hookline_domain::{Account, EventPayload, Webhook, WebhookId, WorkspaceId};
+
+use crate::pool::Pools;
+use crate::write_lock::{WriteLock, WriteTurn};
+use crate::{Backend, Error, Result, StoreConfig};
+
+/// A call shared by concurrent callers (see `hookline-batch`), started on first use.
+pub(crate) type Coalesced<I, O> = Arc<OnceLock<Batcher<I, O, Error>>>;
+
+/// The database as the handles see it. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub(crate) struct Db {
+    pub(crate) pools: Pools,
+    pub(crate) database_url: Arc<str>,
+    /// SQLite has one writer at a time. hookline's writers take turns here (see
+    /// `write_lock.rs`) rather than in SQLite's busy handler.
+    sqlite_writes: Arc<WriteLock>,
+    /// The two reads every API request makes, and the outbox write.
+    pub(crate) accounts_by_workspace: Coalesced<WorkspaceId, Vec<Account>>,
+    pub(crate) webhooks_by_workspace: Coalesced<WorkspaceId, Vec<Webhook>>,
+    pub(crate) outbox_writes: Coalesced<EventPayload, Result<Vec<WebhookId>>>,
+}
+
+impl Db {
+    pub(crate) async fn open(config: &StoreConfig) -> Result<Db> {
+        let pools = Pools::open(config).await?;
+        let sqlite_writes = match pools {
+            Pools::Sqlite(_) => WriteLock::sqlite(&config.database_url),
+            Pools::Postgres(_) => WriteLock::default(),
+        };
+        Ok(Db {
+            pools,
+            database_url: config.database_url.as_str().into(),
+            sqlite_writes: Arc::new(sqlite_writes),
+            accounts_by_workspace: Arc::default(),
+            webhooks_by_workspace: Arc::default(),
+            outbox_writes: Arc::default(),
+        })
+    }
+
+    /// The same database and write turn, with coalesced calls of its own: the task
+    /// of a coalesced call holds one of these, since one holding its own batcher
+    /// would keep itself alive forever.
+    pub(crate) fn detached(&self) -> Db {
+        Db {
+            accounts_by_workspace: Arc::default(),
+            webhooks_by_workspace: Arc::default(),
+            outbox_writes: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,
+    /// whose row locks let writers of different rows run at once.
+    pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
+        match self.pools {
+            Pools::Sqlite(_) => Some(self.sqlite_writes.turn().await),
+            Pools::Postgres(_) => None,
+        }
+    }
+
+    pub(crate) fn backend(&self) -> Backend {
+        match self.pools {
+            Pools::Sqlite(_) => Backend::Sqlite,
+            Pools::Postgres(_) => Backend::Postgres,
+        }
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("backend", &self.backend())
+            .finish_non_exhaustive()
+    }
+}
