@@ -5,8 +5,8 @@
 use std::process::Output;
 
 use hookline_domain::{DeliveryAttempt, Outcome};
-use hookline_testdb::TestDb;
 use hookline_testdb::backend_tests;
+use hookline_testdb::{Backend, Database, TestDb};
 use serde_json::{Value, json};
 
 /// Runs `hookline ARGS` against the test database, with no setting leaking in from
@@ -355,7 +355,7 @@ backend_tests! {
 /// process exits: nothing of its wait is left running (a blocked `flock` was).
 #[tokio::test]
 async fn a_write_outwaits_a_lock_file_that_is_never_released() {
-    let db = TestDb::new(hookline_store::Backend::Sqlite).await;
+    let db = TestDb::new(Backend::Sqlite).await;
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -414,4 +414,57 @@ async fn migrate_creates_the_schema_of_a_new_sqlite_file() {
     for suffix in ["", "-wal", "-shm", "-writer.lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
+}
+
+/// The README's quick tour starts `serve &` and runs a command at once, on a
+/// database that does not exist yet: every process migrates, together. Each start
+/// must succeed, each migration be applied once, and the schema end whole.
+async fn fresh_databases_race_their_migrations(backend: Backend) {
+    const RACES: usize = 50;
+    for race in 0..RACES {
+        let database = Database::new(backend).await;
+        let run = |args: &'static [&'static str]| {
+            let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
+            command
+                .args(args)
+                .env("DATABASE_URL", database.url())
+                .output()
+        };
+        let (migrate, first, second) = tokio::join!(
+            run(&["migrate", "--json"]),
+            run(&["workspace", "create", "--name", "Acme", "--json"]),
+            run(&["workspace", "create", "--name", "Beta", "--json"]),
+        );
+        let mut applied = 0;
+        for (name, out) in [
+            ("migrate", &migrate),
+            ("create", &first),
+            ("create", &second),
+        ] {
+            let out = out.as_ref().unwrap();
+            assert!(
+                out.status.success(),
+                "race {race}: {name} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if name == "migrate" {
+                let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+                applied += json["applied"].as_array().unwrap().len();
+            }
+        }
+        let again = run(&["migrate", "--json"]).await.unwrap();
+        let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+        assert_eq!(again, json!({"applied": []}), "race {race}");
+        assert!(applied <= 3, "race {race}: migrate applied {applied}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_fresh_sqlite_databases_race_their_migrations() {
+    fresh_databases_race_their_migrations(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_fresh_postgres_databases_race_their_migrations() {
+    fresh_databases_race_their_migrations(Backend::Postgres).await;
 }

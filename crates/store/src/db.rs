@@ -29,10 +29,20 @@ pub(crate) struct Db {
 
 impl Db {
     pub(crate) async fn open(config: &StoreConfig) -> Result<Db> {
-        let pools = Pools::open(config).await?;
-        let sqlite_writes = match pools {
-            Pools::Sqlite(_) => WriteLock::sqlite(&config.database_url),
-            Pools::Postgres(_) => WriteLock::default(),
+        let (sqlite_writes, pools) = match config.backend()? {
+            Backend::Sqlite => {
+                let writes = WriteLock::sqlite(&config.database_url);
+                // The first connection switches a new file to WAL, which takes an
+                // exclusive lock that SQLite's busy handler does not wait for: two
+                // processes opening a new file at once would fail with "database
+                // is locked". Taking the write turn makes them open it in turn.
+                let pools = {
+                    let _turn = writes.turn().await;
+                    Pools::open(config).await?
+                };
+                (writes, pools)
+            }
+            Backend::Postgres => (WriteLock::default(), Pools::open(config).await?),
         };
         Ok(Db {
             pools,
