@@ -13,8 +13,7 @@ use std::process::ExitCode;
 use clap::Parser as _;
 
 /// Requests and deliveries allocate on one thread and free on another; glibc's
-/// malloc locks its arenas for that, mimalloc does not (API +20% on SQLite in
-/// `hookline-bench`, see docs/PERFORMANCE.md).
+/// malloc locks its arenas for that, mimalloc does not (see docs/PERFORMANCE.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -219,10 +219,10 @@ impl Queue {
     ///
     /// Why: a queue table that was never analyzed looks tiny to the planner, so it
     /// claims by reading and sorting every due row instead of walking the due-index
-    /// in order (16 ms against 0.3 ms per claim at 50,000 due). Autovacuum gathers
-    /// statistics too, but only at its next round, a minute apart by default, and a
-    /// fresh database can fill its queue sooner. Once there are statistics, even
-    /// stale ones, the planner walks the index. SQLite's planner needs none here.
+    /// in order (see docs/PERFORMANCE.md). Autovacuum gathers statistics too, but
+    /// only at its next round, a minute apart by default, and a fresh database can
+    /// fill its queue sooner. Once there are statistics, even stale ones, the planner
+    /// walks the index. SQLite's planner needs none here.
     pub async fn analyze_if_never_analyzed(&self) -> Result<bool> {
         use diesel::sql_types::BigInt;
 
