@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookline_domain::{
-    ApiKeyId, EventName, KeyName, KeyPrefix, Plan, Timestamp, Username, WebhookSource, WorkspaceId,
+    ApiKeyId, EventName, KeyName, KeyPrefix, Plan, Username, WebhookSource, WorkspaceId,
 };
 use hookline_testdb::Backend;
 use hookline_testdb::TestDb;
@@ -181,15 +181,7 @@ async fn guarantees(
     sent: u64,
 ) -> anyhow::Result<String> {
     let store = db.store();
-    // Counting no requests answers each window as it stands.
-    let counts = key_ids.iter().map(|id| (*id, 0)).collect::<Vec<_>>();
-    let counted: u64 = store
-        .key_check()
-        .count_requests(&counts, Timestamp::now(), RATE_WINDOW_MS)
-        .await?
-        .iter()
-        .map(|window| window.count)
-        .sum();
+    let counted = db.requests_counted().await;
     anyhow::ensure!(
         counted == sent,
         "the rate windows counted {counted} requests of the {sent} sent"

@@ -204,6 +204,34 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// Requests counted in all rate windows, read from the table: what the
+    /// benchmark checks against the requests it sent.
+    pub async fn requests_counted(&self) -> u64 {
+        #[derive(diesel::QueryableByName)]
+        struct Counted {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            counted: i64,
+        }
+        const SQL: &str = "SELECT CAST(COALESCE(SUM(request_count), 0) AS BIGINT) AS counted FROM rate_limit_windows";
+        let url = self.url();
+        let counted: Counted = match self.backend() {
+            Backend::Sqlite => {
+                let mut conn = SyncConnectionWrapper::<diesel::SqliteConnection>::establish(url)
+                    .await
+                    .expect("connection");
+                diesel::sql_query(SQL).get_result(&mut conn).await
+            }
+            Backend::Postgres => {
+                let mut conn = AsyncPgConnection::establish(url).await.expect("connection");
+                diesel::sql_query(SQL).get_result(&mut conn).await
+            }
+        }
+        .expect("rate window query");
+        u64::try_from(counted.counted).unwrap_or(0)
+    }
+}
+
 /// A column of the schema, as [`TestDb::columns`] reads it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, diesel::QueryableByName)]
 pub struct Column {
