@@ -96,6 +96,7 @@ pub(crate) async fn run(
     let env = [
         ("DATABASE_URL", db.url().to_owned()),
         ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
         // Raised, not off: every request is still counted in its window, one
         // window for the whole run, so the count can be checked at the end.
         ("HOOKLINE_RATE_LIMIT", "2000000000".to_owned()),

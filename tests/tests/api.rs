@@ -52,6 +52,7 @@ impl Api {
     async fn start_with(db: TestDb, configure: impl FnOnce(&mut HttpConfig)) -> Api {
         let mut config = HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             auth: AuthConfig::default(),
             ..HttpConfig::default()
         };
@@ -62,7 +63,9 @@ impl Api {
             target_policy: TargetPolicy::PublicOnly,
         };
         let app = App::new(&store, Outbox::new(store.events()), app_config);
-        let server = Server::bind(config, app, store.key_check()).await.unwrap();
+        let server = Server::bind(config, app, store.key_check(), store.admin_tokens())
+            .await
+            .unwrap();
         let addr = server.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = tokio::spawn(server.run(async {
@@ -353,9 +356,15 @@ backend_tests! {
         let left = api.store.events().deliveries(emitted.payload.id).await.unwrap();
         assert!(left.iter().all(|d| d.webhook_id.to_string() != hook_id));
         assert_eq!(api.get("/api/v1/hooks", &key).await.body["data"].as_array().unwrap().len(), 3);
-        for again in [hook_id, "wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R", "not-an-id"] {
+        for again in [hook_id, "wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R"] {
             let reply = api.delete(&format!("/api/v1/hooks/{again}"), &key).await;
             assert_eq!((reply.status, reply.body.clone()), (StatusCode::OK, json!({"success": true})));
+        }
+        // Text that is no webhook id at all is an integration's bug: 400, naming the form.
+        for bad in ["undefined", "not-an-id", "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R"] {
+            let reply = api.delete(&format!("/api/v1/hooks/{bad}"), &key).await;
+            assert_error(&reply, StatusCode::BAD_REQUEST);
+            assert!(reply.body["error"].as_str().unwrap().contains("wh_"), "{}", reply.body);
         }
         // Another workspace's webhook: 200, and untouched.
         let (_, other_key) = api.workspace_with_key(Plan::Studio).await;
@@ -466,7 +475,7 @@ backend_tests! {
         for (method, path, allow) in [
             (Method::POST, "/api/v1/me", "GET"),
             (Method::PATCH, "/api/v1/hooks", "GET, POST"),
-            (Method::GET, "/api/v1/hooks/wh_1", "DELETE"),
+            (Method::PUT, "/api/v1/hooks/wh_1", "GET, DELETE"),
             (Method::POST, "/api/v1/events/dm.sent/sample", "GET"),
         ] {
             let reply = api.send(Api::request(method, path, Some(&key), "")).await;

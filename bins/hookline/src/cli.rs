@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use hookline_delivery::RetrySchedule;
-use hookline_domain::{AccountId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
+use hookline_domain::{AccountId, AdminTokenId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
 use hookline_store::StoreConfig;
 
 #[derive(Debug, Parser)]
@@ -73,6 +73,9 @@ pub(crate) enum Command {
     /// Emit events as the product does.
     #[command(subcommand)]
     Event(EventCommand),
+    /// Create, list and revoke the admin API's tokens.
+    #[command(subcommand, name = "admin-token")]
+    AdminToken(AdminTokenCommand),
 }
 
 #[derive(Debug, Args)]
@@ -80,6 +83,11 @@ pub(crate) struct ServeArgs {
     /// Address and port to listen on (port 0: any free port, logged at start).
     #[arg(long, env = "HOOKLINE_LISTEN", default_value = "127.0.0.1:8080")]
     pub(crate) listen: SocketAddr,
+
+    /// Address and port of the admin API (`/admin/v1`); keep it off the public
+    /// network (port 0: any free port, logged at start).
+    #[arg(long, env = "HOOKLINE_ADMIN_LISTEN", default_value = "127.0.0.1:8081")]
+    pub(crate) admin_listen: SocketAddr,
 
     /// Requests per API key per rate window.
     #[arg(long, env = "HOOKLINE_RATE_LIMIT", default_value_t = 120)]
@@ -196,6 +204,20 @@ pub(crate) enum KeyCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum AdminTokenCommand {
+    /// Create an admin token and print it, once.
+    Create {
+        /// Who or what uses it (shown in lists).
+        #[arg(long)]
+        name: String,
+    },
+    /// List admin tokens, active and revoked (never the tokens themselves).
+    List,
+    /// Revoke a token; requests with it are refused at once.
+    Revoke { token: AdminTokenId },
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum HookCommand {
     /// Create a webhook and print its signing secret, once.
     Create {
@@ -234,6 +256,10 @@ pub(crate) enum EventCommand {
         /// The event's data: a JSON object.
         #[arg(long, default_value = "{}")]
         data: String,
+        /// Emit at most once per key and workspace within a day: a repeat prints
+        /// the first event's payload and queues nothing.
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
 }
 

@@ -5,21 +5,25 @@
 use anyhow::{Context as _, anyhow};
 use hookline_app::{App, AppConfig, WebhookSpec};
 use hookline_auth::AuthConfig;
-use hookline_delivery::{DeliveryConfig, Outbox, Worker};
+use hookline_delivery::{DeliveryConfig, Emission, Outbox, Worker};
 use hookline_domain::{
-    ApiKeyStatus, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription, WebhookSource,
-    WebhookUrl, WorkspaceName,
+    ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription,
+    WebhookSource, WebhookUrl, WorkspaceName,
 };
-use hookline_http::wire::{AccountObject, WebhookObject, WorkspaceObject};
+use hookline_http::wire::{
+    AccountObject, AttemptObject, CredentialObject, KeyCreatedObject, KeyObject, WebhookObject,
+    WorkspaceObject,
+};
 use hookline_http::{HttpConfig, Server};
 use hookline_store::{Store, StoreConfig};
 
 use crate::cli::{
-    AccountCommand, Cli, Command, DeliveryArgs, EventCommand, HookCommand, KeyCommand, ServeArgs,
-    Settings, WorkspaceCommand,
+    AccountCommand, AdminTokenCommand, Cli, Command, DeliveryArgs, EventCommand, HookCommand,
+    KeyCommand, ServeArgs, Settings, WorkspaceCommand,
 };
 use crate::output::{
-    AttemptOut, DeletedOut, KeyCreatedOut, KeyOut, KeyRevokedOut, MigratedOut, print, write_stdout,
+    AdminTokenCreatedOut, AdminTokenRevokedOut, DeletedOut, KeyRevokedOut, MigratedOut, print,
+    write_stdout,
 };
 
 /// [`Settings`] checked and turned into the library crates' configuration.
@@ -84,6 +88,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Key(command) => key(&config, json, command).await,
         Command::Hook(command) => hook(&config, json, command).await,
         Command::Event(command) => event(&config, json, command).await,
+        Command::AdminToken(command) => admin_token(&config, json, command).await,
     }
 }
 
@@ -93,6 +98,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     crate::logging::init()?;
     let http = HttpConfig {
         listen: args.listen,
+        admin_listen: args.admin_listen,
         auth: AuthConfig {
             key_prefix: config.app.key_prefix.clone(),
             rate_limit: args.rate_limit,
@@ -106,9 +112,12 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let store = config.open_store().await?;
     let worker = Worker::new(store.queue(), delivery_config(&config, &args.delivery))?;
     let app = App::new(&store, worker.outbox(store.events()), config.app.clone());
-    let server = Server::bind(http, app, store.key_check()).await?;
+    let server = Server::bind(http, app, store.key_check(), store.admin_tokens()).await?;
     if let Some(addr) = server.local_addr() {
         tracing::info!(%addr, backend = config.store.backend()?.as_str(), "listening on {addr}");
+    }
+    if let Some(addr) = server.admin_addr() {
+        tracing::info!(%addr, "admin API listening on {addr}");
     }
     let stop = stop_signal();
     tokio::join!(server.run(stop.wait()), worker.run(stop.wait()));
@@ -230,17 +239,11 @@ async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result
                 .await?
                 .create_api_key(workspace, &name)
                 .await?;
-            let out = KeyCreatedOut {
-                id: created.record.id.to_string(),
-                name: created.record.name.to_string(),
-                key: created.key.expose().to_owned(),
-                created_at: created.record.created_at,
-            };
-            print(json, &out)
+            print(json, &KeyCreatedObject::new(&created.record, &created.key))
         }
         KeyCommand::List { workspace } => {
             let keys = config.open_app().await?.api_keys(workspace).await?;
-            print(json, &keys.iter().map(KeyOut::from).collect::<Vec<_>>())
+            print(json, &keys.iter().map(KeyObject::from).collect::<Vec<_>>())
         }
         KeyCommand::Revoke { key } => {
             let record = config.open_app().await?.revoke_api_key(key).await?;
@@ -308,7 +311,7 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             let attempts = config.open_app().await?.attempts(webhook, limit).await?;
             print(
                 json,
-                &attempts.iter().map(AttemptOut::from).collect::<Vec<_>>(),
+                &attempts.iter().map(AttemptObject::log).collect::<Vec<_>>(),
             )
         }
     }
@@ -319,22 +322,71 @@ async fn event(config: &Config, json: bool, command: EventCommand) -> anyhow::Re
         workspace,
         event,
         data,
+        idempotency_key,
     } = command;
     let data: serde_json::Value =
         serde_json::from_str(&data).map_err(|e| anyhow!("invalid --data: not JSON: {e}"))?;
-    let emitted = config
+    let key = idempotency_key
+        .as_deref()
+        .map(IdempotencyKey::parse)
+        .transpose()?;
+    let emission = config
         .open_app()
         .await?
-        .outbox()
-        .emit(workspace, event, data)
+        .ingest(workspace, event, data, key)
         .await?;
-    let payload = emitted.payload.to_json();
+    let (payload, note) = match emission {
+        Emission::Emitted(emitted) => {
+            let note = format!("queued for {} webhook(s)", emitted.webhooks.len());
+            (emitted.payload.to_json(), note)
+        }
+        Emission::Replayed(first) => (
+            first,
+            "already emitted with this idempotency key: nothing queued".to_owned(),
+        ),
+    };
     if json {
         write_stdout(&payload)
     } else {
-        write_stdout(&format!(
-            "{payload}\nqueued for {} webhook(s)",
-            emitted.webhooks.len()
-        ))
+        write_stdout(&format!("{payload}\n{note}"))
+    }
+}
+
+async fn admin_token(
+    config: &Config,
+    json: bool,
+    command: AdminTokenCommand,
+) -> anyhow::Result<()> {
+    let app = config.open_app().await?;
+    match command {
+        AdminTokenCommand::Create { name } => {
+            let name = KeyName::parse(&name)?;
+            let created = app.create_admin_token(&name).await?;
+            let out = AdminTokenCreatedOut {
+                id: created.record.id,
+                name: created.record.name.to_string(),
+                token: created.token.expose().to_owned(),
+                created_at: created.record.created_at,
+            };
+            print(json, &out)
+        }
+        AdminTokenCommand::List => {
+            let tokens = app.admin_tokens().await?;
+            print(
+                json,
+                &tokens
+                    .iter()
+                    .map(CredentialObject::from)
+                    .collect::<Vec<_>>(),
+            )
+        }
+        AdminTokenCommand::Revoke { token } => {
+            let record = app.revoke_admin_token(token).await?;
+            let out = AdminTokenRevokedOut {
+                id: record.id,
+                status: record.status(),
+            };
+            print(json, &out)
+        }
     }
 }

@@ -4,10 +4,11 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use hookline_domain::{
-    ApiKeyRecord, ApiKeyStatus, DeliveryAttempt, EventName, Timestamp, WebhookId,
+use hookline_domain::{AdminTokenId, ApiKeyStatus, Timestamp, WebhookId};
+use hookline_http::wire::{
+    AccountObject, AttemptObject, CredentialObject, KeyCreatedObject, WebhookObject,
+    WorkspaceObject,
 };
-use hookline_http::wire::{AccountObject, WebhookObject, WorkspaceObject};
 use serde::Serialize;
 
 /// A command's result: its JSON shape, and how a person reads it.
@@ -57,16 +58,7 @@ impl Render for AccountObject {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct KeyCreatedOut {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) key: String,
-    pub(crate) created_at: Timestamp,
-}
-
-impl Render for KeyCreatedOut {
+impl Render for KeyCreatedObject {
     fn human(&self) -> String {
         format!(
             "{}  {}\n{}\nThis key is shown only this once: store it now.",
@@ -75,29 +67,7 @@ impl Render for KeyCreatedOut {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct KeyOut {
-    id: String,
-    name: String,
-    status: ApiKeyStatus,
-    last_used_at: Option<Timestamp>,
-    created_at: Timestamp,
-}
-
-impl From<&ApiKeyRecord> for KeyOut {
-    fn from(key: &ApiKeyRecord) -> Self {
-        KeyOut {
-            id: key.id.to_string(),
-            name: key.name.to_string(),
-            status: key.status(),
-            last_used_at: key.last_used_at,
-            created_at: key.created_at,
-        }
-    }
-}
-
-impl Render for KeyOut {
+impl<I: Serialize + std::fmt::Display> Render for CredentialObject<I> {
     fn human(&self) -> String {
         let used = self
             .last_used_at
@@ -156,42 +126,17 @@ impl Render for DeletedOut {
     }
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct AttemptOut {
-    event_id: String,
-    event: EventName,
-    attempt: u32,
-    at: Timestamp,
-    status: Option<u16>,
-    error: Option<String>,
-    duration_ms: u64,
-}
-
-impl From<&DeliveryAttempt> for AttemptOut {
-    fn from(attempt: &DeliveryAttempt) -> Self {
-        AttemptOut {
-            event_id: attempt.event_id.to_string(),
-            event: attempt.event,
-            attempt: attempt.attempt,
-            at: attempt.at,
-            status: attempt.status,
-            error: attempt.error.clone(),
-            duration_ms: attempt.duration_ms,
-        }
-    }
-}
-
-impl Render for AttemptOut {
+impl Render for AttemptObject<'_> {
     fn human(&self) -> String {
-        let outcome = match (self.status, &self.error) {
+        let a = self.attempt;
+        let outcome = match (a.status, &a.error) {
             (Some(status), _) => format!("HTTP {status}"),
             (None, Some(error)) => error.clone(),
             (None, None) => "no answer".to_owned(),
         };
         format!(
             "{}  {}  {}  attempt {}  {outcome}  {} ms",
-            self.at, self.event_id, self.event, self.attempt, self.duration_ms
+            a.at, a.event_id, a.event, a.attempt, a.duration_ms
         )
     }
 }
@@ -208,5 +153,35 @@ impl Render for MigratedOut {
         } else {
             format!("applied migrations: {}", self.applied.join(", "))
         }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AdminTokenCreatedOut {
+    pub(crate) id: AdminTokenId,
+    pub(crate) name: String,
+    pub(crate) token: String,
+    pub(crate) created_at: Timestamp,
+}
+
+impl Render for AdminTokenCreatedOut {
+    fn human(&self) -> String {
+        format!(
+            "{}  {}\n{}\nThis token is shown only this once: store it now.",
+            self.id, self.name, self.token
+        )
+    }
+}
+
+#[derive(Serialize)]
+pub(crate) struct AdminTokenRevokedOut {
+    pub(crate) id: AdminTokenId,
+    pub(crate) status: ApiKeyStatus,
+}
+
+impl Render for AdminTokenRevokedOut {
+    fn human(&self) -> String {
+        format!("{}  revoked", self.id)
     }
 }

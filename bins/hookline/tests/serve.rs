@@ -50,6 +50,7 @@ async fn start(db: &TestDb, command: &str, env: &[(&str, &str)], ready: &str) ->
         .arg(command)
         .env("DATABASE_URL", db.url())
         .env("HOOKLINE_LISTEN", "127.0.0.1:0")
+        .env("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0")
         .env("RUST_LOG", "info")
         .envs(env.iter().copied())
         .stdout(Stdio::null())

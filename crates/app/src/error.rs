@@ -17,6 +17,19 @@ pub enum Error {
     /// No credential could be made (the system's random source failed).
     #[error(transparent)]
     Credentials(#[from] hookline_auth::Error),
+    /// The delivery side failed otherwise.
+    #[error(transparent)]
+    Delivery(hookline_delivery::Error),
+}
+
+impl From<hookline_delivery::Error> for Error {
+    fn from(error: hookline_delivery::Error) -> Self {
+        match error {
+            hookline_delivery::Error::Invalid(invalid) => Error::Invalid(invalid),
+            hookline_delivery::Error::Store(store) => store.into(),
+            other => Error::Delivery(other),
+        }
+    }
 }
 
 impl From<hookline_store::Error> for Error {

@@ -1,7 +1,7 @@
 //! Emitting events (the outbox), and the samples the public API shows.
 
-use hookline_delivery::Outbox;
-use hookline_domain::{EventId, EventName, EventPayload, Timestamp, WorkspaceId};
+use hookline_delivery::Emission;
+use hookline_domain::{EventId, EventName, EventPayload, IdempotencyKey, Timestamp, WorkspaceId};
 
 use crate::{App, Result};
 
@@ -9,10 +9,21 @@ use crate::{App, Result};
 pub const SAMPLES: u32 = 3;
 
 impl App {
-    /// Where events enter: emits are stored with their deliveries before they
-    /// return (see [`Outbox::emit`]).
-    pub fn outbox(&self) -> &Outbox {
-        &self.outbox
+    /// Emits an event as the product's services do (the CLI, HTTP ingest): stored
+    /// with its deliveries before this returns. Under an `Idempotency-Key`, a key
+    /// used for this workspace within a day stores nothing and answers the first
+    /// event's payload (see `Outbox::emit_once`).
+    pub async fn ingest(
+        &self,
+        workspace: WorkspaceId,
+        event: EventName,
+        data: serde_json::Value,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Emission> {
+        Ok(match key {
+            None => Emission::Emitted(self.outbox.emit(workspace, event, data).await?),
+            Some(key) => self.outbox.emit_once(workspace, event, data, key).await?,
+        })
     }
 
     /// The payloads of the workspace's last [`SAMPLES`] events of this name, newest

@@ -4,6 +4,7 @@
 use hookline_domain::{ApiKey, ApiKeyId, ApiKeyRecord, KeyName, WorkspaceId};
 
 use crate::error::found;
+use crate::page::{Page, PageRequest};
 use crate::{App, Result};
 
 /// A key just made: the only time the key itself exists outside its owner's hands.
@@ -33,6 +34,18 @@ impl App {
             self.require_workspace(workspace).await?;
         }
         Ok(keys)
+    }
+
+    /// The workspace's keys, newest first, a page at a time (the cursor is a key
+    /// id).
+    pub async fn api_key_page(
+        &self,
+        workspace: WorkspaceId,
+        page: &PageRequest,
+    ) -> Result<Page<ApiKeyRecord>> {
+        let mut keys = self.api_keys(workspace).await?;
+        keys.reverse();
+        Ok(Page::of_list(keys, page, |key| key.id.to_string()))
     }
 
     /// Revokes the key: refused (401) from the public API's next request on.

@@ -7,7 +7,10 @@
 //! - `workspaces.rs`: workspaces and plans, connected accounts;
 //! - `keys.rs`: API keys (made here, shown once, stored as hashes);
 //! - `webhooks.rs`: webhooks of both sources, their attempt logs;
-//! - `events.rs`: the outbox events enter by, the API's samples.
+//! - `events.rs`: the outbox events enter by (with idempotency keys), the API's
+//!   samples;
+//! - `admin.rs`: admin tokens;
+//! - `page.rs`: cursor pagination of lists.
 //!
 //! Rules that are pure decisions live in `hookline-domain` (the 410 policy is
 //! `WebhookSource::when_gone`, the rate rules are `ApiKeyRecord::counts_requests`);
@@ -28,20 +31,25 @@
 //! # Ok(()) }
 //! ```
 
+mod admin;
 mod error;
 mod events;
 mod keys;
+mod page;
 mod webhooks;
 mod workspaces;
 
 use hookline_delivery::Outbox;
 use hookline_domain::{KeyPrefix, TargetPolicy};
-use hookline_store::{Accounts, ApiKeys, Events, Store, Webhooks, Workspaces};
+use hookline_store::{Accounts, AdminTokens, ApiKeys, Events, Store, Webhooks, Workspaces};
 
+pub use admin::CreatedAdminToken;
 pub use error::{Error, Result};
 pub use events::SAMPLES;
 pub use keys::CreatedKey;
-pub use webhooks::{CreatedWebhook, WebhookSpec};
+pub use page::{DEFAULT_LIMIT, MAX_LIMIT, Page, PageRequest};
+pub use webhooks::{CreatedWebhook, WebhookSpec, WebhookUpdate};
+pub use workspaces::WorkspaceUpdate;
 
 /// What the use cases are configured with. Filled by the binary from
 /// `HOOKLINE_KEY_PREFIX` and `HOOKLINE_ALLOW_PRIVATE_TARGETS`.
@@ -61,6 +69,7 @@ pub struct App {
     api_keys: ApiKeys,
     webhooks: Webhooks,
     events: Events,
+    admin_tokens: AdminTokens,
     outbox: Outbox,
     config: AppConfig,
 }
@@ -75,6 +84,7 @@ impl App {
             api_keys: store.api_keys(),
             webhooks: store.webhooks(),
             events: store.events(),
+            admin_tokens: store.admin_tokens(),
             outbox,
             config,
         }

@@ -2,12 +2,13 @@
 //! `settings`: made by a person), and their attempt logs.
 
 use hookline_domain::{
-    DeliveryAttempt, EventName, Refusal, Webhook, WebhookDescription, WebhookId, WebhookSecret,
-    WebhookSource, WebhookUrl, WorkspaceId,
+    DeliveryAttempt, Error as Invalid, EventId, EventName, Refusal, Webhook, WebhookDescription,
+    WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
 };
-use hookline_store::NewWebhook;
+use hookline_store::{NewWebhook, WebhookChange};
 
 use crate::error::found;
+use crate::page::{Page, PageRequest};
 use crate::{App, Result};
 
 /// A webhook to make, its values parsed by the front end.
@@ -17,6 +18,29 @@ pub struct WebhookSpec {
     /// Never empty, no duplicates (`subscribed_events`).
     pub events: Vec<EventName>,
     pub description: WebhookDescription,
+}
+
+/// An attempt cursor, `<eventId>:<attempt>`.
+fn attempt_cursor(cursor: &str) -> Result<(EventId, u32)> {
+    let invalid = || Invalid::Invalid {
+        field: "before",
+        reason: format!("`{cursor}` is not an attempt cursor (`evt_…:<attempt>`)"),
+    };
+    let (event, number) = cursor.split_once(':').ok_or_else(invalid)?;
+    let event = event.parse::<EventId>().map_err(|_| invalid())?;
+    let number = number.parse::<u32>().map_err(|_| invalid())?;
+    Ok((event, number))
+}
+
+/// A change to a webhook, its values parsed by the front end: each field given is
+/// set, the others kept.
+#[derive(Debug, Clone, Default)]
+pub struct WebhookUpdate {
+    pub url: Option<WebhookUrl>,
+    /// Never empty, no duplicates (`subscribed_events`).
+    pub events: Option<Vec<EventName>>,
+    pub description: Option<WebhookDescription>,
+    pub enabled: Option<bool>,
 }
 
 /// A webhook just made, with its signing secret: the only answer that shows it.
@@ -61,6 +85,30 @@ impl App {
         Ok(webhooks)
     }
 
+    /// [`App::webhooks`] a page at a time (the cursor is a webhook id).
+    pub async fn webhook_page(
+        &self,
+        workspace: WorkspaceId,
+        page: &PageRequest,
+    ) -> Result<Page<Webhook>> {
+        let webhooks = self.webhooks(workspace).await?;
+        Ok(Page::of_list(webhooks, page, |webhook| {
+            webhook.id.to_string()
+        }))
+    }
+
+    /// Changes the webhook as given. Disabling cancels its pending deliveries;
+    /// enabling clears the reason it was disabled for.
+    pub async fn update_webhook(&self, id: WebhookId, update: &WebhookUpdate) -> Result<Webhook> {
+        let change = WebhookChange {
+            url: update.url.as_ref(),
+            events: update.events.as_deref(),
+            description: update.description.as_ref(),
+            enabled: update.enabled,
+        };
+        found(self.webhooks.update(id, change).await?, "webhook", id)
+    }
+
     pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {
         found(self.webhooks.get(id).await?, "webhook", id)
     }
@@ -80,11 +128,46 @@ impl App {
         }
     }
 
+    /// A webhook of this workspace; one of another workspace is `NotFound` like
+    /// none.
+    pub async fn workspace_webhook(
+        &self,
+        workspace: WorkspaceId,
+        id: WebhookId,
+    ) -> Result<Webhook> {
+        let webhook = self.webhooks.get(id).await?;
+        found(
+            webhook.filter(|webhook| webhook.workspace_id == workspace),
+            "webhook",
+            id,
+        )
+    }
+
     /// The public API's unsubscribe: deletes the webhook if it is one of this
     /// workspace's; answers whether it was. A webhook of another workspace is left
     /// alone and looks the same as none.
     pub async fn unsubscribe(&self, workspace: WorkspaceId, id: WebhookId) -> Result<bool> {
         Ok(self.webhooks.delete(id, Some(workspace)).await?)
+    }
+
+    /// The webhook's attempt log, newest first, a page at a time: the cursor is an
+    /// attempt's `<eventId>:<attempt>`. `NotFound` for an unknown webhook.
+    pub async fn attempt_page(
+        &self,
+        id: WebhookId,
+        page: &PageRequest,
+    ) -> Result<Page<DeliveryAttempt>> {
+        let before = page.cursor.as_deref().map(attempt_cursor).transpose()?;
+        let read = self
+            .webhooks
+            .attempts_before(id, before, page.limit + 1)
+            .await?;
+        if read.is_empty() {
+            self.webhook(id).await?;
+        }
+        Ok(Page::of_read(read, page, |attempt| {
+            format!("{}:{}", attempt.event_id, attempt.attempt)
+        }))
     }
 
     /// The webhook's attempt log, newest first, at most `limit` entries.

@@ -2,6 +2,15 @@
 
 use hookline_domain::{Account, AccountId, Plan, Username, Workspace, WorkspaceId, WorkspaceName};
 
+use crate::page::{Page, PageRequest};
+
+/// A change to a workspace: each field given is set.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceUpdate {
+    pub name: Option<WorkspaceName>,
+    pub plan: Option<Plan>,
+}
+
 use crate::error::found;
 use crate::{App, Result};
 
@@ -12,6 +21,34 @@ impl App {
 
     pub async fn workspace(&self, id: WorkspaceId) -> Result<Workspace> {
         found(self.workspaces.get(id).await?, "workspace", id)
+    }
+
+    /// Workspaces, oldest first, a page at a time (the cursor is a workspace id).
+    pub async fn workspaces(&self, page: &PageRequest) -> Result<Page<Workspace>> {
+        let after = page
+            .cursor
+            .as_deref()
+            .map(str::parse::<WorkspaceId>)
+            .transpose()?;
+        let read = self.workspaces.list(after, page.limit + 1).await?;
+        Ok(Page::of_read(read, page, |workspace| {
+            workspace.id.to_string()
+        }))
+    }
+
+    /// Renames the workspace and moves it to another plan, as given.
+    pub async fn update_workspace(
+        &self,
+        id: WorkspaceId,
+        update: &WorkspaceUpdate,
+    ) -> Result<Workspace> {
+        if let Some(name) = &update.name {
+            found(self.workspaces.rename(id, name).await?, "workspace", id)?;
+        }
+        match update.plan {
+            Some(plan) => self.change_plan(id, plan).await,
+            None => self.workspace(id).await,
+        }
     }
 
     /// Moves the workspace to `plan`: it counts on the next request of every
@@ -39,6 +76,22 @@ impl App {
     /// of `GET /me` reads them; concurrent callers share one query).
     pub async fn connected_accounts(&self, workspace: WorkspaceId) -> Result<Vec<Account>> {
         Ok(self.accounts.connected(workspace).await?)
+    }
+
+    /// [`App::connected_accounts`] a page at a time; `NotFound` for an unknown
+    /// workspace.
+    pub async fn account_page(
+        &self,
+        workspace: WorkspaceId,
+        page: &PageRequest,
+    ) -> Result<Page<Account>> {
+        let accounts = self.connected_accounts(workspace).await?;
+        if accounts.is_empty() {
+            self.require_workspace(workspace).await?;
+        }
+        Ok(Page::of_list(accounts, page, |account| {
+            account.id.to_string()
+        }))
     }
 
     /// Answers `NotFound` for a workspace that does not exist. Lists call it only

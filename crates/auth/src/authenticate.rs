@@ -162,7 +162,7 @@ impl Authenticator {
 }
 
 /// The token of `Bearer <token>`, the scheme in any case.
-fn bearer_token(header: &[u8]) -> Result<&str> {
+pub(crate) fn bearer_token(header: &[u8]) -> Result<&str> {
     let text = std::str::from_utf8(header)
         .map_err(|_| Error::Unauthenticated("Authorization is not text"))?;
     let (scheme, token) = text

@@ -10,9 +10,11 @@
 //! holds a key that works. A plain hash (no salt, no slow KDF) is right for keys of
 //! 256 random bits: there is nothing to guess, and the lookup by hash must be fast.
 
+mod admin;
 mod authenticate;
 mod batch;
 
+pub use admin::AdminAuthenticator;
 pub use authenticate::{AuthConfig, Authenticator, Caller, RateLimit};
 use hookline_domain::{ApiKey, KeyHash, KeyPrefix, Plan, WebhookSecret};
 use ring::digest::{SHA256, digest};
@@ -47,6 +49,11 @@ pub fn generate_api_key(prefix: &KeyPrefix) -> Result<(ApiKey, KeyHash)> {
     let key = ApiKey::from_random_bytes(prefix, &random_32()?);
     let hash = hash_api_key(&key);
     Ok((key, hash))
+}
+
+/// A new admin token (`hladmin_…`), and the hash to store for it. Shown once.
+pub fn generate_admin_token() -> Result<(ApiKey, KeyHash)> {
+    generate_api_key(&KeyPrefix::admin())
 }
 
 /// SHA-256 of the whole key text, prefix included: what is stored and looked up.

@@ -32,8 +32,8 @@ mod worker;
 use std::sync::Arc;
 
 pub use client::{HttpsClient, MAX_KEPT_BODY, Response};
-use hookline_domain::{EventName, EventPayload, WebhookId, WorkspaceId};
-use hookline_store::Events;
+use hookline_domain::{EventName, EventPayload, IdempotencyKey, WebhookId, WorkspaceId};
+use hookline_store::{Events, NewEvent, Recorded};
 pub use schedule::RetrySchedule;
 pub use signing::sign;
 use tokio::sync::Notify;
@@ -62,6 +62,14 @@ pub struct Outbox {
     wakeup: Arc<Notify>,
 }
 
+/// What an emit under an idempotency key did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Emission {
+    Emitted(Emitted),
+    /// The key was used within the day: the first event's payload, as stored.
+    Replayed(String),
+}
+
 /// An event that was emitted: its payload, exactly as every webhook will receive
 /// it, and the webhooks it will reach.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,11 +96,49 @@ impl Outbox {
         event: EventName,
         data: serde_json::Value,
     ) -> Result<Emitted> {
-        let payload = EventPayload::new(event, workspace, data)?;
-        let webhooks = self.events.record(&payload).await?;
-        if !webhooks.is_empty() {
-            self.wakeup.notify_one();
+        match self.record(workspace, event, data, None).await? {
+            Emission::Emitted(emitted) => Ok(emitted),
+            // No key, no replay.
+            Emission::Replayed(_) => Err(Error::Store(hookline_store::Error::Internal(
+                "an emit without an idempotency key was answered as a replay",
+            ))),
         }
-        Ok(Emitted { payload, webhooks })
+    }
+
+    /// [`Outbox::emit`] under an `Idempotency-Key`: the first emit with `key` for
+    /// this workspace within a day is emitted; a later one (or a concurrent
+    /// duplicate, on any number of processes) stores nothing and answers the first
+    /// event's payload, byte for byte.
+    pub async fn emit_once(
+        &self,
+        workspace: WorkspaceId,
+        event: EventName,
+        data: serde_json::Value,
+        key: IdempotencyKey,
+    ) -> Result<Emission> {
+        self.record(workspace, event, data, Some(key)).await
+    }
+
+    async fn record(
+        &self,
+        workspace: WorkspaceId,
+        event: EventName,
+        data: serde_json::Value,
+        idempotency_key: Option<IdempotencyKey>,
+    ) -> Result<Emission> {
+        let payload = EventPayload::new(event, workspace, data)?;
+        let new = NewEvent {
+            payload: payload.clone(),
+            idempotency_key,
+        };
+        match self.events.record(new).await? {
+            Recorded::Stored(webhooks) => {
+                if !webhooks.is_empty() {
+                    self.wakeup.notify_one();
+                }
+                Ok(Emission::Emitted(Emitted { payload, webhooks }))
+            }
+            Recorded::Replayed(first) => Ok(Emission::Replayed(first)),
+        }
     }
 }

@@ -336,6 +336,11 @@ async fn upkeep(queue: Queue, retention: Duration, mut stopped: watch::Receiver<
                 Ok(_) => {}
                 Err(error) => tracing::error!(%error, "retention cleanup failed"),
             }
+            match queue.delete_ended_idempotency_keys(Timestamp::now()).await {
+                Ok(0) => {}
+                Ok(keys) => tracing::info!(keys, "removed idempotency keys older than a day"),
+                Err(error) => tracing::error!(%error, "idempotency key cleanup failed"),
+            }
             next_retention = Instant::now() + RETENTION_CHECK;
         }
         tokio::select! {

@@ -4,7 +4,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::text::label_type;
-use crate::{ApiKeyId, Error, Result, Timestamp, Workspace, WorkspaceId};
+use crate::{AdminTokenId, ApiKeyId, Error, Result, Timestamp, Workspace, WorkspaceId};
 
 /// The service's key prefix, written before every API key: `hl` in `hl_…`.
 ///
@@ -37,6 +37,15 @@ impl KeyPrefix {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl KeyPrefix {
+    /// The prefix of admin tokens, `hladmin_…`: fixed, whatever API keys are
+    /// prefixed with, and looked up only among admin tokens, so neither kind of
+    /// credential opens the other's API.
+    pub fn admin() -> Self {
+        KeyPrefix("hladmin".to_owned())
     }
 }
 
@@ -142,6 +151,14 @@ pub enum ApiKeyStatus {
 }
 
 impl ApiKeyStatus {
+    /// The status of a credential revoked at `revoked_at`, if ever.
+    pub fn of(revoked_at: Option<Timestamp>) -> ApiKeyStatus {
+        match revoked_at {
+            Some(_) => ApiKeyStatus::Revoked,
+            None => ApiKeyStatus::Active,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ApiKeyStatus::Active => "active",
@@ -170,10 +187,7 @@ pub struct ApiKeyRecord {
 
 impl ApiKeyRecord {
     pub fn status(&self) -> ApiKeyStatus {
-        match self.revoked_at {
-            Some(_) => ApiKeyStatus::Revoked,
-            None => ApiKeyStatus::Active,
-        }
+        ApiKeyStatus::of(self.revoked_at)
     }
 
     /// Whether a request with this key counts in its rate window: an active key of
@@ -187,6 +201,24 @@ impl ApiKeyRecord {
     /// is kept to the minute, for active keys only.
     pub fn needs_touch(&self, minute: Timestamp) -> bool {
         self.status() == ApiKeyStatus::Active && self.last_used_at.is_none_or(|at| at < minute)
+    }
+}
+
+/// What is kept of an admin token (the back office's credential for the admin
+/// API): never the token, only its hash (in the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminTokenRecord {
+    pub id: AdminTokenId,
+    pub name: KeyName,
+    pub created_at: Timestamp,
+    /// Kept to the minute, like an API key's.
+    pub last_used_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl AdminTokenRecord {
+    pub fn status(&self) -> ApiKeyStatus {
+        ApiKeyStatus::of(self.revoked_at)
     }
 }
 

@@ -3,7 +3,16 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
+use crate::text::label_type;
 use crate::{Error, EventId, Result, Timestamp, WorkspaceId};
+
+label_type!(
+    /// An emit's `Idempotency-Key`: 1 to 255 characters. The same key for the same
+    /// workspace within a day answers the first event again.
+    IdempotencyKey,
+    "Idempotency-Key",
+    255
+);
 
 /// The seven events the product emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -143,6 +143,8 @@ id_kinds! {
     WebhookId = WebhookKind("wh", "webhook");
     /// `evt_…`
     EventId = EventKind("evt", "event");
+    /// `adm_…`
+    AdminTokenId = AdminTokenKind("adm", "admin token");
 }
 
 #[cfg(test)]

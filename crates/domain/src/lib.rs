@@ -26,19 +26,21 @@ mod webhook;
 mod workspace;
 
 pub use account::{Account, Username};
-pub use api_key::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyHash, KeyName, KeyPrefix, RateWindow};
+pub use api_key::{
+    AdminTokenRecord, ApiKey, ApiKeyRecord, ApiKeyStatus, KeyHash, KeyName, KeyPrefix, RateWindow,
+};
 pub use delivery::{
     ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryState, Finished, GoneAction, Outcome,
 };
 pub use error::{Error, Result};
-pub use event::{EventName, EventPayload, subscribed_events};
-pub use id::{AccountId, ApiKeyId, EventId, Id, IdKind, WebhookId, WorkspaceId};
+pub use event::{EventName, EventPayload, IdempotencyKey, subscribed_events};
+pub use id::{AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, WebhookId, WorkspaceId};
 pub use net::{TargetPolicy, reserved_range};
 pub use plan::Plan;
 pub use refusal::Refusal;
 pub use time::Timestamp;
 pub use url::{Host, WebhookUrl};
-pub use webhook::{Webhook, WebhookDescription, WebhookSecret, WebhookSource};
+pub use webhook::{DisabledReason, Webhook, WebhookDescription, WebhookSecret, WebhookSource};
 pub use workspace::{Workspace, WorkspaceName};
 
 /// Limits that the specification fixes.

@@ -19,9 +19,13 @@ pub struct Webhook {
     /// Never empty, no duplicates, in the order the subscriber gave them.
     pub events: Vec<EventName>,
     pub enabled: bool,
+    /// Why it is disabled; `None` while enabled.
+    pub disabled_reason: Option<DisabledReason>,
     pub description: WebhookDescription,
     pub source: WebhookSource,
     pub created_at: Timestamp,
+    /// The last change of its URL, events, description or state.
+    pub updated_at: Timestamp,
 }
 
 impl Webhook {
@@ -60,6 +64,62 @@ impl FromStr for WebhookSource {
                 format!("unknown source `{other}`"),
             )),
         }
+    }
+}
+
+/// Why a webhook is disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DisabledReason {
+    /// By a person (Settings, the admin API, the CLI).
+    Manual,
+    /// Its target answered `410 Gone` (a Settings webhook; an API one is deleted).
+    Gone,
+    /// Every attempt failed for the auto-disable period.
+    Failing,
+}
+
+impl DisabledReason {
+    pub const ALL: [DisabledReason; 3] = [
+        DisabledReason::Manual,
+        DisabledReason::Gone,
+        DisabledReason::Failing,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisabledReason::Manual => "manual",
+            DisabledReason::Gone => "gone",
+            DisabledReason::Failing => "failing",
+        }
+    }
+}
+
+impl FromStr for DisabledReason {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        DisabledReason::ALL
+            .into_iter()
+            .find(|reason| reason.as_str() == s)
+            .ok_or_else(|| Error::invalid("disabled reason", format!("unknown reason `{s}`")))
+    }
+}
+
+impl serde::Serialize for DisabledReason {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for WebhookSource {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

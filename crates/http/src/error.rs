@@ -8,6 +8,7 @@ use hyper::body::Bytes;
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
+use crate::body::BodyError;
 use crate::wire::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +26,8 @@ pub(crate) enum ApiError {
     /// The body of `POST /hooks` or one of its fields is wrong; the message names it.
     /// Answered with the list of valid event names.
     InvalidHook(String),
+    /// A path segment that cannot be an id of its kind (400; e.g. `undefined`).
+    InvalidId(String),
     PayloadTooLarge {
         limit: usize,
     },
@@ -40,7 +43,7 @@ impl ApiError {
             ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
             ApiError::PlanExcludesApi(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::InvalidHook(_) => StatusCode::BAD_REQUEST,
+            ApiError::InvalidHook(_) | ApiError::InvalidId(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -51,9 +54,9 @@ impl ApiError {
             ApiError::NoRoute => "No such endpoint. The API lives under /api/v1: /me, /hooks, \
                 /hooks/:id and /events/:event/sample."
                 .to_owned(),
-            ApiError::NotFound(message) | ApiError::InvalidHook(message) => {
-                message.clone()
-            }
+            ApiError::NotFound(message)
+            | ApiError::InvalidHook(message)
+            | ApiError::InvalidId(message) => message.clone(),
             ApiError::MethodNotAllowed { allow } => {
                 format!("Method not allowed on this endpoint; allowed: {allow}.")
             }
@@ -110,6 +113,20 @@ impl ApiError {
     }
 }
 
+impl From<BodyError> for ApiError {
+    fn from(error: BodyError) -> Self {
+        match error {
+            BodyError::TooLarge { limit } => ApiError::PayloadTooLarge { limit },
+            BodyError::Unreadable => {
+                ApiError::InvalidHook("The request body could not be read.".into())
+            }
+            BodyError::NotJson(reason) => {
+                ApiError::InvalidHook(format!("The body is not valid JSON: {reason}."))
+            }
+        }
+    }
+}
+
 impl From<hookline_auth::Error> for ApiError {
     fn from(error: hookline_auth::Error) -> Self {
         use hookline_auth::Error;
@@ -137,6 +154,9 @@ impl From<hookline_app::Error> for ApiError {
                 ApiError::InvalidHook(format!(
                     "This workspace already has {limit} webhooks, the most it can have; delete one first."
                 ))
+            }
+            Error::Refused(Refusal::NotFound { kind, id }) => {
+                ApiError::NotFound(format!("No {kind} with id `{id}` in this workspace."))
             }
             // The caller's own workspace, found by its key a moment ago: gone since,
             // or a failure of ours.

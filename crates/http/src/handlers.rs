@@ -6,12 +6,13 @@ use hookline_auth::Caller;
 use hookline_domain::{
     EventName, WebhookDescription, WebhookId, WebhookSource, WebhookUrl, subscribed_events,
 };
-use http_body_util::{BodyExt as _, Full, Limited};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONTENT_LENGTH, USER_AGENT};
+use hyper::header::USER_AGENT;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value};
 
+use crate::body::read_json;
 use crate::error::{ApiError, json_response};
 use crate::server::Api;
 use crate::wire::{AccountObject, Me, Success, WebhookObject, WorkspaceObject};
@@ -52,7 +53,9 @@ pub(crate) async fn create_hook(
         .get(USER_AGENT)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let body = read_json(request, api.config.max_body_bytes).await?;
+    let body = read_json(request, api.config.max_body_bytes)
+        .await
+        .map_err(ApiError::from)?;
     let spec = parse_new_hook(body, user_agent.as_deref(), api.app.config().target_policy)?;
     let created = api
         .app
@@ -64,16 +67,29 @@ pub(crate) async fn create_hook(
     ))
 }
 
+pub(crate) async fn get_hook(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let not_found = || ApiError::NotFound(format!("No webhook with id `{id}` in this workspace."));
+    let id: WebhookId = id.parse().map_err(|_| not_found())?;
+    let webhook = app.workspace_webhook(caller.workspace.id, id).await?;
+    Ok(ok(StatusCode::OK, Some(WebhookObject::listed(&webhook))))
+}
+
 pub(crate) async fn delete_hook(
     app: &App,
     caller: &Caller,
     id: &str,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
-    // An id that cannot exist is as gone as a deleted one: 200 either way, so
-    // repeated calls (and unsubscribes of stale ids) are safe.
-    if let Ok(id) = id.parse::<WebhookId>() {
-        app.unsubscribe(caller.workspace.id, id).await?;
-    }
+    // A well-formed id that is unknown (or another workspace's) is as gone as a
+    // deleted one: 200, so repeated unsubscribes are safe. Text that is no webhook
+    // id at all (`undefined`) is an integration's bug: 400 shows it at once.
+    let id: WebhookId = id
+        .parse()
+        .map_err(|error: hookline_domain::Error| ApiError::InvalidId(format!("{error}.")))?;
+    app.unsubscribe(caller.workspace.id, id).await?;
     Ok(ok::<()>(StatusCode::OK, None))
 }
 
@@ -89,32 +105,6 @@ pub(crate) async fn sample(
     // The stored payloads go out byte for byte as they were delivered.
     let body = format!(r#"{{"success":true,"data":[{}]}}"#, payloads.join(","));
     Ok(json_response(StatusCode::OK, body))
-}
-
-/// Reads a JSON body of at most `limit` bytes; a larger one is refused from its
-/// `Content-Length` alone, or as soon as it outgrows the limit.
-async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, ApiError> {
-    let declared = request
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        return Err(ApiError::PayloadTooLarge { limit });
-    }
-    let bytes = Limited::new(request.into_body(), limit)
-        .collect()
-        .await
-        .map_err(|error| {
-            if error.is::<http_body_util::LengthLimitError>() {
-                ApiError::PayloadTooLarge { limit }
-            } else {
-                ApiError::InvalidHook("The request body could not be read.".into())
-            }
-        })?
-        .to_bytes();
-    serde_json::from_slice(&bytes)
-        .map_err(|error| ApiError::InvalidHook(format!("The body is not valid JSON: {error}.")))
 }
 
 /// Names automation platforms send the target URL under; `url` wins.

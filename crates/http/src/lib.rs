@@ -1,4 +1,5 @@
-//! The public REST API, `/api/v1`, on raw hyper 1 (no web framework).
+//! The public REST API, `/api/v1`, and the admin API, `/admin/v1` (`admin/`), each
+//! on its own listener, on raw hyper 1 (no web framework).
 //!
 //! - `server.rs`: the accept loop: HTTP/1.1 keep-alive and HTTP/2 cleartext on one
 //!   port, header and body limits, a header read timeout, graceful shutdown.
@@ -12,6 +13,8 @@
 //! requests are checked in one batch), so a revocation or plan change made by any
 //! process counts on the next request.
 
+mod admin;
+mod body;
 mod error;
 mod handlers;
 mod router;

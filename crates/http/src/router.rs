@@ -8,6 +8,7 @@ pub(crate) enum Route<'a> {
     Me,
     ListHooks,
     CreateHook,
+    GetHook { id: &'a str },
     DeleteHook { id: &'a str },
     Sample { event: &'a str },
 }
@@ -19,6 +20,7 @@ impl Route<'_> {
             Route::Me => "GET /api/v1/me",
             Route::ListHooks => "GET /api/v1/hooks",
             Route::CreateHook => "POST /api/v1/hooks",
+            Route::GetHook { .. } => "GET /api/v1/hooks/:id",
             Route::DeleteHook { .. } => "DELETE /api/v1/hooks/:id",
             Route::Sample { .. } => "GET /api/v1/events/:event/sample",
         }
@@ -43,8 +45,11 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Api
         (&Method::POST, ["hooks"]) => Ok(Route::CreateHook),
         (_, ["hooks"]) => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
 
+        (&Method::GET, ["hooks", id]) => Ok(Route::GetHook { id }),
         (&Method::DELETE, ["hooks", id]) => Ok(Route::DeleteHook { id }),
-        (_, ["hooks", _]) => Err(ApiError::MethodNotAllowed { allow: "DELETE" }),
+        (_, ["hooks", _]) => Err(ApiError::MethodNotAllowed {
+            allow: "GET, DELETE",
+        }),
 
         (&Method::GET, ["events", event, "sample"]) => Ok(Route::Sample { event }),
         (_, ["events", _, "sample"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
@@ -62,6 +67,10 @@ mod tests {
         assert_eq!(route(&Method::GET, "/api/v1/me"), Ok(Route::Me));
         assert_eq!(route(&Method::GET, "/api/v1/hooks"), Ok(Route::ListHooks));
         assert_eq!(route(&Method::POST, "/api/v1/hooks"), Ok(Route::CreateHook));
+        assert_eq!(
+            route(&Method::GET, "/api/v1/hooks/wh_1"),
+            Ok(Route::GetHook { id: "wh_1" })
+        );
         assert_eq!(
             route(&Method::DELETE, "/api/v1/hooks/wh_1"),
             Ok(Route::DeleteHook { id: "wh_1" })
@@ -83,8 +92,10 @@ mod tests {
             Err(ApiError::MethodNotAllowed { allow: "GET, POST" })
         );
         assert_eq!(
-            route(&Method::GET, "/api/v1/hooks/wh_1"),
-            Err(ApiError::MethodNotAllowed { allow: "DELETE" })
+            route(&Method::PUT, "/api/v1/hooks/wh_1"),
+            Err(ApiError::MethodNotAllowed {
+                allow: "GET, DELETE"
+            })
         );
         assert_eq!(
             route(&Method::DELETE, "/api/v1/events/dm.sent/sample"),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hookline_app::App;
-use hookline_auth::{AuthConfig, Authenticator};
-use hookline_store::KeyCheck;
+use hookline_auth::{AdminAuthenticator, AuthConfig, Authenticator};
+use hookline_store::{AdminTokens, KeyCheck};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::AUTHORIZATION;
@@ -18,6 +18,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tracing::{Instrument as _, field};
 
+use crate::admin::AdminApi;
 use crate::error::{ApiError, rate_limit_headers};
 use crate::handlers;
 use crate::router::{Route, route};
@@ -28,6 +29,9 @@ use crate::{Error, Result};
 pub struct HttpConfig {
     /// `HOOKLINE_LISTEN`; port 0 picks a free port (see [`Server::local_addr`]).
     pub listen: SocketAddr,
+    /// `HOOKLINE_ADMIN_LISTEN`: the admin API, kept apart so that it can stay off
+    /// the public network (see [`Server::admin_addr`]).
+    pub admin_listen: SocketAddr,
     pub auth: AuthConfig,
     /// Larger request bodies are refused with 413 before they are read.
     pub max_body_bytes: usize,
@@ -43,6 +47,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 8081)),
             auth: AuthConfig::default(),
             max_body_bytes: 64 * 1024,
             max_header_bytes: 64 * 1024,
@@ -60,120 +65,177 @@ pub(crate) struct Api {
     pub(crate) config: HttpConfig,
 }
 
-/// A bound listener, ready to serve.
+/// The two listeners, bound, ready to serve: the public API and the admin API.
 #[derive(Debug)]
 pub struct Server {
-    listener: TcpListener,
+    public: TcpListener,
+    admin: TcpListener,
     api: Arc<Api>,
+    admin_api: Arc<AdminApi>,
+    config: HttpConfig,
 }
 
 impl Server {
-    /// Binds the listener. Requests act through `app`; their keys are checked
-    /// through `keys`, with the limits of `config.auth`.
-    pub async fn bind(config: HttpConfig, app: App, keys: KeyCheck) -> Result<Server> {
+    /// Binds both listeners. Requests act through `app`; public requests' keys are
+    /// checked through `keys` (with the limits of `config.auth`), admin requests'
+    /// tokens through `tokens`.
+    pub async fn bind(
+        config: HttpConfig,
+        app: App,
+        keys: KeyCheck,
+        tokens: AdminTokens,
+    ) -> Result<Server> {
         let auth = Authenticator::new(keys, config.auth.clone())?;
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|cause| Error::Bind {
-                addr: config.listen,
-                cause,
-            })?;
+        let public = bind(config.listen).await?;
+        let admin = bind(config.admin_listen).await?;
+        let admin_api = AdminApi::new(
+            app.clone(),
+            AdminAuthenticator::new(tokens),
+            config.max_body_bytes,
+        );
         Ok(Server {
-            listener,
-            api: Arc::new(Api { app, auth, config }),
+            public,
+            admin,
+            api: Arc::new(Api {
+                app,
+                auth,
+                config: config.clone(),
+            }),
+            admin_api: Arc::new(admin_api),
+            config,
         })
     }
 
-    /// The address actually bound (the port, when the configuration said 0).
+    /// The public API's address (the port, when the configuration said 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.listener.local_addr().ok()
+        self.public.local_addr().ok()
+    }
+
+    /// The admin API's address.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.local_addr().ok()
     }
 
     /// Serves until `shutdown` completes; then stops accepting, lets in-flight
     /// requests finish for at most the configured grace, and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder
-            .http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(self.api.config.header_read_timeout)
-            .max_buf_size(self.api.config.max_header_bytes.max(8192));
-        builder
-            .http2()
-            .timer(TokioTimer::new())
-            .max_header_list_size(
-                u32::try_from(self.api.config.max_header_bytes).unwrap_or(u32::MAX),
-            )
-            .max_concurrent_streams(256);
-        let graceful = GracefulShutdown::new();
-        let mut shutdown = std::pin::pin!(shutdown);
-        loop {
-            tokio::select! {
-                accepted = self.listener.accept() => match accepted {
-                    Ok((stream, peer)) => {
-                        let _ = stream.set_nodelay(true);
-                        let api = Arc::clone(&self.api);
-                        let service = service_fn(move |request| {
-                            let api = Arc::clone(&api);
-                            async move { Ok::<_, Infallible>(api.handle(request).await) }
-                        });
-                        let connection = builder
-                            .serve_connection(TokioIo::new(stream), service)
-                            .into_owned();
-                        let connection = graceful.watch(connection);
-                        tokio::spawn(async move {
-                            if let Err(error) = connection.await {
-                                tracing::debug!(%peer, %error, "connection closed with an error");
-                            }
-                        });
-                    }
-                    // Out of file descriptors and the like: wait, do not spin or die.
-                    Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                },
-                () = &mut shutdown => break,
-            }
-        }
-        drop(self.listener);
-        tracing::info!("shutting down: finishing in-flight requests");
-        let grace = self.api.config.shutdown_grace;
-        if tokio::time::timeout(grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                ?grace,
-                "in-flight requests still running after the grace period; closing them"
-            );
-        }
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let wait = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|stopped| *stopped).await;
+        };
+        let public = serve(self.public, self.api, &self.config, wait(stopped.clone()));
+        let admin = serve(self.admin, self.admin_api, &self.config, wait(stopped));
+        let signal = async {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        tokio::join!(public, admin, signal);
     }
 }
 
-impl Api {
-    /// One request, in a span carrying its route and workspace, logged once at the end.
-    async fn handle(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
-        let started = Instant::now();
-        let span = tracing::info_span!(
-            "request",
-            method = %request.method(),
-            route = field::Empty,
-            workspace = field::Empty,
-        );
-        async move {
-            let response = self.dispatch(request).await;
-            tracing::info!(
-                status = response.status().as_u16(),
-                latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-                "request"
-            );
-            response
-        }
-        .instrument(span)
+async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
         .await
-    }
+        .map_err(|cause| Error::Bind { addr, cause })
+}
 
+/// What answers the requests of one listener: each API.
+pub(crate) trait Dispatch: Send + Sync + 'static {
+    /// Answers one request; records its route (and workspace, when known) in the
+    /// current span.
+    fn dispatch(
+        &self,
+        request: Request<Incoming>,
+    ) -> impl Future<Output = Response<Full<Bytes>>> + Send;
+}
+
+/// The accept loop of one listener: HTTP/1.1 keep-alive and HTTP/2 cleartext, the
+/// header limits and timeout, graceful shutdown.
+async fn serve<D: Dispatch>(
+    listener: TcpListener,
+    api: Arc<D>,
+    config: &HttpConfig,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .max_buf_size(config.max_header_bytes.max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
+        .max_concurrent_streams(256);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let api = Arc::clone(&api);
+                    let service = service_fn(move |request| {
+                        let api = Arc::clone(&api);
+                        async move { Ok::<_, Infallible>(handle(&*api, request).await) }
+                    });
+                    let connection = builder
+                        .serve_connection(TokioIo::new(stream), service)
+                        .into_owned();
+                    let connection = graceful.watch(connection);
+                    tokio::spawn(async move {
+                        if let Err(error) = connection.await {
+                            tracing::debug!(%peer, %error, "connection closed with an error");
+                        }
+                    });
+                }
+                // Out of file descriptors and the like: wait, do not spin or die.
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tracing::info!("shutting down: finishing in-flight requests");
+    let grace = config.shutdown_grace;
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            ?grace,
+            "in-flight requests still running after the grace period; closing them"
+        );
+    }
+}
+
+/// One request, in a span carrying its route and workspace, logged once at the end.
+async fn handle<D: Dispatch>(api: &D, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        route = field::Empty,
+        workspace = field::Empty,
+    );
+    async move {
+        let response = api.dispatch(request).await;
+        tracing::info!(
+            status = response.status().as_u16(),
+            latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            "request"
+        );
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+impl Dispatch for Api {
     async fn dispatch(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
         let path = request.uri().path().to_owned();
         let route = match route(request.method(), &path) {
@@ -196,6 +258,7 @@ impl Api {
             Route::Me => handlers::me(&self.app, &caller).await,
             Route::ListHooks => handlers::list_hooks(&self.app, &caller).await,
             Route::CreateHook => handlers::create_hook(self, &caller, request).await,
+            Route::GetHook { id } => handlers::get_hook(&self.app, &caller, id).await,
             Route::DeleteHook { id } => handlers::delete_hook(&self.app, &caller, id).await,
             Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
         };

@@ -2,7 +2,8 @@
 //! `--json` output uses the same types, so both speak one shape.
 
 use hookline_domain::{
-    Account, EventName, Plan, Timestamp, Webhook, WebhookId, Workspace, WorkspaceId,
+    Account, AdminTokenId, AdminTokenRecord, ApiKeyId, ApiKeyRecord, ApiKeyStatus, DeliveryAttempt,
+    EventName, Plan, Timestamp, Webhook, WebhookId, Workspace, WorkspaceId,
 };
 use serde::Serialize;
 
@@ -75,6 +76,109 @@ impl<'a> WebhookObject<'a> {
             secret: Some(secret.expose()),
             ..Self::listed(webhook)
         }
+    }
+}
+
+/// A credential as lists show it, never the credential itself: an API key
+/// (Settings, the CLI, the admin API) or an admin token (the CLI).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialObject<I> {
+    pub id: I,
+    pub name: String,
+    pub status: ApiKeyStatus,
+    pub last_used_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+/// The Key object.
+pub type KeyObject = CredentialObject<ApiKeyId>;
+
+impl From<&ApiKeyRecord> for KeyObject {
+    fn from(key: &ApiKeyRecord) -> Self {
+        CredentialObject {
+            id: key.id,
+            name: key.name.to_string(),
+            status: key.status(),
+            last_used_at: key.last_used_at,
+            created_at: key.created_at,
+        }
+    }
+}
+
+impl From<&AdminTokenRecord> for CredentialObject<AdminTokenId> {
+    fn from(token: &AdminTokenRecord) -> Self {
+        CredentialObject {
+            id: token.id,
+            name: token.name.to_string(),
+            status: token.status(),
+            last_used_at: token.last_used_at,
+            created_at: token.created_at,
+        }
+    }
+}
+
+/// A key just made: the one answer that shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyCreatedObject {
+    pub id: String,
+    pub name: String,
+    pub key: String,
+    pub created_at: Timestamp,
+}
+
+impl KeyCreatedObject {
+    pub fn new(record: &ApiKeyRecord, key: &hookline_domain::ApiKey) -> Self {
+        KeyCreatedObject {
+            id: record.id.to_string(),
+            name: record.name.to_string(),
+            key: key.expose().to_owned(),
+            created_at: record.created_at,
+        }
+    }
+}
+
+/// An entry of a webhook's attempt log: `{eventId, event, attempt, at, status,
+/// error, durationMs}` as the CLI prints it; the admin API adds `responseBody`.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptObject<'a> {
+    pub attempt: &'a DeliveryAttempt,
+    pub with_response_body: bool,
+}
+
+impl<'a> AttemptObject<'a> {
+    pub fn log(attempt: &'a DeliveryAttempt) -> Self {
+        AttemptObject {
+            attempt,
+            with_response_body: false,
+        }
+    }
+
+    pub fn with_response_body(attempt: &'a DeliveryAttempt) -> Self {
+        AttemptObject {
+            attempt,
+            with_response_body: true,
+        }
+    }
+}
+
+impl Serialize for AttemptObject<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let a = self.attempt;
+        let mut out = serializer.serialize_struct("Attempt", 8)?;
+        out.serialize_field("eventId", &a.event_id)?;
+        out.serialize_field("event", &a.event)?;
+        out.serialize_field("attempt", &a.attempt)?;
+        out.serialize_field("at", &a.at)?;
+        out.serialize_field("status", &a.status)?;
+        out.serialize_field("error", &a.error)?;
+        out.serialize_field("durationMs", &a.duration_ms)?;
+        if self.with_response_body {
+            out.serialize_field("responseBody", &a.response_body)?;
+        }
+        out.end()
     }
 }
 

@@ -4,7 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use hookline_batch::Batcher;
-use hookline_domain::{Account, EventPayload, Webhook, WebhookId, WorkspaceId};
+use hookline_domain::{Account, Webhook, WorkspaceId};
+
+use crate::models::event::{NewEvent, Recorded};
 
 use crate::pool::Pools;
 use crate::write_lock::{WriteLock, WriteTurn};
@@ -24,7 +26,7 @@ pub(crate) struct Db {
     /// The two reads every API request makes, and the outbox write.
     pub(crate) accounts_by_workspace: Coalesced<WorkspaceId, Vec<Account>>,
     pub(crate) webhooks_by_workspace: Coalesced<WorkspaceId, Vec<Webhook>>,
-    pub(crate) outbox_writes: Coalesced<EventPayload, Result<Vec<WebhookId>>>,
+    pub(crate) outbox_writes: Coalesced<NewEvent, Result<Recorded>>,
 }
 
 impl Db {

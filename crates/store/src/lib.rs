@@ -8,7 +8,7 @@
 //! - [`KeyCheck`]: auth's (a batch of requests' keys in one call);
 //! - the repositories of the use-case layer: [`Workspaces`], [`Accounts`],
 //!   [`ApiKeys`], [`Webhooks`] (with their attempt logs), [`Events`] (with the
-//!   outbox write).
+//!   outbox write), [`AdminTokens`].
 //!
 //! Layout: `models/` has one file per entity (row type, handle methods, and its SQL
 //! for both dialects); `pool.rs` the two pools and the macros that expand one query
@@ -38,11 +38,12 @@ mod write_lock;
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
 pub use models::account::Accounts;
+pub use models::admin_token::AdminTokens;
 pub use models::api_key::ApiKeys;
-pub use models::event::Events;
+pub use models::event::{Events, IDEMPOTENCY_WINDOW_MS, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, UsedKey};
 pub use models::queue::{DeliveryListener, Queue};
-pub use models::webhook::{NewWebhook, Webhooks};
+pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
 
 /// The database, and the handles on it. Cheap to clone; clones and handles share
@@ -103,6 +104,12 @@ impl Store {
 
     pub fn webhooks(&self) -> Webhooks {
         Webhooks {
+            db: self.db.clone(),
+        }
+    }
+
+    pub fn admin_tokens(&self) -> AdminTokens {
+        AdminTokens {
             db: self.db.clone(),
         }
     }

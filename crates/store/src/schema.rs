@@ -43,6 +43,8 @@ diesel::table! {
         source -> Text,
         secret -> Text,
         created_at -> BigInt,
+        disabled_reason -> Nullable<Text>,
+        updated_at -> BigInt,
     }
 }
 
@@ -91,6 +93,27 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    admin_tokens (id) {
+        id -> Text,
+        name -> Text,
+        token_hash -> Text,
+        created_at -> BigInt,
+        last_used_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (workspace_id, idempotency_key) {
+        workspace_id -> Text,
+        idempotency_key -> Text,
+        event_id -> Text,
+        payload -> Text,
+        created_at -> BigInt,
+    }
+}
+
 diesel::joinable!(accounts -> workspaces (workspace_id));
 diesel::joinable!(api_keys -> workspaces (workspace_id));
 diesel::joinable!(webhooks -> workspaces (workspace_id));
@@ -107,4 +130,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     deliveries,
     delivery_attempts,
     rate_limit_windows,
+    admin_tokens,
+    idempotency_keys,
 );

@@ -17,10 +17,12 @@ async fn both_backends_end_with_the_same_tables_and_columns() {
         tables.into_iter().collect::<Vec<_>>(),
         [
             "accounts",
+            "admin_tokens",
             "api_keys",
             "deliveries",
             "delivery_attempts",
             "events",
+            "idempotency_keys",
             "rate_limit_windows",
             "webhooks",
             "workspaces"

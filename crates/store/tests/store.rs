@@ -8,7 +8,7 @@ use hookline_domain::{
     Username, Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
     WorkspaceId, WorkspaceName,
 };
-use hookline_store::{Error, NewWebhook, Store};
+use hookline_store::{Error, NewEvent, NewWebhook, Recorded, Store};
 use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
 
@@ -38,9 +38,21 @@ async fn webhook(
         .await
 }
 
+/// The outbox write of an event without an idempotency key: the webhooks it reaches.
+async fn record(store: &Store, payload: &EventPayload) -> hookline_store::Result<Vec<WebhookId>> {
+    let new = NewEvent {
+        payload: payload.clone(),
+        idempotency_key: None,
+    };
+    match store.events().record(new).await? {
+        Recorded::Stored(webhooks) => Ok(webhooks),
+        Recorded::Replayed(_) => panic!("an event without a key was replayed"),
+    }
+}
+
 async fn emit(store: &Store, ws: WorkspaceId, event: EventName) -> (EventPayload, Vec<WebhookId>) {
     let payload = EventPayload::new(event, ws, json!({"n": 1})).unwrap();
-    let reached = store.events().record(&payload).await.unwrap();
+    let reached = record(store, &payload).await.unwrap();
     (payload, reached)
 }
 
@@ -306,14 +318,14 @@ backend_tests! {
             "nested": {"$[0]": "json path lookalike", "": null},
         });
         let payload = EventPayload::new(EventName::DmSent, ws, data).unwrap();
-        store.events().record(&payload).await.unwrap();
+        record(store, &payload).await.unwrap();
         assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
     }
 
     async fn an_event_for_an_unknown_workspace_writes_nothing(db) {
         let store = db.store();
         let payload = EventPayload::new(EventName::DmSent, WorkspaceId::generate(), json!({})).unwrap();
-        let err = store.events().record(&payload).await.unwrap_err();
+        let err = record(store, &payload).await.unwrap_err();
         assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
         assert_eq!(store.events().payload(payload.id).await.unwrap(), None);
     }
@@ -384,7 +396,7 @@ backend_tests! {
                 let target = if n % 10 == 0 { unknown } else { ws };
                 tokio::spawn(async move {
                     let payload = EventPayload::new(EventName::DmSent, target, json!({"n": n})).unwrap();
-                    (payload.clone(), store.events().record(&payload).await)
+                    (payload.clone(), record(&store, &payload).await)
                 })
             })
             .collect();
@@ -645,5 +657,42 @@ backend_tests! {
             assert!(store.events().payload(kept.id).await.unwrap().is_some());
         }
         assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty());
+    }
+
+    async fn an_idempotency_key_stores_one_event_across_stores_and_batches(db) {
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        // Two stores (two pools, two coalescing tasks), as two processes would be.
+        let other = Store::connect(&hookline_store::StoreConfig::new(db.url())).await.unwrap();
+        let key = hookline_domain::IdempotencyKey::parse("order-1").unwrap();
+        let tasks: Vec<_> = (0..20)
+            .map(|n| {
+                let store = if n % 2 == 0 { db.store().clone() } else { other.clone() };
+                let key = key.clone();
+                tokio::spawn(async move {
+                    let payload = EventPayload::new(EventName::DmSent, ws, json!({"n": n})).unwrap();
+                    let new = NewEvent { payload: payload.clone(), idempotency_key: Some(key) };
+                    (payload, store.events().record(new).await.unwrap())
+                })
+            })
+            .collect();
+        let mut stored = Vec::new();
+        let mut replayed = Vec::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                (payload, Recorded::Stored(webhooks)) => stored.push((payload, webhooks)),
+                (_, Recorded::Replayed(first)) => replayed.push(first),
+            }
+        }
+        assert_eq!(stored.len(), 1, "exactly one event is stored");
+        assert_eq!(stored[0].1.len(), 1);
+        let first = stored[0].0.to_json();
+        assert_eq!(replayed.len(), 19);
+        assert!(replayed.iter().all(|payload| *payload == first));
+        let samples = db.store().events().recent_payloads(ws, EventName::DmSent, 10).await.unwrap();
+        assert_eq!(samples, [first]);
+        // A day later the key is free again, and the upkeep removes it.
+        let later = Timestamp::now().plus_millis(hookline_store::IDEMPOTENCY_WINDOW_MS + 1);
+        assert_eq!(db.store().queue().delete_ended_idempotency_keys(later).await.unwrap(), 1);
     }
 }

@@ -8,19 +8,21 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 use hookline_batch::Batcher;
-use hookline_domain::{EventName, EventPayload, Webhook, WebhookId, WorkspaceId};
+use hookline_domain::{
+    EventName, EventPayload, IdempotencyKey, Timestamp, Webhook, WebhookId, WorkspaceId,
+};
 
 use crate::db::Db;
 use crate::models::queue::NOTIFY_WORKERS;
 use crate::models::webhook::{FanoutWebhooks as _, WebhookRow};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
 use crate::prepared::{bind, prepared};
-use crate::schema::events;
+use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
 use crate::{Error, Result};
 
 /// An event as the outbox insert takes it.
-pub(crate) struct NewEvent {
+pub(crate) struct EventRow {
     pub(crate) id: String,
     pub(crate) workspace_id: String,
     pub(crate) event: &'static str,
@@ -33,6 +35,26 @@ pub(crate) struct NewDelivery {
     pub(crate) event_id: String,
     pub(crate) webhook_id: String,
     pub(crate) due_at: i64,
+}
+
+/// How long an `Idempotency-Key` answers the first event again.
+pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// An event for the outbox write, with the emit's idempotency key if it had one.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub payload: EventPayload,
+    pub idempotency_key: Option<IdempotencyKey>,
+}
+
+/// What the outbox write did with an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// Stored, with deliveries to these webhooks.
+    Stored(Vec<WebhookId>),
+    /// Its idempotency key was used for this workspace within the window: nothing
+    /// was stored, and this is the first event's payload, byte for byte.
+    Replayed(String),
 }
 
 /// The events of every workspace, for the use-case layer.
@@ -53,11 +75,15 @@ impl Events {
     /// Concurrent calls share one transaction (see `loader.rs`): each returns once
     /// the transaction holding its event committed. An event of an unknown workspace
     /// fails alone; a failing transaction fails every event in it, none stored.
-    pub async fn record(&self, payload: &EventPayload) -> Result<Vec<WebhookId>> {
-        self.coalesced().submit(payload.clone()).await?
+    ///
+    /// With an idempotency key, the event is stored only if the key was not used
+    /// for its workspace within [`IDEMPOTENCY_WINDOW_MS`]; the key is written in the
+    /// same transaction, so concurrent duplicates store exactly one event.
+    pub async fn record(&self, event: NewEvent) -> Result<Recorded> {
+        self.coalesced().submit(event).await?
     }
 
-    fn coalesced(&self) -> &Batcher<EventPayload, Result<Vec<WebhookId>>, Error> {
+    fn coalesced(&self) -> &Batcher<NewEvent, Result<Recorded>, Error> {
         self.db.outbox_writes.get_or_init(|| {
             let events = Events {
                 db: self.db.detached(),
@@ -71,17 +97,19 @@ impl Events {
 
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
-    async fn record_batch(
-        &self,
-        payloads: Vec<EventPayload>,
-    ) -> Result<Vec<Result<Vec<WebhookId>>>> {
+    async fn record_batch(&self, events: Vec<NewEvent>) -> Result<Vec<Result<Recorded>>> {
+        let now = Timestamp::now().unix_millis();
         write_tx!(self.db, |conn| {
             // The webhooks an event of each workspace reaches, read once per batch.
             let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
-            let mut answers = Vec::with_capacity(payloads.len());
-            let mut new_events = Vec::with_capacity(payloads.len());
+            let mut answers = Vec::with_capacity(events.len());
+            let mut new_events = Vec::with_capacity(events.len());
             let mut new_deliveries = Vec::new();
-            for payload in &payloads {
+            for NewEvent {
+                payload,
+                idempotency_key,
+            } in &events
+            {
                 let workspace = payload.workspace_id.to_string();
                 if let Entry::Vacant(slot) = fanout.entry(payload.workspace_id) {
                     let candidates = match conn.enabled_webhooks_for_fanout(&workspace).await? {
@@ -98,6 +126,20 @@ impl Events {
                     answers.push(Err(Error::not_found("workspace", &workspace)));
                     continue;
                 };
+                let json = payload.to_json();
+                if let Some(key) = idempotency_key {
+                    let claim = KeyClaim {
+                        workspace: &workspace,
+                        key: key.as_str(),
+                        event_id: &payload.id.to_string(),
+                        payload: &json,
+                        now,
+                    };
+                    if let Some(first) = conn.claim_idempotency_key(&claim).await? {
+                        answers.push(Ok(Recorded::Replayed(first)));
+                        continue;
+                    }
+                }
                 let reached: Vec<WebhookId> = candidates
                     .iter()
                     .filter(|webhook| webhook.subscribes_to(payload.event))
@@ -110,14 +152,14 @@ impl Events {
                     webhook_id: webhook_id.to_string(),
                     due_at: occurred_at,
                 }));
-                new_events.push(NewEvent {
+                new_events.push(EventRow {
                     id: event_id,
                     workspace_id: workspace,
                     event: payload.event.as_str(),
-                    payload: payload.to_json(),
+                    payload: json,
                     occurred_at,
                 });
-                answers.push(Ok(reached));
+                answers.push(Ok(Recorded::Stored(reached)));
             }
             // The whole batch in one or two statements, whatever its size.
             if !new_events.is_empty() {
@@ -189,6 +231,16 @@ impl Events {
     }
 }
 
+/// An idempotency key to claim for an event, as
+/// [`InsertOutbox::claim_idempotency_key`] takes it.
+pub(crate) struct KeyClaim<'a> {
+    workspace: &'a str,
+    key: &'a str,
+    event_id: &'a str,
+    payload: &'a str,
+    now: i64,
+}
+
 /// The outbox insert, written per dialect.
 pub(crate) trait InsertOutbox {
     /// Inserts a batch of events and their pending deliveries: SQLite, two
@@ -197,19 +249,66 @@ pub(crate) trait InsertOutbox {
     /// Prepared once, whatever the batch size.
     async fn insert_outbox(
         &mut self,
-        events: &[NewEvent],
+        events: &[EventRow],
         deliveries: &[NewDelivery],
     ) -> QueryResult<()>;
 
     /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
     /// SQLite, whose workers poll.
     async fn notify_workers(&mut self) -> QueryResult<()>;
+
+    /// Claims an idempotency key for an event: inserts it, or takes over a row
+    /// whose window has ended; answers `None` when the claim is this event's, else
+    /// the payload of the event that holds the key. The same statements on both
+    /// dialects: on PostgreSQL a concurrent claim of the same key waits for the
+    /// other transaction, then finds its row; SQLite's writers are serial.
+    async fn claim_idempotency_key(&mut self, claim: &KeyClaim<'_>) -> QueryResult<Option<String>>;
+}
+
+/// [`InsertOutbox::claim_idempotency_key`], written once for both connection types.
+macro_rules! claim_idempotency_key {
+    () => {
+        async fn claim_idempotency_key(
+            &mut self,
+            claim: &KeyClaim<'_>,
+        ) -> QueryResult<Option<String>> {
+            let claimed = prepared(
+                "INSERT INTO idempotency_keys \
+                     (workspace_id, idempotency_key, event_id, payload, created_at) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (workspace_id, idempotency_key) DO UPDATE SET \
+                     event_id = excluded.event_id, payload = excluded.payload, \
+                     created_at = excluded.created_at \
+                 WHERE idempotency_keys.created_at <= $6",
+            )
+            .binds((
+                bind::<Text, _>(claim.workspace),
+                bind::<Text, _>(claim.key),
+                bind::<Text, _>(claim.event_id),
+                bind::<Text, _>(claim.payload),
+                bind::<BigInt, _>(claim.now),
+                bind::<BigInt, _>(claim.now - IDEMPOTENCY_WINDOW_MS),
+            ))
+            .execute(self)
+            .await?;
+            // A row inserted, or an ended one taken over.
+            if claimed > 0 {
+                return Ok(None);
+            }
+            idempotency_keys::table
+                .find((claim.workspace, claim.key))
+                .select(idempotency_keys::payload)
+                .first(self)
+                .await
+                .map(Some)
+        }
+    };
 }
 
 impl InsertOutbox for SqliteConn {
     async fn insert_outbox(
         &mut self,
-        events: &[NewEvent],
+        events: &[EventRow],
         deliveries: &[NewDelivery],
     ) -> QueryResult<()> {
         // `[[id, workspace_id, event, payload, occurred_at], …]`
@@ -250,12 +349,14 @@ impl InsertOutbox for SqliteConn {
     async fn notify_workers(&mut self) -> QueryResult<()> {
         Ok(())
     }
+
+    claim_idempotency_key!();
 }
 
 impl InsertOutbox for PgConn {
     async fn insert_outbox(
         &mut self,
-        events: &[NewEvent],
+        events: &[EventRow],
         deliveries: &[NewDelivery],
     ) -> QueryResult<()> {
         use diesel::pg::sql_types::Array;
@@ -289,4 +390,6 @@ impl InsertOutbox for PgConn {
     async fn notify_workers(&mut self) -> QueryResult<()> {
         prepared(NOTIFY_WORKERS).execute(self).await.map(|_| ())
     }
+
+    claim_idempotency_key!();
 }

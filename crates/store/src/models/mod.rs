@@ -4,6 +4,7 @@
 //! handles of the worker and of auth, over the entities' rows.
 
 pub(crate) mod account;
+pub(crate) mod admin_token;
 pub(crate) mod api_key;
 pub(crate) mod delivery;
 pub(crate) mod event;

@@ -9,7 +9,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use hookline_domain::{
-    ClaimedDelivery, DeliveryState, Finished, GoneAction, Outcome, Timestamp, WebhookSecret,
+    ClaimedDelivery, DeliveryState, DisabledReason, Finished, GoneAction, Outcome, Timestamp,
+    WebhookSecret,
 };
 
 use crate::db::Db;
@@ -141,7 +142,10 @@ impl Queue {
                             .execute(conn)
                             .await?;
                     }
-                    Some(GoneAction::Disable) => disable_webhook!(conn, &row.webhook_id),
+                    Some(GoneAction::Disable) => {
+                        let now = Timestamp::now().unix_millis();
+                        disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now);
+                    }
                 }
             }
             Ok(recorded)
@@ -212,6 +216,19 @@ impl Queue {
             let events = diesel::sql_query(&events_sql).execute(conn).await?;
             Ok((events, attempts))
         })
+    }
+
+    /// Forgets idempotency keys whose window ended before `now`; answers how many.
+    pub async fn delete_ended_idempotency_keys(&self, now: Timestamp) -> Result<usize> {
+        use crate::models::event::IDEMPOTENCY_WINDOW_MS;
+        use crate::schema::idempotency_keys;
+        let ended = now.unix_millis() - IDEMPOTENCY_WINDOW_MS;
+        Ok(write_conn!(self.db, |conn| {
+            diesel::delete(idempotency_keys::table)
+                .filter(idempotency_keys::created_at.le(ended))
+                .execute(conn)
+                .await?
+        }))
     }
 
     /// Gives PostgreSQL's planner statistics on the outbox when it has none yet and

@@ -6,8 +6,9 @@ use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::MAX_WEBHOOKS;
 use hookline_domain::{
-    DeliveryAttempt, EventName, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookId,
-    WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
+    DeliveryAttempt, DisabledReason, EventId, EventName, TargetPolicy, Timestamp, Webhook,
+    WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
+    subscribed_events,
 };
 
 use crate::db::Db;
@@ -31,9 +32,11 @@ pub(crate) struct WebhookRow {
     url: String,
     events: String,
     enabled: bool,
+    disabled_reason: Option<String>,
     description: String,
     source: String,
     created_at: i64,
+    updated_at: i64,
 }
 
 #[derive(Debug, Insertable)]
@@ -48,10 +51,40 @@ struct NewWebhookRow<'a> {
     source: &'a str,
     secret: &'a str,
     created_at: i64,
+    updated_at: i64,
 }
 
 /// Separates stored event names; no event name contains it.
 const EVENT_SEPARATOR: &str = ",";
+
+/// Event names as stored.
+fn stored_events(events: &[EventName]) -> String {
+    events
+        .iter()
+        .map(|event| event.as_str())
+        .collect::<Vec<_>>()
+        .join(EVENT_SEPARATOR)
+}
+
+/// What an update changes: the fields given, and the time of the change.
+#[derive(Debug, AsChangeset)]
+#[diesel(table_name = webhooks)]
+struct WebhookFields<'a> {
+    url: Option<&'a str>,
+    events: Option<&'a str>,
+    description: Option<&'a str>,
+    updated_at: i64,
+}
+
+/// A change to a webhook: each field given is set, the others are kept. Values
+/// are parsed (validated) already.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WebhookChange<'a> {
+    pub url: Option<&'a WebhookUrl>,
+    pub events: Option<&'a [EventName]>,
+    pub description: Option<&'a WebhookDescription>,
+    pub enabled: Option<bool>,
+}
 
 impl WebhookRow {
     pub(crate) fn into_domain(self) -> Result<Webhook> {
@@ -64,10 +97,15 @@ impl WebhookRow {
             events: subscribed_events(self.events.split(EVENT_SEPARATOR))
                 .stored("webhook events")?,
             enabled: self.enabled,
+            disabled_reason: self
+                .disabled_reason
+                .map(|reason| reason.parse().stored("webhook disabled_reason"))
+                .transpose()?,
             description: WebhookDescription::parse(&self.description)
                 .stored("webhook description")?,
             source: self.source.parse().stored("webhook source")?,
             created_at: timestamp(self.created_at, "webhook created_at")?,
+            updated_at: timestamp(self.updated_at, "webhook updated_at")?,
         })
     }
 }
@@ -84,15 +122,21 @@ pub struct NewWebhook<'a> {
     pub secret: &'a WebhookSecret,
 }
 
-/// Disables the webhook of id `$id` and cancels its pending deliveries, retries
-/// included, on `$conn` (inside the caller's transaction): what disabling a webhook
-/// means wherever it happens (by hand, or a `410 Gone`).
+/// Disables the webhook of id `$id` for `$reason` at `$now` and cancels its pending
+/// deliveries, retries included, on `$conn` (inside the caller's transaction): what
+/// disabling a webhook means wherever it happens (by hand, or a `410 Gone`). A
+/// webhook disabled already keeps the reason it was first disabled for.
 macro_rules! disable_webhook {
-    ($conn:expr, $id:expr) => {{
+    ($conn:expr, $id:expr, $reason:expr, $now:expr) => {{
         use hookline_domain::DeliveryState;
         use $crate::schema::{deliveries, webhooks};
         diesel::update(webhooks::table.find($id))
-            .set(webhooks::enabled.eq(false))
+            .filter(webhooks::enabled.eq(true))
+            .set((
+                webhooks::enabled.eq(false),
+                webhooks::disabled_reason.eq(Some($reason.as_str())),
+                webhooks::updated_at.eq($now),
+            ))
             .execute($conn)
             .await?;
         diesel::update(deliveries::table)
@@ -119,12 +163,7 @@ impl Webhooks {
         let workspace = new.workspace_id.to_string();
         let id = WebhookId::generate();
         let id_text = id.to_string();
-        let events = new
-            .events
-            .iter()
-            .map(|event| event.as_str())
-            .collect::<Vec<_>>()
-            .join(EVENT_SEPARATOR);
+        let events = stored_events(new.events);
         let created_at = Timestamp::now();
         let row = NewWebhookRow {
             id: &id_text,
@@ -136,6 +175,7 @@ impl Webhooks {
             source: new.source.as_str(),
             secret: new.secret.expose(),
             created_at: created_at.unix_millis(),
+            updated_at: created_at.unix_millis(),
         };
         write_tx!(self.db, |conn| {
             if !conn.lock_workspace(&workspace).await? {
@@ -165,9 +205,11 @@ impl Webhooks {
             url: new.url.clone(),
             events: new.events.to_vec(),
             enabled: true,
+            disabled_reason: None,
             description: new.description.clone(),
             source: new.source,
             created_at,
+            updated_at: created_at,
         })
     }
 
@@ -221,19 +263,51 @@ impl Webhooks {
         row.map(WebhookRow::into_domain).transpose()
     }
 
-    /// Enables or disables the webhook; `None` when there is no such webhook.
-    /// Disabling cancels its pending deliveries, retries included, in the same
-    /// transaction.
-    pub async fn set_enabled(&self, id: WebhookId, enabled: bool) -> Result<Option<Webhook>> {
+    /// Changes what `change` names; `None` when there is no such webhook.
+    /// Disabling (by hand) cancels its pending deliveries, retries included, in the
+    /// same transaction; enabling clears the reason it was disabled for and brings
+    /// no cancelled delivery back.
+    pub async fn update(
+        &self,
+        id: WebhookId,
+        change: WebhookChange<'_>,
+    ) -> Result<Option<Webhook>> {
         let id = id.to_string();
+        let now = Timestamp::now().unix_millis();
+        let events = change.events.map(stored_events);
         let row: Option<WebhookRow> = write_tx!(self.db, |conn| {
-            if !enabled {
-                disable_webhook!(conn, &id);
-            } else {
-                diesel::update(webhooks::table.find(&id))
-                    .set(webhooks::enabled.eq(true))
-                    .execute(conn)
-                    .await?;
+            let exists = webhooks::table
+                .find(&id)
+                .select(webhooks::id)
+                .first::<String>(conn)
+                .await
+                .optional()?
+                .is_some();
+            if !exists {
+                return Ok(None);
+            }
+            let fields = WebhookFields {
+                url: change.url.map(WebhookUrl::as_str),
+                events: events.as_deref(),
+                description: change.description.map(WebhookDescription::as_str),
+                updated_at: now,
+            };
+            diesel::update(webhooks::table.find(&id))
+                .set(&fields)
+                .execute(conn)
+                .await?;
+            match change.enabled {
+                Some(false) => disable_webhook!(conn, &id, DisabledReason::Manual, now),
+                Some(true) => {
+                    diesel::update(webhooks::table.find(&id))
+                        .set((
+                            webhooks::enabled.eq(true),
+                            webhooks::disabled_reason.eq(None::<String>),
+                        ))
+                        .execute(conn)
+                        .await?;
+                }
+                None => {}
             }
             Ok(webhooks::table
                 .find(&id)
@@ -243,6 +317,15 @@ impl Webhooks {
                 .optional()?)
         })?;
         row.map(WebhookRow::into_domain).transpose()
+    }
+
+    /// Enables or disables the webhook ([`Webhooks::update`] of that alone).
+    pub async fn set_enabled(&self, id: WebhookId, enabled: bool) -> Result<Option<Webhook>> {
+        let change = WebhookChange {
+            enabled: Some(enabled),
+            ..WebhookChange::default()
+        };
+        self.update(id, change).await
     }
 
     /// Deletes the webhook with its deliveries and attempt log; answers whether there
@@ -284,19 +367,48 @@ impl Webhooks {
         webhook_id: WebhookId,
         limit: u32,
     ) -> Result<Vec<DeliveryAttempt>> {
-        let webhook_id = webhook_id.to_string();
+        self.attempts_before(webhook_id, None, limit).await
+    }
+
+    /// [`Webhooks::attempts`] older than the attempt `before` names (its event and
+    /// number); none when that attempt is not in the log.
+    pub async fn attempts_before(
+        &self,
+        webhook_id: WebhookId,
+        before: Option<(EventId, u32)>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryAttempt>> {
+        use delivery_attempts::dsl::{attempt, attempted_at, event_id, webhook_id as of_webhook};
+        let webhook = webhook_id.to_string();
+        let before = before.map(|(event, number)| (event.to_string(), i64::from(number)));
         let rows: Vec<DeliveryAttemptRow> = with_conn!(self.db, |conn| {
-            delivery_attempts::table
-                .filter(delivery_attempts::webhook_id.eq(&webhook_id))
-                .order((
-                    delivery_attempts::attempted_at.desc(),
-                    delivery_attempts::event_id.desc(),
-                    delivery_attempts::attempt.desc(),
-                ))
+            let mut query = delivery_attempts::table
+                .filter(of_webhook.eq(&webhook))
+                .order((attempted_at.desc(), event_id.desc(), attempt.desc()))
                 .limit(i64::from(limit))
                 .select(DeliveryAttemptRow::as_select())
-                .load(conn)
-                .await?
+                .into_boxed();
+            if let Some((event, number)) = &before {
+                let at: Option<i64> = delivery_attempts::table
+                    .filter(of_webhook.eq(&webhook))
+                    .filter(event_id.eq(event))
+                    .filter(attempt.eq(number))
+                    .select(attempted_at)
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some(at) = at else {
+                    return Ok(Vec::new());
+                };
+                query = query.filter(
+                    attempted_at.lt(at).or(attempted_at.eq(at).and(
+                        event_id
+                            .lt(event)
+                            .or(event_id.eq(event).and(attempt.lt(number))),
+                    )),
+                );
+            }
+            query.load(conn).await?
         });
         rows.into_iter()
             .map(DeliveryAttemptRow::into_domain)

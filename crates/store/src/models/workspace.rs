@@ -70,6 +70,36 @@ impl Workspaces {
         row.map(WorkspaceRow::into_domain).transpose()
     }
 
+    /// Up to `limit` workspaces oldest first, from the one after `after` (ids grow
+    /// with creation time).
+    pub async fn list(&self, after: Option<WorkspaceId>, limit: u32) -> Result<Vec<Workspace>> {
+        let after = after.map(|id| id.to_string()).unwrap_or_default();
+        let rows: Vec<WorkspaceRow> = with_conn!(self.db, |conn| {
+            workspaces::table
+                .filter(workspaces::id.gt(&after))
+                .order(workspaces::id)
+                .limit(i64::from(limit))
+                .select(WorkspaceRow::as_select())
+                .load(conn)
+                .await?
+        });
+        rows.into_iter().map(WorkspaceRow::into_domain).collect()
+    }
+
+    /// Renames the workspace; `None` when there is no such workspace.
+    pub async fn rename(&self, id: WorkspaceId, name: &WorkspaceName) -> Result<Option<Workspace>> {
+        let id = id.to_string();
+        let row: Option<WorkspaceRow> = write_conn!(self.db, |conn| {
+            diesel::update(workspaces::table.find(&id))
+                .set(workspaces::name.eq(name.as_str()))
+                .returning(WorkspaceRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()?
+        });
+        row.map(WorkspaceRow::into_domain).transpose()
+    }
+
     /// Moves the workspace to `plan`; `None` when there is no such workspace. Takes
     /// effect on the next request of every server on this database.
     pub async fn set_plan(&self, id: WorkspaceId, plan: Plan) -> Result<Option<Workspace>> {

@@ -1,0 +1,271 @@
+//! One function per admin endpoint: parse the path and body into domain values,
+//! call one use case, answer the contract's shape.
+
+use hookline_app::{App, WebhookSpec, WebhookUpdate, WorkspaceUpdate};
+use hookline_delivery::Emission;
+use hookline_domain::{
+    AccountId, ApiKeyId, ApiKeyStatus, EventName, IdempotencyKey, KeyName, Plan, Username,
+    WebhookDescription, WebhookId, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
+    subscribed_events,
+};
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Response, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::admin::error::AdminError;
+use crate::admin::input::{Body, page};
+use crate::admin::wire::{Listed, WebhookAdmin, WorkspaceAdmin};
+use crate::error::json_response;
+use crate::wire::{AccountObject, AttemptObject, KeyCreatedObject, KeyObject, Success};
+
+pub(crate) type Answer = Result<Response<Full<Bytes>>, AdminError>;
+
+fn ok<T: Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
+    let body = Success {
+        success: true,
+        data,
+    };
+    json_response(status, serde_json::to_string(&body).unwrap_or_default())
+}
+
+fn listed<T: Serialize>(data: Vec<T>, next_cursor: Option<String>) -> Response<Full<Bytes>> {
+    let body = Listed {
+        success: true,
+        data,
+        next_cursor,
+    };
+    json_response(
+        StatusCode::OK,
+        serde_json::to_string(&body).unwrap_or_default(),
+    )
+}
+
+/// An id from the path; one that cannot be an id of its kind names nothing: 404.
+fn path_id<T: std::str::FromStr>(kind: &str, text: &str) -> Result<T, AdminError> {
+    text.parse()
+        .map_err(|_| AdminError::NotFound(format!("no {kind} with id `{text}`.")))
+}
+
+fn plan(text: &str) -> Result<Plan, AdminError> {
+    Ok(text.parse::<Plan>()?)
+}
+
+pub(crate) async fn list_workspaces(app: &App, query: Option<&str>) -> Answer {
+    let page = app.workspaces(&page(query, "after")?).await?;
+    let data = page.items.iter().map(WorkspaceAdmin::from).collect();
+    Ok(listed(data, page.next_cursor))
+}
+
+pub(crate) async fn create_workspace(app: &App, body: Value) -> Answer {
+    let body = Body::object(body, &["name", "plan"])?;
+    let name = WorkspaceName::parse(body.required_string("name")?)?;
+    let plan = body
+        .string("plan")?
+        .map(plan)
+        .transpose()?
+        .unwrap_or(Plan::Free);
+    let workspace = app.create_workspace(&name, plan).await?;
+    Ok(ok(
+        StatusCode::CREATED,
+        Some(WorkspaceAdmin::from(&workspace)),
+    ))
+}
+
+pub(crate) async fn get_workspace(app: &App, ws: &str) -> Answer {
+    let workspace = app.workspace(path_id("workspace", ws)?).await?;
+    Ok(ok(StatusCode::OK, Some(WorkspaceAdmin::from(&workspace))))
+}
+
+pub(crate) async fn update_workspace(app: &App, ws: &str, body: Value) -> Answer {
+    let id: WorkspaceId = path_id("workspace", ws)?;
+    let body = Body::object(body, &["name", "plan"])?;
+    let update = WorkspaceUpdate {
+        name: body.string("name")?.map(WorkspaceName::parse).transpose()?,
+        plan: body.string("plan")?.map(plan).transpose()?,
+    };
+    let workspace = app.update_workspace(id, &update).await?;
+    Ok(ok(StatusCode::OK, Some(WorkspaceAdmin::from(&workspace))))
+}
+
+pub(crate) async fn list_accounts(app: &App, ws: &str, query: Option<&str>) -> Answer {
+    let page = app
+        .account_page(path_id("workspace", ws)?, &page(query, "after")?)
+        .await?;
+    let data = page.items.iter().map(AccountObject::from).collect();
+    Ok(listed(data, page.next_cursor))
+}
+
+pub(crate) async fn connect_account(app: &App, ws: &str, body: Value) -> Answer {
+    let id: WorkspaceId = path_id("workspace", ws)?;
+    let body = Body::object(body, &["username"])?;
+    let username = Username::parse(body.required_string("username")?)?;
+    let account = app.connect_account(id, &username).await?;
+    Ok(ok(StatusCode::CREATED, Some(AccountObject::from(&account))))
+}
+
+pub(crate) async fn disconnect_account(app: &App, account: &str) -> Answer {
+    let id: AccountId = path_id("account", account)?;
+    app.disconnect_account(id).await?;
+    Ok(ok::<()>(StatusCode::OK, None))
+}
+
+pub(crate) async fn list_keys(app: &App, ws: &str, query: Option<&str>) -> Answer {
+    let page = app
+        .api_key_page(path_id("workspace", ws)?, &page(query, "before")?)
+        .await?;
+    let data = page.items.iter().map(KeyObject::from).collect();
+    Ok(listed(data, page.next_cursor))
+}
+
+pub(crate) async fn create_key(app: &App, ws: &str, body: Value) -> Answer {
+    let id: WorkspaceId = path_id("workspace", ws)?;
+    let body = Body::object(body, &["name"])?;
+    let name = KeyName::parse(body.required_string("name")?)?;
+    let created = app.create_api_key(id, &name).await?;
+    let data = KeyCreatedWithStatus {
+        created: KeyCreatedObject::new(&created.record, &created.key),
+        status: created.record.status(),
+        last_used_at: None,
+    };
+    Ok(ok(StatusCode::CREATED, Some(data)))
+}
+
+/// The admin Key object of a key just made: with `key`, the only time it shows.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyCreatedWithStatus {
+    #[serde(flatten)]
+    created: KeyCreatedObject,
+    status: ApiKeyStatus,
+    last_used_at: Option<()>,
+}
+
+#[derive(Serialize)]
+struct Revoked {
+    id: ApiKeyId,
+    status: ApiKeyStatus,
+}
+
+pub(crate) async fn revoke_key(app: &App, key: &str) -> Answer {
+    let record = app.revoke_api_key(path_id("API key", key)?).await?;
+    let data = Revoked {
+        id: record.id,
+        status: record.status(),
+    };
+    Ok(ok(StatusCode::OK, Some(data)))
+}
+
+pub(crate) async fn list_hooks(app: &App, ws: &str, query: Option<&str>) -> Answer {
+    let page = app
+        .webhook_page(path_id("workspace", ws)?, &page(query, "after")?)
+        .await?;
+    let data = page.items.iter().map(WebhookAdmin::listed).collect();
+    Ok(listed(data, page.next_cursor))
+}
+
+/// The events of a webhook body: `events` (an array) and `event` (a string),
+/// merged; `None` when neither is given.
+fn events(body: &Body) -> Result<Option<Vec<EventName>>, AdminError> {
+    let mut names = body.strings("events")?.unwrap_or_default();
+    if let Some(event) = body.string("event")? {
+        names.push(event);
+    }
+    if names.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(subscribed_events(names)?))
+}
+
+fn webhook_url(app: &App, text: &str) -> Result<WebhookUrl, AdminError> {
+    WebhookUrl::parse(text, app.config().target_policy)
+        .map_err(|error| AdminError::Invalid(format!("`url` is invalid: {error}.")))
+}
+
+pub(crate) async fn create_hook(app: &App, ws: &str, body: Value) -> Answer {
+    let id: WorkspaceId = path_id("workspace", ws)?;
+    let body = Body::object(body, &["url", "events", "event", "description"])?;
+    let url = webhook_url(app, body.required_string("url")?)?;
+    let events = events(&body)?.ok_or_else(|| {
+        AdminError::Invalid("`events` (an array) or `event` (a string) is required.".into())
+    })?;
+    let description =
+        WebhookDescription::parse_or_default(body.string("description")?, None, &url)?;
+    let spec = WebhookSpec {
+        url,
+        events,
+        description,
+    };
+    let created = app
+        .create_webhook(id, &spec, WebhookSource::Settings)
+        .await?;
+    let data = WebhookAdmin::created(&created.webhook, &created.secret);
+    Ok(ok(StatusCode::CREATED, Some(data)))
+}
+
+pub(crate) async fn get_hook(app: &App, hook: &str) -> Answer {
+    let webhook = app.webhook(path_id("webhook", hook)?).await?;
+    Ok(ok(StatusCode::OK, Some(WebhookAdmin::listed(&webhook))))
+}
+
+pub(crate) async fn update_hook(app: &App, hook: &str, body: Value) -> Answer {
+    let id: WebhookId = path_id("webhook", hook)?;
+    let body = Body::object(body, &["url", "events", "event", "description", "enabled"])?;
+    let update = WebhookUpdate {
+        url: body
+            .string("url")?
+            .map(|url| webhook_url(app, url))
+            .transpose()?,
+        events: events(&body)?,
+        description: body
+            .string("description")?
+            .map(WebhookDescription::parse)
+            .transpose()?,
+        enabled: body.bool("enabled")?,
+    };
+    let webhook = app.update_webhook(id, &update).await?;
+    Ok(ok(StatusCode::OK, Some(WebhookAdmin::listed(&webhook))))
+}
+
+pub(crate) async fn delete_hook(app: &App, hook: &str) -> Answer {
+    app.delete_webhook(path_id("webhook", hook)?).await?;
+    Ok(ok::<()>(StatusCode::OK, None))
+}
+
+pub(crate) async fn list_attempts(app: &App, hook: &str, query: Option<&str>) -> Answer {
+    let page = app
+        .attempt_page(path_id("webhook", hook)?, &page(query, "before")?)
+        .await?;
+    let data = page
+        .items
+        .iter()
+        .map(AttemptObject::with_response_body)
+        .collect();
+    Ok(listed(data, page.next_cursor))
+}
+
+/// HTTP ingest: the same outbox write as `Outbox::emit`, with an optional
+/// `Idempotency-Key`. 202 with the event's payload, byte for byte as delivered.
+pub(crate) async fn emit_event(
+    app: &App,
+    ws: &str,
+    idempotency_key: Option<&str>,
+    body: Value,
+) -> Answer {
+    let id: WorkspaceId = path_id("workspace", ws)?;
+    let key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
+    let body = Body::object(body, &["event", "data"])?;
+    let event: EventName = body.required_string("event")?.parse()?;
+    let data = body
+        .value("data")
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()));
+    let payload = match app.ingest(id, event, data, key).await? {
+        Emission::Emitted(emitted) => emitted.payload.to_json(),
+        Emission::Replayed(first) => first,
+    };
+    // The stored payload goes out byte for byte as it is delivered.
+    let body = format!(r#"{{"success":true,"data":{payload}}}"#);
+    Ok(json_response(StatusCode::ACCEPTED, body))
+}

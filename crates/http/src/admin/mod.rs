@@ -1,0 +1,115 @@
+//! The admin API, `/admin/v1`, on its own listener: what the back office needs of
+//! "Settings" (workspaces and plans, accounts, keys, Settings-made webhooks, the
+//! attempt log) and HTTP ingest, behind admin tokens.
+//!
+//! - `router.rs`: the whole surface, one `match`;
+//! - `handlers.rs`: one function per endpoint, over the use-case layer;
+//! - `input.rs`: bodies read field by field, pages;
+//! - `wire.rs`: the admin objects;
+//! - `error.rs`: the one mapping from failure to status and body.
+//!
+//! Order of a request: route (404/405 need no token) → admin token (401, before
+//! any body is read) → handler.
+
+mod error;
+mod handlers;
+mod input;
+mod router;
+mod wire;
+
+use hookline_app::App;
+use hookline_auth::AdminAuthenticator;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::AUTHORIZATION;
+use hyper::{Request, Response};
+
+use crate::admin::error::AdminError;
+use crate::admin::handlers::Answer;
+use crate::admin::router::{AdminRoute, route};
+use crate::body::read_json;
+use crate::server::Dispatch;
+
+/// What every admin request shares.
+#[derive(Debug)]
+pub(crate) struct AdminApi {
+    app: App,
+    auth: AdminAuthenticator,
+    max_body_bytes: usize,
+}
+
+impl AdminApi {
+    pub(crate) fn new(app: App, auth: AdminAuthenticator, max_body_bytes: usize) -> AdminApi {
+        AdminApi {
+            app,
+            auth,
+            max_body_bytes,
+        }
+    }
+
+    async fn answer(&self, route: AdminRoute<'_>, request: Request<Incoming>) -> Answer {
+        use AdminRoute::*;
+        use handlers as h;
+        let app = &self.app;
+        let query = request.uri().query().map(str::to_owned);
+        let query = query.as_deref();
+        match route {
+            ListWorkspaces => h::list_workspaces(app, query).await,
+            CreateWorkspace => h::create_workspace(app, self.body(request).await?).await,
+            GetWorkspace { ws } => h::get_workspace(app, ws).await,
+            UpdateWorkspace { ws } => h::update_workspace(app, ws, self.body(request).await?).await,
+            ListAccounts { ws } => h::list_accounts(app, ws, query).await,
+            ConnectAccount { ws } => h::connect_account(app, ws, self.body(request).await?).await,
+            DisconnectAccount { account } => h::disconnect_account(app, account).await,
+            ListKeys { ws } => h::list_keys(app, ws, query).await,
+            CreateKey { ws } => h::create_key(app, ws, self.body(request).await?).await,
+            RevokeKey { key } => h::revoke_key(app, key).await,
+            ListHooks { ws } => h::list_hooks(app, ws, query).await,
+            CreateHook { ws } => h::create_hook(app, ws, self.body(request).await?).await,
+            GetHook { hook } => h::get_hook(app, hook).await,
+            UpdateHook { hook } => h::update_hook(app, hook, self.body(request).await?).await,
+            DeleteHook { hook } => h::delete_hook(app, hook).await,
+            ListAttempts { hook } => h::list_attempts(app, hook, query).await,
+            EmitEvent { ws } => {
+                let key = request
+                    .headers()
+                    .get("idempotency-key")
+                    .map(|value| {
+                        value.to_str().map(str::to_owned).map_err(|_| {
+                            AdminError::Invalid("`Idempotency-Key` must be printable text.".into())
+                        })
+                    })
+                    .transpose()?;
+                let body = self.body(request).await?;
+                h::emit_event(app, ws, key.as_deref(), body).await
+            }
+            Planned(name) => Err(AdminError::NotImplemented(name)),
+        }
+    }
+
+    async fn body(&self, request: Request<Incoming>) -> Result<serde_json::Value, AdminError> {
+        Ok(read_json(request, self.max_body_bytes).await?)
+    }
+}
+
+impl Dispatch for AdminApi {
+    async fn dispatch(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        let path = request.uri().path().to_owned();
+        let route = match route(request.method(), &path) {
+            Ok(route) => route,
+            Err(error) => return error.into_response(),
+        };
+        tracing::Span::current().record("route", route.name());
+        let authorization = request.headers().get_all(AUTHORIZATION);
+        if let Err(error) = self
+            .auth
+            .authenticate(authorization.iter().map(|value| value.as_bytes()))
+            .await
+        {
+            return AdminError::from(error).into_response();
+        }
+        self.answer(route, request)
+            .await
+            .unwrap_or_else(AdminError::into_response)
+    }
+}

@@ -1,0 +1,73 @@
+//! The JSON objects of the admin API (`admin-v1.md`): the public objects, plus what
+//! the back office needs to see.
+
+use hookline_domain::{
+    DisabledReason, Plan, Timestamp, Webhook, WebhookSource, Workspace, WorkspaceId,
+};
+use serde::Serialize;
+
+use crate::wire::WebhookObject;
+
+/// The admin Workspace object.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkspaceAdmin<'a> {
+    id: WorkspaceId,
+    name: &'a str,
+    plan: Plan,
+    created_at: Timestamp,
+}
+
+impl<'a> From<&'a Workspace> for WorkspaceAdmin<'a> {
+    fn from(workspace: &'a Workspace) -> Self {
+        WorkspaceAdmin {
+            id: workspace.id,
+            name: workspace.name.as_str(),
+            plan: workspace.plan,
+            created_at: workspace.created_at,
+        }
+    }
+}
+
+/// The admin Webhook object: the public one with where it came from, why it is
+/// disabled, and its last change. `secret` only in the answer to a creation.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WebhookAdmin<'a> {
+    #[serde(flatten)]
+    webhook: WebhookObject<'a>,
+    source: WebhookSource,
+    disabled_reason: Option<DisabledReason>,
+    updated_at: Timestamp,
+}
+
+impl<'a> WebhookAdmin<'a> {
+    pub(crate) fn listed(webhook: &'a Webhook) -> Self {
+        Self::with(WebhookObject::listed(webhook), webhook)
+    }
+
+    pub(crate) fn created(
+        webhook: &'a Webhook,
+        secret: &'a hookline_domain::WebhookSecret,
+    ) -> Self {
+        Self::with(WebhookObject::created(webhook, secret), webhook)
+    }
+
+    fn with(object: WebhookObject<'a>, webhook: &'a Webhook) -> Self {
+        WebhookAdmin {
+            webhook: object,
+            source: webhook.source,
+            disabled_reason: webhook.disabled_reason,
+            updated_at: webhook.updated_at,
+        }
+    }
+}
+
+/// A page of a list: `{"success": true, "data": […], "nextCursor": …}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Listed<T> {
+    pub(crate) success: bool,
+    pub(crate) data: Vec<T>,
+    pub(crate) next_cursor: Option<String>,
+}

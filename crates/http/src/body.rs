@@ -1,0 +1,44 @@
+//! Reading a request's JSON body, bounded: shared by both APIs, each of which says
+//! what a failure means in its own words (`error.rs`, `admin/error.rs`).
+
+use http_body_util::{BodyExt as _, Limited};
+use hyper::Request;
+use hyper::body::Incoming;
+use hyper::header::CONTENT_LENGTH;
+use serde_json::Value;
+
+/// Why a body could not be read as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BodyError {
+    TooLarge { limit: usize },
+    Unreadable,
+    NotJson(String),
+}
+
+/// Reads a JSON body of at most `limit` bytes; a larger one is refused from its
+/// `Content-Length` alone, or as soon as it outgrows the limit.
+pub(crate) async fn read_json(
+    request: Request<Incoming>,
+    limit: usize,
+) -> Result<Value, BodyError> {
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(BodyError::TooLarge { limit });
+    }
+    let bytes = Limited::new(request.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|error| {
+            if error.is::<http_body_util::LengthLimitError>() {
+                BodyError::TooLarge { limit }
+            } else {
+                BodyError::Unreadable
+            }
+        })?
+        .to_bytes();
+    serde_json::from_slice(&bytes).map_err(|error| BodyError::NotJson(error.to_string()))
+}

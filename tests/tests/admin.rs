@@ -1,0 +1,466 @@
+//! The admin API against a real server on free ports, once per backend: the token
+//! rules, every endpoint this version serves, pagination, bad input, and HTTP
+//! ingest with idempotency keys under concurrent duplicates.
+#![allow(clippy::unwrap_used)] // Test helpers: a failure is the test failing.
+
+use std::net::SocketAddr;
+
+use hookline_app::{App, AppConfig};
+use hookline_delivery::Outbox;
+use hookline_domain::{DeliveryAttempt, EventName, KeyName, Outcome, TargetPolicy, Timestamp};
+use hookline_http::{HttpConfig, Server};
+use hookline_testdb::{TestDb, backend_tests};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Bytes;
+use hyper::{HeaderMap, Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+
+struct Admin {
+    public: SocketAddr,
+    admin: SocketAddr,
+    app: App,
+    token: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<()>,
+    db: TestDb,
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+}
+
+impl Admin {
+    async fn start(db: TestDb) -> Admin {
+        let config = HttpConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..HttpConfig::default()
+        };
+        let store = db.store().clone();
+        let app_config = AppConfig {
+            target_policy: TargetPolicy::PublicOnly,
+            ..AppConfig::default()
+        };
+        let app = App::new(&store, Outbox::new(store.events()), app_config);
+        let server = Server::bind(config, app.clone(), store.key_check(), store.admin_tokens())
+            .await
+            .unwrap();
+        let (public, admin) = (server.local_addr().unwrap(), server.admin_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(server.run(async {
+            let _ = stopped.await;
+        }));
+        let token = app
+            .create_admin_token(&KeyName::parse("back office").unwrap())
+            .await
+            .unwrap()
+            .token
+            .expose()
+            .to_owned();
+        Admin {
+            public,
+            admin,
+            app,
+            token,
+            stop: Some(stop),
+            served,
+            db,
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.served).await.unwrap();
+    }
+
+    async fn send_to(
+        addr: SocketAddr,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: String,
+    ) -> Reply {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "hookline.test")
+            .header("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = sender
+            .send_request(request.body(Full::new(Bytes::from(body))).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&bytes)
+            )
+        });
+        Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+        let body = body.map(|body| body.to_string()).unwrap_or_default();
+        Self::send_to(self.admin, method, path, Some(&self.token), &[], body).await
+    }
+
+    async fn get(&self, path: &str) -> Reply {
+        self.call(Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Reply {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// A new workspace on `plan`, through the admin API.
+    async fn workspace(&self, plan: &str) -> String {
+        let reply = self
+            .post(
+                "/admin/v1/workspaces",
+                json!({"name": "Acme", "plan": plan}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        reply.body["data"]["id"].as_str().unwrap().to_owned()
+    }
+}
+
+fn assert_error(reply: &Reply, status: StatusCode, says: &str) {
+    assert_eq!(reply.status, status, "{}", reply.body);
+    assert_eq!(reply.body["success"], false, "{}", reply.body);
+    let error = reply.body["error"].as_str().unwrap();
+    assert!(error.contains(says), "expected {says:?} in {error:?}");
+}
+
+fn is_timestamp(value: &Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|t| t.len() == 24 && t.ends_with('Z'))
+}
+
+backend_tests! {
+    async fn tokens_are_checked_before_anything_else(db) {
+        let admin = Admin::start(db).await;
+        let path = "/admin/v1/workspaces";
+        // No token, a malformed one, a workspace API key: 401 with WWW-Authenticate.
+        let ws = admin.workspace("STUDIO").await;
+        let key = admin
+            .post(&format!("/admin/v1/workspaces/{ws}/keys"), json!({"name": "Zapier"}))
+            .await
+            .body["data"]["key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for token in [None, Some("nope"), Some(key.as_str())] {
+            let reply = Admin::send_to(admin.admin, Method::GET, path, token, &[], String::new()).await;
+            assert_error(&reply, StatusCode::UNAUTHORIZED, "admin token");
+            assert_eq!(reply.headers["www-authenticate"], "Bearer");
+        }
+        // The admin token is refused by the public API.
+        let reply = Admin::send_to(admin.public, Method::GET, "/api/v1/me", Some(&admin.token), &[], String::new()).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+        // A bad token is refused before its body is read: 401, not 413.
+        let huge = "x".repeat(200_000);
+        let reply = Admin::send_to(admin.admin, Method::POST, path, Some("nope"), &[], huge).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+        // Revoked: refused from the next request on.
+        let tokens = admin.app.admin_tokens().await.unwrap();
+        assert_eq!(tokens.len(), 1);
+        assert!(tokens[0].last_used_at.is_some());
+        admin.app.revoke_admin_token(tokens[0].id).await.unwrap();
+        assert_error(&admin.get(path).await, StatusCode::UNAUTHORIZED, "admin token");
+        admin.stop().await;
+    }
+
+    async fn workspaces_are_created_read_changed_and_paged(db) {
+        let admin = Admin::start(db).await;
+        let created = admin.post("/admin/v1/workspaces", json!({"name": "Acme"})).await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        let data = &created.body["data"];
+        assert_eq!(data["plan"], "FREE");
+        assert!(is_timestamp(&data["createdAt"]));
+        let id = data["id"].as_str().unwrap().to_owned();
+        assert_eq!(admin.get(&format!("/admin/v1/workspaces/{id}")).await.body["data"], *data);
+        let patched = admin
+            .call(Method::PATCH, &format!("/admin/v1/workspaces/{id}"), Some(json!({"name": "Acme Inc", "plan": "STUDIO"})))
+            .await;
+        assert_eq!(patched.status, StatusCode::OK);
+        assert_eq!((patched.body["data"]["name"].as_str(), patched.body["data"]["plan"].as_str()), (Some("Acme Inc"), Some("STUDIO")));
+        for _ in 0..4 {
+            admin.workspace("FREE").await;
+        }
+        // Five workspaces, two at a time, oldest first, following the cursor.
+        let mut seen = Vec::new();
+        let mut path = "/admin/v1/workspaces?limit=2".to_owned();
+        loop {
+            let page = admin.get(&path).await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+            let items = page.body["data"].as_array().unwrap();
+            assert!(items.len() <= 2);
+            seen.extend(items.iter().map(|w| w["id"].as_str().unwrap().to_owned()));
+            match page.body["nextCursor"].as_str() {
+                Some(cursor) => path = format!("/admin/v1/workspaces?limit=2&after={cursor}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), 5);
+        assert_eq!(seen[0], id);
+        let mut sorted = seen.clone();
+        sorted.sort();
+        assert_eq!(seen, sorted);
+        // Bad input: a clear 400 naming the field, and nothing changes.
+        assert_error(&admin.post("/admin/v1/workspaces", json!({"name": "A", "plan": "GOLD"})).await, StatusCode::BAD_REQUEST, "plan");
+        assert_error(&admin.post("/admin/v1/workspaces", json!({"plan": "FREE"})).await, StatusCode::BAD_REQUEST, "`name`");
+        assert_error(&admin.post("/admin/v1/workspaces", json!({"name": 5})).await, StatusCode::BAD_REQUEST, "`name` must be a string");
+        assert_error(&admin.post("/admin/v1/workspaces", json!({"name": "A", "colour": "red"})).await, StatusCode::BAD_REQUEST, "`colour`");
+        assert_error(&admin.call(Method::POST, "/admin/v1/workspaces", None).await, StatusCode::BAD_REQUEST, "JSON");
+        assert_error(&admin.get("/admin/v1/workspaces?limit=0").await, StatusCode::BAD_REQUEST, "limit");
+        assert_error(&admin.get("/admin/v1/workspaces/ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R").await, StatusCode::NOT_FOUND, "no workspace");
+        assert_error(&admin.get("/admin/v1/workspaces/undefined").await, StatusCode::NOT_FOUND, "no workspace");
+        assert_error(&admin.get("/admin/v1/nope").await, StatusCode::NOT_FOUND, "No such endpoint");
+        let reply = admin.call(Method::DELETE, "/admin/v1/workspaces", None).await;
+        assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "allowed");
+        assert_eq!(reply.headers["allow"], "GET, POST");
+        assert_eq!(admin.get("/admin/v1/workspaces?limit=250").await.body["data"].as_array().unwrap().len(), 5);
+        admin.stop().await;
+    }
+
+    async fn accounts_and_keys_follow_the_contract(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let account = admin.post(&format!("/admin/v1/workspaces/{ws}/accounts"), json!({"username": "@Acme.Shop"})).await;
+        assert_eq!(account.status, StatusCode::CREATED);
+        assert_eq!(account.body["data"]["username"], "acme.shop");
+        let again = admin.post(&format!("/admin/v1/workspaces/{ws}/accounts"), json!({"username": "acme.shop"})).await;
+        assert_error(&again, StatusCode::CONFLICT, "already connected");
+        let listed = admin.get(&format!("/admin/v1/workspaces/{ws}/accounts")).await;
+        assert_eq!(listed.body["data"].as_array().unwrap().len(), 1);
+        let account_id = account.body["data"]["id"].as_str().unwrap();
+        let gone = admin.call(Method::DELETE, &format!("/admin/v1/accounts/{account_id}"), None).await;
+        assert_eq!((gone.status, gone.body.clone()), (StatusCode::OK, json!({"success": true})));
+        assert!(admin.get(&format!("/admin/v1/workspaces/{ws}/accounts")).await.body["data"].as_array().unwrap().is_empty());
+
+        // Keys: shown once, listed newest first without the key, revoked at once.
+        let mut keys = Vec::new();
+        for n in 0..10 {
+            let created = admin.post(&format!("/admin/v1/workspaces/{ws}/keys"), json!({"name": format!("k{n}")})).await;
+            assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+            let data = &created.body["data"];
+            assert_eq!((data["status"].as_str(), data["lastUsedAt"].is_null()), (Some("active"), true));
+            keys.push((data["id"].as_str().unwrap().to_owned(), data["key"].as_str().unwrap().to_owned()));
+        }
+        let eleventh = admin.post(&format!("/admin/v1/workspaces/{ws}/keys"), json!({"name": "k10"})).await;
+        assert_error(&eleventh, StatusCode::BAD_REQUEST, "10 active API keys");
+        let page = admin.get(&format!("/admin/v1/workspaces/{ws}/keys?limit=3")).await;
+        let first: Vec<&str> = page.body["data"].as_array().unwrap().iter().map(|k| k["id"].as_str().unwrap()).collect();
+        assert_eq!(first, [&keys[9].0, &keys[8].0, &keys[7].0]);
+        assert!(page.body["data"][0].get("key").is_none());
+        let cursor = page.body["nextCursor"].as_str().unwrap();
+        let next = admin.get(&format!("/admin/v1/workspaces/{ws}/keys?limit=3&before={cursor}")).await;
+        assert_eq!(next.body["data"][0]["id"].as_str(), Some(keys[6].0.as_str()));
+        let me = Admin::send_to(admin.public, Method::GET, "/api/v1/me", Some(&keys[0].1), &[], String::new()).await;
+        assert_eq!(me.status, StatusCode::OK);
+        let revoked = admin.call(Method::DELETE, &format!("/admin/v1/keys/{}", keys[0].0), None).await;
+        assert_eq!(revoked.body, json!({"success": true, "data": {"id": keys[0].0, "status": "revoked"}}));
+        let me = Admin::send_to(admin.public, Method::GET, "/api/v1/me", Some(&keys[0].1), &[], String::new()).await;
+        assert_eq!(me.status, StatusCode::UNAUTHORIZED);
+        // A plan change counts on the public API's next request.
+        admin.call(Method::PATCH, &format!("/admin/v1/workspaces/{ws}"), Some(json!({"plan": "CREATOR"}))).await;
+        let me = Admin::send_to(admin.public, Method::GET, "/api/v1/me", Some(&keys[1].1), &[], String::new()).await;
+        assert_eq!(me.status, StatusCode::FORBIDDEN);
+        assert_error(&admin.call(Method::DELETE, "/admin/v1/keys/key_01JD3Z6Q8T4X2K9V7B5N1M0C3R", None).await, StatusCode::NOT_FOUND, "no API key");
+        admin.stop().await;
+    }
+
+    async fn settings_webhooks_are_made_changed_and_deleted(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let hooks = format!("/admin/v1/workspaces/{ws}/hooks");
+        let created = admin.post(&hooks, json!({"url": "https://a.example.com/h", "events": ["dm.sent"], "description": "CRM"})).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        let data = created.body["data"].clone();
+        assert!(data["secret"].as_str().unwrap().starts_with("whsec_"));
+        assert_eq!((data["source"].as_str(), data["disabledReason"].is_null(), data["enabled"].as_bool()), (Some("settings"), true, Some(true)));
+        assert!(is_timestamp(&data["updatedAt"]));
+        let id = data["id"].as_str().unwrap().to_owned();
+        let path = format!("/admin/v1/hooks/{id}");
+        let read = admin.get(&path).await;
+        assert!(read.body["data"].get("secret").is_none(), "{}", read.body);
+        assert_eq!(read.body["data"]["url"], "https://a.example.com/h");
+
+        // A pending delivery, then disabling: cancelled, reason manual.
+        let emitted = admin.app.ingest(ws.parse().unwrap(), EventName::DmSent, json!({}), None).await.unwrap();
+        let hookline_delivery::Emission::Emitted(emitted) = emitted else { panic!("replayed") };
+        let disabled = admin.call(Method::PATCH, &path, Some(json!({"enabled": false}))).await;
+        assert_eq!((disabled.body["data"]["enabled"].as_bool(), disabled.body["data"]["disabledReason"].as_str()), (Some(false), Some("manual")));
+        let deliveries = admin.db.store().events().deliveries(emitted.payload.id).await.unwrap();
+        assert_eq!(deliveries[0].state, hookline_domain::DeliveryState::Cancelled);
+        let patched = admin
+            .call(Method::PATCH, &path, Some(json!({"enabled": true, "url": "https://b.example.com/", "events": ["link.clicked", "dm.sent"], "description": "New"})))
+            .await;
+        let data = &patched.body["data"];
+        assert_eq!((data["enabled"].as_bool(), data["disabledReason"].is_null()), (Some(true), true));
+        assert_eq!((data["url"].as_str(), data["description"].as_str()), (Some("https://b.example.com/"), Some("New")));
+        assert_eq!(data["events"], json!(["link.clicked", "dm.sent"]));
+        // Bad input changes nothing.
+        for (body, says) in [
+            (json!({"url": "http://b.example.com/"}), "`url`"),
+            (json!({"url": "https://10.0.0.1/"}), "private"),
+            (json!({"events": ["dm.read"]}), "dm.read"),
+            (json!({"enabled": "yes"}), "`enabled`"),
+            (json!({"secret": "x"}), "`secret`"),
+        ] {
+            assert_error(&admin.call(Method::PATCH, &path, Some(body)).await, StatusCode::BAD_REQUEST, says);
+        }
+        assert_eq!(admin.get(&path).await.body["data"]["url"], "https://b.example.com/");
+        // Both sources are listed; the 11th webhook is refused.
+        for n in 1..10 {
+            let made = admin.post(&hooks, json!({"url": format!("https://h{n}.example.com/"), "event": "dm.sent"})).await;
+            assert_eq!(made.status, StatusCode::CREATED);
+        }
+        let eleventh = admin.post(&hooks, json!({"url": "https://h11.example.com/", "event": "dm.sent"})).await;
+        assert_error(&eleventh, StatusCode::BAD_REQUEST, "10 webhooks");
+        let page = admin.get(&format!("{hooks}?limit=4")).await;
+        assert_eq!(page.body["data"].as_array().unwrap().len(), 4);
+        assert_eq!(page.body["data"][0]["id"].as_str(), Some(id.as_str()));
+        let deleted = admin.call(Method::DELETE, &path, None).await;
+        assert_eq!((deleted.status, deleted.body.clone()), (StatusCode::OK, json!({"success": true})));
+        assert_error(&admin.get(&path).await, StatusCode::NOT_FOUND, "no webhook");
+        assert_error(&admin.call(Method::DELETE, &path, None).await, StatusCode::NOT_FOUND, "no webhook");
+        assert_error(&admin.post(&format!("{path}/test"), json!({"event": "dm.sent"})).await, StatusCode::NOT_IMPLEMENTED, "not available yet");
+        admin.stop().await;
+    }
+
+    async fn the_attempt_log_is_paged_newest_first(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let ws_id = ws.parse().unwrap();
+        let (hook, _) = admin.db.webhook(ws_id, "https://a.example.com/", &[EventName::DmSent], hookline_domain::WebhookSource::Settings).await.unwrap();
+        for n in 0..3u32 {
+            let emission = admin.app.ingest(ws_id, EventName::DmSent, json!({}), None).await.unwrap();
+            let hookline_delivery::Emission::Emitted(emitted) = emission else { panic!("replayed") };
+            let attempt = DeliveryAttempt {
+                event_id: emitted.payload.id,
+                webhook_id: hook.id,
+                event: EventName::DmSent,
+                attempt: 1,
+                at: Timestamp::now().plus_millis(i64::from(n)),
+                status: Some(500),
+                error: None,
+                duration_ms: 12,
+                response_body: Some(format!("oops {n}")),
+            };
+            admin.db.record_attempt(&attempt, Outcome::GaveUp).await;
+        }
+        let path = format!("/admin/v1/hooks/{}/attempts", hook.id);
+        let page = admin.get(&format!("{path}?limit=2")).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        let items = page.body["data"].as_array().unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0]["responseBody"], "oops 2");
+        assert_eq!((items[0]["status"].as_u64(), items[0]["durationMs"].as_u64()), (Some(500), Some(12)));
+        let cursor = page.body["nextCursor"].as_str().unwrap().replace(':', "%3A");
+        let rest = admin.get(&format!("{path}?limit=2&before={cursor}")).await;
+        assert_eq!(rest.body["data"].as_array().unwrap().len(), 1);
+        assert_eq!(rest.body["data"][0]["responseBody"], "oops 0");
+        assert!(rest.body["nextCursor"].is_null());
+        assert_error(&admin.get(&format!("{path}?before=nonsense")).await, StatusCode::BAD_REQUEST, "before");
+        admin.stop().await;
+    }
+
+    async fn ingest_emits_once_per_idempotency_key_even_under_concurrency(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let path = format!("/admin/v1/workspaces/{ws}/events");
+        let plain = admin.post(&path, json!({"event": "link.clicked", "data": {"linkId": "l1"}})).await;
+        assert_eq!(plain.status, StatusCode::ACCEPTED, "{}", plain.body);
+        assert_eq!(plain.body["data"]["event"], "link.clicked");
+        assert_eq!(plain.body["data"]["data"], json!({"linkId": "l1"}));
+        // Twenty concurrent duplicates: one event, every answer its payload.
+        let calls: Vec<_> = (0..20)
+            .map(|_| {
+                let (addr, token, path) = (admin.admin, admin.token.clone(), path.clone());
+                tokio::spawn(async move {
+                    let body = json!({"event": "dm.sent", "data": {"messageId": "m1"}}).to_string();
+                    Admin::send_to(addr, Method::POST, &path, Some(&token), &[("idempotency-key", "order-42")], body).await
+                })
+            })
+            .collect();
+        let mut ids = std::collections::BTreeSet::new();
+        for call in calls {
+            let reply = call.await.unwrap();
+            assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.body);
+            ids.insert(reply.body["data"]["id"].as_str().unwrap().to_owned());
+        }
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        let samples = admin.app.samples(ws.parse().unwrap(), EventName::DmSent).await.unwrap();
+        assert_eq!(samples.len(), 1);
+        assert!(samples[0].contains(ids.first().unwrap().as_str()));
+        // The same key in another workspace is another event.
+        let other = admin.workspace("STUDIO").await;
+        let reply = Admin::send_to(admin.admin, Method::POST, &format!("/admin/v1/workspaces/{other}/events"), Some(&admin.token), &[("idempotency-key", "order-42")], json!({"event": "dm.sent"}).to_string()).await;
+        assert_ne!(reply.body["data"]["id"].as_str(), ids.first().map(String::as_str));
+        // Bad input: 400 naming the field, nothing stored.
+        for (body, says) in [
+            (json!({"data": {}}), "`event`"),
+            (json!({"event": "dm.read"}), "dm.read"),
+            (json!({"event": "dm.sent", "data": []}), "data"),
+            (json!({"event": "contact.email_captured", "data": {"contact": {}}}), "contact"),
+            (json!({"event": "dm.sent", "extra": 1}), "`extra`"),
+        ] {
+            assert_error(&admin.post(&path, body).await, StatusCode::BAD_REQUEST, says);
+        }
+        assert_error(&admin.post("/admin/v1/workspaces/ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R/events", json!({"event": "dm.sent"})).await, StatusCode::NOT_FOUND, "no workspace");
+        let too_big = json!({"event": "dm.sent", "data": {"x": "y".repeat(70_000)}}).to_string();
+        let reply = Admin::send_to(admin.admin, Method::POST, &path, Some(&admin.token), &[], too_big).await;
+        assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "larger than");
+        assert_eq!(admin.app.samples(ws.parse().unwrap(), EventName::DmSent).await.unwrap().len(), 1);
+        admin.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_key_answers_the_first_payload_byte_for_byte() {
+    let admin = Admin::start(TestDb::new(hookline_testdb::Backend::Sqlite).await).await;
+    let ws = admin.workspace("STUDIO").await;
+    let path = format!("/admin/v1/workspaces/{ws}/events");
+    let send = |data: Value| {
+        let body = json!({"event": "dm.sent", "data": data}).to_string();
+        Admin::send_to(
+            admin.admin,
+            Method::POST,
+            &path,
+            Some(&admin.token),
+            &[("idempotency-key", "k")],
+            body,
+        )
+    };
+    let first = send(json!({"n": 1})).await;
+    let second = send(json!({"n": 2})).await;
+    assert_eq!(first.body, second.body);
+    assert_eq!(second.body["data"]["data"], json!({"n": 1}));
+    admin.stop().await;
+}
