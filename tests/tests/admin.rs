@@ -186,6 +186,14 @@ backend_tests! {
         let huge = "x".repeat(200_000);
         let reply = Admin::send_to(admin.admin, Method::POST, path, Some("nope"), &[], huge).await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+        // The documents: the public one to anyone, the admin one behind the token.
+        let public = Admin::send_to(admin.public, Method::GET, "/api/v1/openapi.json", None, &[], String::new()).await;
+        assert_eq!((public.status, public.body["openapi"].as_str()), (StatusCode::OK, Some("3.1.0")));
+        assert_eq!(public.body["webhooks"].as_object().map(|w| w.len()), Some(7));
+        let document = admin.get("/admin/v1/openapi.json").await;
+        assert!(document.body["paths"]["/admin/v1/workspaces/{ws}/events"]["post"].is_object());
+        let anonymous = Admin::send_to(admin.admin, Method::GET, "/admin/v1/openapi.json", None, &[], String::new()).await;
+        assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
         // Revoked: refused from the next request on.
         let tokens = admin.app.admin_tokens().await.unwrap();
         assert_eq!(tokens.len(), 1);
@@ -350,7 +358,7 @@ backend_tests! {
         assert_eq!((deleted.status, deleted.body.clone()), (StatusCode::OK, json!({"success": true})));
         assert_error(&admin.get(&path).await, StatusCode::NOT_FOUND, "no webhook");
         assert_error(&admin.call(Method::DELETE, &path, None).await, StatusCode::NOT_FOUND, "no webhook");
-        assert_error(&admin.post(&format!("{path}/test"), json!({"event": "dm.sent"})).await, StatusCode::NOT_IMPLEMENTED, "not available yet");
+        assert_error(&admin.post(&format!("{path}/test"), json!({"event": "dm.sent"})).await, StatusCode::NOT_FOUND, "No such endpoint");
         admin.stop().await;
     }
 

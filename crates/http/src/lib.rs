@@ -17,6 +17,7 @@ mod admin;
 mod body;
 mod error;
 mod handlers;
+mod openapi;
 mod router;
 mod server;
 pub mod wire;

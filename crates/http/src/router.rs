@@ -8,10 +8,30 @@ pub(crate) enum Route<'a> {
     Me,
     ListHooks,
     CreateHook,
-    GetHook { id: &'a str },
-    DeleteHook { id: &'a str },
-    Sample { event: &'a str },
+    GetHook {
+        id: &'a str,
+    },
+    DeleteHook {
+        id: &'a str,
+    },
+    Sample {
+        event: &'a str,
+    },
+    /// This API's OpenAPI document; needs no key.
+    OpenApi,
 }
+
+/// Every route's pattern, for the OpenAPI document's test.
+#[cfg(test)]
+pub(crate) const ROUTE_NAMES: [&str; 7] = [
+    "GET /api/v1/me",
+    "GET /api/v1/hooks",
+    "POST /api/v1/hooks",
+    "GET /api/v1/hooks/:id",
+    "DELETE /api/v1/hooks/:id",
+    "GET /api/v1/events/:event/sample",
+    "GET /api/v1/openapi.json",
+];
 
 impl Route<'_> {
     /// The route's pattern, for logs: ids stay out of the route field.
@@ -23,6 +43,7 @@ impl Route<'_> {
             Route::GetHook { .. } => "GET /api/v1/hooks/:id",
             Route::DeleteHook { .. } => "DELETE /api/v1/hooks/:id",
             Route::Sample { .. } => "GET /api/v1/events/:event/sample",
+            Route::OpenApi => "GET /api/v1/openapi.json",
         }
     }
 }
@@ -50,6 +71,9 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Api
         (_, ["hooks", _]) => Err(ApiError::MethodNotAllowed {
             allow: "GET, DELETE",
         }),
+
+        (&Method::GET, ["openapi.json"]) => Ok(Route::OpenApi),
+        (_, ["openapi.json"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
 
         (&Method::GET, ["events", event, "sample"]) => Ok(Route::Sample { event }),
         (_, ["events", _, "sample"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),

@@ -244,6 +244,10 @@ impl Dispatch for Api {
         };
         let span = tracing::Span::current();
         span.record("route", route.name());
+        // The document describes the API to whoever asks: no key.
+        if route == Route::OpenApi {
+            return crate::openapi::public_document();
+        }
         let authorization = request.headers().get_all(AUTHORIZATION);
         let caller = match self
             .auth
@@ -261,6 +265,7 @@ impl Dispatch for Api {
             Route::GetHook { id } => handlers::get_hook(&self.app, &caller, id).await,
             Route::DeleteHook { id } => handlers::delete_hook(&self.app, &caller, id).await,
             Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
+            Route::OpenApi => Ok(crate::openapi::public_document()),
         };
         let mut response = answer.unwrap_or_else(ApiError::into_response);
         rate_limit_headers(response.headers_mut(), &caller.rate);

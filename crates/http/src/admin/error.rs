@@ -28,8 +28,6 @@ pub(crate) enum AdminError {
     PayloadTooLarge {
         limit: usize,
     },
-    /// A route of the contract whose feature is not built yet.
-    NotImplemented(&'static str),
     /// A failure of ours; the cause is logged where it happened, never sent.
     Internal,
 }
@@ -43,7 +41,6 @@ impl AdminError {
             AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
             AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            AdminError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             AdminError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -66,10 +63,6 @@ impl AdminError {
             AdminError::PayloadTooLarge { limit } => {
                 format!("The request body is larger than {limit} bytes.")
             }
-            AdminError::NotImplemented(route) => format!(
-                "{route} is not available yet: it comes with hookline's delivery operations \
-                 and Settings portal."
-            ),
             AdminError::Internal => {
                 "Internal error on the service side; retry with backoff.".to_owned()
             }

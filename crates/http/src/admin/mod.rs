@@ -17,6 +17,18 @@ mod input;
 mod router;
 mod wire;
 
+#[cfg(test)]
+pub(crate) use router::ROUTE_NAMES;
+
+/// The name of the route `method` and `path` reach, if any (for the OpenAPI
+/// document's test).
+#[cfg(test)]
+pub(crate) fn route_name(method: &hyper::Method, path: &str) -> Option<String> {
+    route(method, path)
+        .ok()
+        .map(|route| route.name().to_owned())
+}
+
 use hookline_app::App;
 use hookline_auth::AdminAuthenticator;
 use http_body_util::Full;
@@ -83,7 +95,7 @@ impl AdminApi {
                 let body = self.body(request).await?;
                 h::emit_event(app, ws, key.as_deref(), body).await
             }
-            Planned(name) => Err(AdminError::NotImplemented(name)),
+            OpenApi => Ok(crate::openapi::admin_document()),
         }
     }
 

@@ -1,0 +1,564 @@
+//! The OpenAPI 3.1 documents of both APIs, built once from this one description
+//! and served as they are (`GET /api/v1/openapi.json`, `GET /admin/v1/openapi.json`).
+//! The tests below hold every documented operation to the routers, and every route
+//! to the documents. The public document also describes each event's delivery
+//! under `webhooks`, so integrators can generate receivers from it.
+
+use std::sync::LazyLock;
+
+use hookline_domain::EventName;
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Response, StatusCode};
+use serde_json::{Map, Value, json};
+
+use crate::error::json_response as json_answer;
+
+/// The public API's document, serialised once.
+static PUBLIC: LazyLock<String> = LazyLock::new(|| public().to_string());
+/// The admin API's document, serialised once.
+static ADMIN: LazyLock<String> = LazyLock::new(|| admin().to_string());
+
+/// `GET /api/v1/openapi.json`.
+pub(crate) fn public_document() -> Response<Full<Bytes>> {
+    json_answer(StatusCode::OK, PUBLIC.clone())
+}
+
+/// `GET /admin/v1/openapi.json`.
+pub(crate) fn admin_document() -> Response<Full<Bytes>> {
+    json_answer(StatusCode::OK, ADMIN.clone())
+}
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `#/components/schemas/NAME`.
+fn schema(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// `{success: true, data: <data>}`.
+fn success(data: Value) -> Value {
+    json!({
+        "type": "object",
+        "required": ["success", "data"],
+        "properties": { "success": { "const": true }, "data": data }
+    })
+}
+
+/// `{success: true}` alone.
+fn bare_success() -> Value {
+    json!({
+        "type": "object",
+        "required": ["success"],
+        "properties": { "success": { "const": true } }
+    })
+}
+
+/// A page of a list: `{success, data: [item], nextCursor}`.
+fn page(item: Value) -> Value {
+    json!({
+        "type": "object",
+        "required": ["success", "data", "nextCursor"],
+        "properties": {
+            "success": { "const": true },
+            "data": { "type": "array", "items": item },
+            "nextCursor": { "type": ["string", "null"] }
+        }
+    })
+}
+
+fn json_response(description: &str, body: Value) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": body } }
+    })
+}
+
+/// The failures every operation of an API can answer, by status.
+fn failures(statuses: &[(&str, &str)]) -> Map<String, Value> {
+    statuses
+        .iter()
+        .map(|(status, why)| ((*status).to_owned(), json_response(why, schema("Error"))))
+        .collect()
+}
+
+/// An operation: its summary, parameters, request body (if any) and responses,
+/// with the failures every operation of its API answers.
+fn operation(
+    summary: &str,
+    parameters: Value,
+    body: Option<Value>,
+    ok: (&str, Value),
+    common: &[(&str, &str)],
+) -> Value {
+    let mut responses = failures(common);
+    responses.insert(ok.0.to_owned(), json_response("Success.", ok.1));
+    if body.is_some() {
+        responses.extend(failures(&[
+            (
+                "400",
+                "The body or one of its fields is wrong; the message names it.",
+            ),
+            ("413", "The body is larger than 64 KiB."),
+        ]));
+    }
+    let mut operation = json!({
+        "summary": summary,
+        "parameters": parameters,
+        "responses": responses,
+    });
+    if let Some(body) = body {
+        operation["requestBody"] = json!({
+            "required": true,
+            "content": { "application/json": { "schema": body } }
+        });
+    }
+    operation
+}
+
+fn path_parameter(name: &str, description: &str) -> Value {
+    json!({
+        "name": name, "in": "path", "required": true, "description": description,
+        "schema": { "type": "string" }
+    })
+}
+
+/// `limit` and the list's cursor parameter.
+fn paging(cursor: &str) -> Value {
+    json!([
+        { "name": "limit", "in": "query", "required": false,
+          "schema": { "type": "integer", "minimum": 1, "maximum": 250, "default": 50 } },
+        { "name": cursor, "in": "query", "required": false,
+          "description": "The `nextCursor` of the previous page.",
+          "schema": { "type": "string" } }
+    ])
+}
+
+/// A list's path parameter, then `limit` and its cursor.
+fn listing(parameter: Value, cursor: &str) -> Value {
+    let mut parameters = vec![parameter];
+    if let Value::Array(more) = paging(cursor) {
+        parameters.extend(more);
+    }
+    Value::Array(parameters)
+}
+
+fn event_names() -> Vec<&'static str> {
+    EventName::ALL.iter().map(|event| event.as_str()).collect()
+}
+
+/// The schemas both documents use.
+fn common_schemas() -> Map<String, Value> {
+    let timestamp = json!({ "type": "string", "format": "date-time",
+        "description": "UTC with milliseconds, e.g. 2026-11-22T10:04:05.123Z" });
+    let schemas = json!({
+        "Error": {
+            "type": "object",
+            "required": ["success", "error"],
+            "properties": {
+                "success": { "const": false },
+                "error": { "type": "string", "description": "A sentence saying what is wrong." },
+                "events": { "type": "array", "items": { "type": "string" },
+                    "description": "The valid event names, on the 400s of webhook creation." }
+            }
+        },
+        "Plan": { "type": "string", "enum": ["FREE", "CREATOR", "STUDIO"] },
+        "EventName": { "type": "string", "enum": event_names() },
+        "Timestamp": timestamp,
+        "Account": {
+            "type": "object",
+            "required": ["id", "username"],
+            "properties": { "id": { "type": "string" }, "username": { "type": "string" } }
+        },
+        "Webhook": {
+            "type": "object",
+            "required": ["id", "url", "events", "enabled", "description", "createdAt"],
+            "properties": {
+                "id": { "type": "string", "pattern": "^wh_" },
+                "url": { "type": "string", "format": "uri" },
+                "events": { "type": "array", "items": schema("EventName") },
+                "enabled": { "type": "boolean" },
+                "description": { "type": "string" },
+                "createdAt": schema("Timestamp"),
+                "secret": { "type": "string", "pattern": "^whsec_",
+                    "description": "Only in the answer to a creation." }
+            }
+        },
+        "EventPayload": {
+            "type": "object",
+            "required": ["id", "event", "workspaceId", "occurredAt", "data"],
+            "properties": {
+                "id": { "type": "string", "pattern": "^evt_" },
+                "event": schema("EventName"),
+                "workspaceId": { "type": "string", "pattern": "^ws_" },
+                "occurredAt": schema("Timestamp"),
+                "data": { "type": "object" }
+            }
+        },
+        "NewWebhook": {
+            "type": "object",
+            "properties": {
+                "url": { "type": "string", "description": "https:// only, a public host." },
+                "events": { "type": "array", "items": schema("EventName") },
+                "event": schema("EventName"),
+                "description": { "type": "string", "maxLength": 120 }
+            }
+        }
+    });
+    match schemas {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn document(title: &str, description: &str, paths: Value, schemas: Map<String, Value>) -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": title, "version": VERSION, "description": description },
+        "security": [{ "bearer": [] }],
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } }
+        }
+    })
+}
+
+/// The public API, `/api/v1`, with each event's delivery under `webhooks`.
+fn public() -> Value {
+    let common = [
+        ("401", "No valid API key."),
+        ("403", "The workspace's plan does not include the API."),
+        ("429", "The key's rate window is spent; see Retry-After."),
+    ];
+    let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
+    let hook_id = json!([path_parameter("id", "A webhook id, `wh_…`.")]);
+    let mut paths = json!({
+        "/api/v1/me": { "get": op("The key's workspace and its connected accounts.", json!([]), None,
+            ("200", success(json!({
+                "type": "object", "required": ["workspace", "accounts"],
+                "properties": {
+                    "workspace": { "type": "object", "required": ["id", "name", "plan"],
+                        "properties": { "id": { "type": "string" }, "name": { "type": "string" },
+                            "plan": schema("Plan") } },
+                    "accounts": { "type": "array", "items": schema("Account") }
+                }
+            })))) },
+        "/api/v1/hooks": {
+            "get": op("The workspace's webhooks, oldest first, without secrets.", json!([]), None,
+                ("200", success(json!({ "type": "array", "items": schema("Webhook") })))),
+            "post": op("Subscribe a URL to events (REST hooks). The secret is shown once.",
+                json!([]), Some(schema("NewWebhook")), ("201", success(schema("Webhook"))))
+        },
+        "/api/v1/hooks/{id}": {
+            "get": op("One webhook of the workspace, without its secret.", hook_id.clone(), None,
+                ("200", success(schema("Webhook")))),
+            "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id, None,
+                ("200", bare_success()))
+        },
+        "/api/v1/events/{event}/sample": {
+            "get": op("The last three payloads of this event, or one example.",
+                json!([{ "name": "event", "in": "path", "required": true, "schema": schema("EventName") }]),
+                None, ("200", success(json!({ "type": "array", "items": schema("EventPayload") }))))
+        },
+        "/api/v1/openapi.json": { "get": {
+            "summary": "This document.", "security": [],
+            "responses": { "200": json_response("The OpenAPI document.", json!({ "type": "object" })) }
+        } }
+    });
+    for (path, not_found) in [
+        ("/api/v1/hooks/{id}", "get"),
+        ("/api/v1/events/{event}/sample", "get"),
+    ] {
+        paths[path][not_found]["responses"]["404"] = json_response(
+            "No such webhook or event in this workspace.",
+            schema("Error"),
+        );
+    }
+    paths["/api/v1/hooks/{id}"]["delete"]["responses"]["400"] = json_response(
+        "The id is not a webhook id at all (`undefined`).",
+        schema("Error"),
+    );
+    let mut document = document(
+        "hookline public API",
+        "Webhooks for a messaging-automation product's workspaces. Deliveries are signed \
+         with Standard Webhooks.",
+        paths,
+        common_schemas(),
+    );
+    document["webhooks"] = webhooks();
+    document
+}
+
+/// Each event's delivery: its payload (with the event's example) and the three
+/// Standard Webhooks headers.
+fn webhooks() -> Value {
+    let mut webhooks = Map::new();
+    for event in EventName::ALL {
+        let example = json!({
+            "id": "evt_01JD3Z6Q8T4X2K9V7B5N1M0C3R",
+            "event": event.as_str(),
+            "workspaceId": "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R",
+            "occurredAt": "2026-11-22T10:04:05.123Z",
+            "data": event.example_data(),
+        });
+        webhooks.insert(event.as_str().to_owned(), json!({ "post": {
+            "summary": format!("A `{}` event, delivered to a subscribed webhook.", event.as_str()),
+            "security": [],
+            "parameters": [
+                { "name": "webhook-id", "in": "header", "required": true,
+                  "description": "The event id; the same on every retry.", "schema": { "type": "string" } },
+                { "name": "webhook-timestamp", "in": "header", "required": true,
+                  "description": "Unix seconds of this attempt.", "schema": { "type": "string" } },
+                { "name": "webhook-signature", "in": "header", "required": true,
+                  "description": "`v1,<base64 HMAC-SHA256>` over `id.timestamp.body` with the webhook's secret; several space-separated during a secret's rotation.",
+                  "schema": { "type": "string" } }
+            ],
+            "requestBody": { "required": true, "content": { "application/json": {
+                "schema": schema("EventPayload"), "example": example } } },
+            "responses": {
+                "2XX": { "description": "Delivered." },
+                "410": { "description": "Unsubscribe: an API webhook is deleted, a Settings one disabled." },
+                "default": { "description": "Retried on the retry schedule." }
+            }
+        } }));
+    }
+    Value::Object(webhooks)
+}
+
+/// The admin API, `/admin/v1`.
+fn admin() -> Value {
+    let common = [
+        ("401", "No valid admin token."),
+        (
+            "400",
+            "A parameter or the body is wrong; the message names it.",
+        ),
+    ];
+    let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
+    let ws = || path_parameter("ws", "A workspace id, `ws_…`.");
+    let wh = || path_parameter("wh", "A webhook id, `wh_…`.");
+    let mut schemas = common_schemas();
+    let more = json!({
+        "Workspace": {
+            "type": "object", "required": ["id", "name", "plan", "createdAt"],
+            "properties": { "id": { "type": "string", "pattern": "^ws_" }, "name": { "type": "string" },
+                "plan": schema("Plan"), "createdAt": schema("Timestamp") }
+        },
+        "Key": {
+            "type": "object", "required": ["id", "name", "status", "lastUsedAt", "createdAt"],
+            "properties": { "id": { "type": "string", "pattern": "^key_" }, "name": { "type": "string" },
+                "status": { "type": "string", "enum": ["active", "revoked"] },
+                "lastUsedAt": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
+                "createdAt": schema("Timestamp"),
+                "key": { "type": "string", "description": "Only in the answer to a creation." } }
+        },
+        "AdminWebhook": {
+            "allOf": [schema("Webhook"), {
+                "type": "object", "required": ["source", "disabledReason", "updatedAt"],
+                "properties": {
+                    "source": { "type": "string", "enum": ["api", "settings"] },
+                    "disabledReason": { "type": ["string", "null"], "enum": ["manual", "gone", "failing", null] },
+                    "updatedAt": schema("Timestamp")
+                }
+            }]
+        },
+        "Attempt": {
+            "type": "object",
+            "required": ["eventId", "event", "attempt", "at", "status", "error", "durationMs", "responseBody"],
+            "properties": { "eventId": { "type": "string" }, "event": schema("EventName"),
+                "attempt": { "type": "integer" }, "at": schema("Timestamp"),
+                "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] },
+                "durationMs": { "type": "integer" }, "responseBody": { "type": ["string", "null"] } }
+        },
+        "WorkspaceChange": {
+            "type": "object",
+            "properties": { "name": { "type": "string" }, "plan": schema("Plan") }
+        },
+        "WebhookChange": {
+            "type": "object",
+            "properties": { "url": { "type": "string" }, "events": { "type": "array", "items": schema("EventName") },
+                "event": schema("EventName"), "description": { "type": "string" }, "enabled": { "type": "boolean" } }
+        },
+        "Emit": {
+            "type": "object", "required": ["event"],
+            "properties": { "event": schema("EventName"), "data": { "type": "object" } }
+        }
+    });
+    if let Value::Object(more) = more {
+        schemas.extend(more);
+    }
+    let not_found = ("404", "No such workspace, account, key or webhook.");
+    let with_404 = |mut operation: Value| {
+        operation["responses"][not_found.0] = json_response(not_found.1, schema("Error"));
+        operation
+    };
+    let conflict = |mut operation: Value| {
+        operation["responses"]["409"] =
+            json_response("The handle is connected already.", schema("Error"));
+        operation
+    };
+    let idempotency = json!({ "name": "Idempotency-Key", "in": "header", "required": false,
+        "description": "The same key for the same workspace within 24 h answers the first payload again and stores nothing.",
+        "schema": { "type": "string", "minLength": 1, "maxLength": 255 } });
+    let paths = json!({
+        "/admin/v1/workspaces": {
+            "get": op("Workspaces, oldest first.", paging("after"), None, ("200", page(schema("Workspace")))),
+            "post": op("Create a workspace (plan FREE unless given).", json!([]),
+                Some(json!({ "type": "object", "required": ["name"],
+                    "properties": { "name": { "type": "string" }, "plan": schema("Plan") } })),
+                ("201", success(schema("Workspace"))))
+        },
+        "/admin/v1/workspaces/{ws}": {
+            "get": with_404(op("A workspace.", json!([ws()]), None, ("200", success(schema("Workspace"))))),
+            "patch": with_404(op("Rename it, change its plan (counts from the public API's next request).",
+                json!([ws()]), Some(schema("WorkspaceChange")), ("200", success(schema("Workspace")))))
+        },
+        "/admin/v1/workspaces/{ws}/accounts": {
+            "get": with_404(op("Connected accounts.", listing(ws(), "after"), None, ("200", page(schema("Account"))))),
+            "post": conflict(with_404(op("Connect an account.", json!([ws()]),
+                Some(json!({ "type": "object", "required": ["username"], "properties": { "username": { "type": "string" } } })),
+                ("201", success(schema("Account"))))))
+        },
+        "/admin/v1/accounts/{acc}": {
+            "delete": with_404(op("Disconnect an account.", json!([path_parameter("acc", "An account id, `acc_…`.")]),
+                None, ("200", bare_success())))
+        },
+        "/admin/v1/workspaces/{ws}/keys": {
+            "get": with_404(op("API keys, newest first, never the keys themselves.",
+                listing(ws(), "before"), None, ("200", page(schema("Key"))))),
+            "post": with_404(op("Create an API key; the key is shown once.", json!([ws()]),
+                Some(json!({ "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } })),
+                ("201", success(schema("Key")))))
+        },
+        "/admin/v1/keys/{key}": {
+            "delete": with_404(op("Revoke a key: refused from the public API's next request.",
+                json!([path_parameter("key", "A key id, `key_…`.")]), None,
+                ("200", success(json!({ "type": "object", "required": ["id", "status"],
+                    "properties": { "id": { "type": "string" }, "status": { "const": "revoked" } } })))))
+        },
+        "/admin/v1/workspaces/{ws}/hooks": {
+            "get": with_404(op("Webhooks of both sources, oldest first.",
+                listing(ws(), "after"), None, ("200", page(schema("AdminWebhook"))))),
+            "post": with_404(op("Create a Settings webhook; the secret is shown once.", json!([ws()]),
+                Some(schema("NewWebhook")), ("201", success(schema("AdminWebhook")))))
+        },
+        "/admin/v1/hooks/{wh}": {
+            "get": with_404(op("A webhook, without its secret.", json!([wh()]), None, ("200", success(schema("AdminWebhook"))))),
+            "patch": with_404(op("Change a webhook; disabling cancels its pending deliveries.", json!([wh()]),
+                Some(schema("WebhookChange")), ("200", success(schema("AdminWebhook"))))),
+            "delete": with_404(op("Delete a webhook; its pending deliveries stop.", json!([wh()]), None,
+                ("200", bare_success())))
+        },
+        "/admin/v1/hooks/{wh}/attempts": {
+            "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
+                listing(wh(), "before"), None, ("200", page(schema("Attempt")))))
+        },
+        "/admin/v1/workspaces/{ws}/events": {
+            "post": with_404(op("Emit an event (HTTP ingest): stored with its deliveries before the answer.",
+                json!([ws(), idempotency]), Some(schema("Emit")), ("202", success(schema("EventPayload")))))
+        },
+        "/admin/v1/openapi.json": { "get": op("This document.", json!([]), None,
+            ("200", json!({ "type": "object" }))) }
+    });
+    document(
+        "hookline admin API",
+        "The back office's side of hookline: workspaces, plans, accounts, keys, Settings \
+         webhooks, the attempt log and HTTP ingest, behind admin tokens.",
+        paths,
+        schemas,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use hyper::Method;
+
+    use super::*;
+
+    /// Every operation of a document, as `METHOD /path/{param}`.
+    fn operations(document: &Value) -> Vec<(Method, String)> {
+        let mut operations = Vec::new();
+        for (path, item) in document["paths"].as_object().into_iter().flatten() {
+            for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
+                let method =
+                    Method::from_bytes(method.to_uppercase().as_bytes()).unwrap_or_default();
+                operations.push((method, path.clone()));
+            }
+        }
+        operations
+    }
+
+    /// `{param}` → `:param`, as the routes name their patterns.
+    fn pattern(path: &str) -> String {
+        path.replace('{', ":").replace('}', "")
+    }
+
+    /// The path with every parameter filled in.
+    fn concrete(path: &str) -> String {
+        path.split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "x1"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    #[test]
+    fn the_public_document_matches_the_router_both_ways() {
+        let document: Value = serde_json::from_str(&PUBLIC).unwrap_or_default();
+        assert_eq!(document["openapi"], "3.1.0");
+        let mut documented = Vec::new();
+        for (method, path) in operations(&document) {
+            let concrete = concrete(&path);
+            let route = crate::router::route(&method, &concrete);
+            let name = format!("{method} {}", pattern(&path));
+            assert_eq!(route.map(|route| route.name()), Ok(name.as_str()), "{name}");
+            documented.push(name);
+        }
+        for name in crate::router::ROUTE_NAMES {
+            assert!(
+                documented.iter().any(|d| d == name),
+                "{name} is not documented"
+            );
+        }
+        let webhooks = document["webhooks"].as_object().map(Map::len);
+        assert_eq!(webhooks, Some(EventName::ALL.len()));
+    }
+
+    #[test]
+    fn the_admin_document_matches_the_router_both_ways() {
+        let document: Value = serde_json::from_str(&ADMIN).unwrap_or_default();
+        let mut documented = Vec::new();
+        for (method, path) in operations(&document) {
+            let route = crate::admin::route_name(&method, &concrete(&path));
+            let name = format!("{method} {}", pattern(&path));
+            assert_eq!(route.as_deref(), Some(name.as_str()), "{name}");
+            documented.push(name);
+        }
+        for name in crate::admin::ROUTE_NAMES {
+            assert!(
+                documented.iter().any(|d| d == name),
+                "{name} is not documented"
+            );
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        for document in [&*PUBLIC, &*ADMIN] {
+            let schemas: Value = serde_json::from_str::<Value>(document).unwrap_or_default()["components"]["schemas"].clone();
+            for reference in document.split("\"$ref\":\"#/components/schemas/").skip(1) {
+                let name = reference.split('"').next().unwrap_or_default();
+                assert!(
+                    schemas.get(name).is_some(),
+                    "{name} is referenced but not defined"
+                );
+            }
+        }
+    }
+}
