@@ -16,11 +16,11 @@ use hyper::body::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 
-use crate::load::{self, Load};
+use crate::load::{self, Call, Load};
 use crate::process::Measured;
 
 /// hookline and its baseline take turns this many times per figure.
-const ROUNDS: u32 = 5;
+pub(crate) const ROUNDS: u32 = 5;
 
 /// The rate window of the run: longer than any run, so every request of a key
 /// falls in one window.
@@ -134,10 +134,18 @@ pub(crate) async fn run(
         .await?;
         let base_addr = listening_addr(&base_line)?;
         // Warm up connections, caches and the pool before measuring.
-        let warm = load::run(addr, path, &keys, connections, Duration::from_secs(1)).await?;
-        load::run(base_addr, path, &keys, connections, Duration::from_secs(1)).await?;
-        let (measured, base) =
-            load::alternating((addr, base_addr), path, &keys, connections, seconds, ROUNDS).await?;
+        let call = Call::get(path);
+        let warm = load::run(addr, &call, &keys, connections, Duration::from_secs(1)).await?;
+        load::run(base_addr, &call, &keys, connections, Duration::from_secs(1)).await?;
+        let (measured, base) = load::alternating(
+            (addr, base_addr),
+            &call,
+            &keys,
+            connections,
+            seconds,
+            ROUNDS,
+        )
+        .await?;
         sent += 1 + warm.requests + measured.requests;
         baseline.stop().await?;
         let ratio = measured.per_second / base.per_second;
@@ -194,7 +202,10 @@ async fn guarantees(
     // Load from the other keys while the changes are made.
     let background = tokio::spawn({
         let keys = other_keys.to_vec();
-        async move { load::run(addr, "/api/v1/me", &keys, 32, Duration::from_secs(2)).await }
+        async move {
+            let call = Call::get("/api/v1/me");
+            load::run(addr, &call, &keys, 32, Duration::from_secs(2)).await
+        }
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
     store.api_keys().revoke(last_id).await?;
@@ -220,11 +231,11 @@ async fn status(addr: SocketAddr, key: &str) -> anyhow::Result<u16> {
     Ok(get(addr, "/api/v1/me", key).await?.status().as_u16())
 }
 
-fn failures(load: &Load) -> String {
+pub(crate) fn failures(load: &Load) -> String {
     if load.failures == 0 {
         String::new()
     } else {
-        format!(" ({} of {} not 200!)", load.failures, load.requests)
+        format!(" ({} of {} not 2xx!)", load.failures, load.requests)
     }
 }
 

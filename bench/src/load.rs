@@ -4,11 +4,34 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use http_body_util::{BodyExt as _, Empty};
-use hyper::Request;
+use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
+use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+
+/// What each connection sends: `GET path`, or `POST path` with a JSON body.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    path: String,
+    body: Option<Bytes>,
+}
+
+impl Call {
+    pub(crate) fn get(path: &str) -> Call {
+        Call {
+            path: path.to_owned(),
+            body: None,
+        }
+    }
+
+    pub(crate) fn post(path: &str, body: String) -> Call {
+        Call {
+            path: path.to_owned(),
+            body: Some(Bytes::from(body)),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Load {
@@ -19,17 +42,34 @@ pub(crate) struct Load {
     pub(crate) p99: Duration,
 }
 
-/// `connections` connections to `addr`, each sending `GET path` for `duration`,
-/// keys taken in turn. A non-200 answer counts as a failure.
+/// `connections` connections to `addr`, each sending `call` for `duration`, one
+/// request after another, keys taken in turn. An answer other than 2xx counts as
+/// a failure.
 pub(crate) async fn run(
     addr: SocketAddr,
-    path: &str,
+    call: &Call,
     keys: &[String],
     connections: usize,
     duration: Duration,
 ) -> anyhow::Result<Load> {
     Ok(Load::of(vec![
-        sample(addr, path, keys, connections, duration).await?,
+        sample(addr, call, keys, connections, duration, None).await?,
+    ]))
+}
+
+/// [`run`] at `per_second` requests in all, spread evenly over the connections:
+/// latency at a given rate rather than at saturation.
+pub(crate) async fn paced(
+    addr: SocketAddr,
+    call: &Call,
+    keys: &[String],
+    connections: usize,
+    per_second: f64,
+    duration: Duration,
+) -> anyhow::Result<Load> {
+    let every = Duration::from_secs_f64(connections as f64 / per_second.max(1.0));
+    Ok(Load::of(vec![
+        sample(addr, call, keys, connections, duration, Some(every)).await?,
     ]))
 }
 
@@ -39,7 +79,7 @@ pub(crate) async fn run(
 /// was measured at that moment.
 pub(crate) async fn alternating(
     (first, second): (SocketAddr, SocketAddr),
-    path: &str,
+    call: &Call,
     keys: &[String],
     connections: usize,
     duration: Duration,
@@ -48,8 +88,8 @@ pub(crate) async fn alternating(
     let slice = duration / rounds.max(1);
     let (mut firsts, mut seconds) = (Vec::new(), Vec::new());
     for _ in 0..rounds.max(1) {
-        firsts.push(sample(first, path, keys, connections, slice).await?);
-        seconds.push(sample(second, path, keys, connections, slice).await?);
+        firsts.push(sample(first, call, keys, connections, slice, None).await?);
+        seconds.push(sample(second, call, keys, connections, slice, None).await?);
     }
     Ok((Load::of(firsts), Load::of(seconds)))
 }
@@ -63,19 +103,22 @@ struct Sample {
 
 async fn sample(
     addr: SocketAddr,
-    path: &str,
+    call: &Call,
     keys: &[String],
     connections: usize,
     duration: Duration,
+    pace: Option<Duration>,
 ) -> anyhow::Result<Sample> {
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(connections);
     for n in 0..connections {
-        let path = path.to_owned();
+        let call = call.clone();
         let key = keys.get(n % keys.len().max(1)).cloned().unwrap_or_default();
+        // Paced connections start spread over one interval, not all at once.
+        let offset = pace.map(|every| every.mul_f64(n as f64 / connections.max(1) as f64));
         tasks.push(tokio::spawn(async move {
-            connection(addr, &path, &key, deadline).await
+            connection(addr, &call, &key, deadline, pace.zip(offset)).await
         }));
     }
     let mut latencies = Vec::new();
@@ -120,11 +163,14 @@ impl Load {
     }
 }
 
+/// One connection's requests until `deadline`; with `pace` (interval, offset)
+/// each request starts on its slot, else right after the previous answer.
 async fn connection(
     addr: SocketAddr,
-    path: &str,
+    call: &Call,
     key: &str,
     deadline: Instant,
+    pace: Option<(Duration, Duration)>,
 ) -> anyhow::Result<(Vec<u64>, u64)> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
@@ -134,15 +180,28 @@ async fn connection(
     let authorization = format!("Bearer {key}");
     let mut latencies = Vec::new();
     let mut failures = 0;
+    let mut slot = pace.map(|(_, offset)| Instant::now() + offset);
     while Instant::now() < deadline {
-        let request = Request::get(path)
+        if let (Some(next), Some((every, _))) = (slot.as_mut(), pace) {
+            tokio::time::sleep_until((*next).into()).await;
+            *next += every;
+        }
+        let method = if call.body.is_some() {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let request = Request::builder()
+            .method(method)
+            .uri(&call.path)
             .header("host", addr.to_string())
             .header("authorization", &authorization)
-            .body(Empty::<Bytes>::new())?;
+            .header("content-type", "application/json")
+            .body(Full::new(call.body.clone().unwrap_or_default()))?;
         let sent = Instant::now();
         sender.ready().await?;
         let response = sender.send_request(request).await?;
-        let ok = response.status() == hyper::StatusCode::OK;
+        let ok = response.status().is_success();
         response.into_body().collect().await?;
         latencies.push(u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX));
         if !ok {

@@ -9,6 +9,9 @@
 //! - Delivery: 50,000 events to one webhook and 5,000 events to ten, received over
 //!   HTTPS; against the same HTTPS client posting the same bodies straight to the
 //!   same receiver. Then emit-to-receipt latency at half the sustained rate.
+//! - Ingest: events accepted over the admin API (32 keep-alive connections) while
+//!   the same server delivers them to one HTTPS webhook, against a bare hyper
+//!   server; then ingest latency at half that rate.
 //! - Cost: peak RSS and CPU seconds of the hookline process.
 //!
 //! Guarantees stay on: keys are checked against the database and every request is
@@ -16,6 +19,7 @@
 
 mod api;
 mod delivery;
+mod ingest;
 mod load;
 mod process;
 
@@ -48,7 +52,7 @@ struct Args {
     /// Which backends: sqlite, postgres or both.
     #[arg(long, default_value = "both")]
     backend: String,
-    /// Which figures: api, delivery or all.
+    /// Which figures: api, delivery, ingest or all.
     #[arg(long, default_value = "all")]
     only: String,
     #[command(subcommand)]
@@ -83,11 +87,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         "both" => vec![Backend::Sqlite, Backend::Postgres],
         other => anyhow::bail!("--backend {other}: expected sqlite, postgres or both"),
     };
-    let (api, delivery) = match args.only.as_str() {
-        "api" => (true, false),
-        "delivery" => (false, true),
-        "all" => (true, true),
-        other => anyhow::bail!("--only {other}: expected api, delivery or all"),
+    let (api, delivery, ingest) = match args.only.as_str() {
+        "api" => (true, false, false),
+        "delivery" => (false, true, false),
+        "ingest" => (false, false, true),
+        "all" => (true, true, true),
+        other => anyhow::bail!("--only {other}: expected api, delivery, ingest or all"),
     };
     let hookline = process::sibling("hookline")?;
     say(&format!(
@@ -115,6 +120,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             )
             .await?;
             say(&report);
+        }
+        if ingest {
+            say(&ingest::run(&hookline, backend, Duration::from_secs(args.seconds)).await?);
         }
         if delivery {
             say(&delivery::run(

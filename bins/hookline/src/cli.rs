@@ -233,6 +233,18 @@ pub(crate) enum HookCommand {
     },
     /// List a workspace's webhooks, oldest first.
     List { workspace: WorkspaceId },
+    /// Change a webhook's URL, events or description (what is not given is kept).
+    Update {
+        webhook: WebhookId,
+        #[arg(long)]
+        url: Option<String>,
+        /// The events it receives from now on; repeat it, or separate names with
+        /// commas.
+        #[arg(long = "event", value_delimiter = ',')]
+        events: Vec<EventName>,
+        #[arg(long)]
+        description: Option<String>,
+    },
     /// Enable a webhook.
     Enable { webhook: WebhookId },
     /// Disable a webhook; its pending deliveries are cancelled.

@@ -3,7 +3,7 @@
 //! argument fails before it touches the database.
 
 use anyhow::{Context as _, anyhow};
-use hookline_app::{App, AppConfig, WebhookSpec};
+use hookline_app::{App, AppConfig, WebhookSpec, WebhookUpdate};
 use hookline_auth::AuthConfig;
 use hookline_delivery::{DeliveryConfig, Emission, Outbox, Worker};
 use hookline_domain::{
@@ -287,6 +287,32 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             let webhooks = config.open_app().await?.webhooks(workspace).await?;
             let out: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
             print(json, &out)
+        }
+        HookCommand::Update {
+            webhook,
+            url,
+            events,
+            description,
+        } => {
+            let update = WebhookUpdate {
+                url: url
+                    .map(|url| WebhookUrl::parse(&url, config.app.target_policy))
+                    .transpose()?,
+                events: (!events.is_empty())
+                    .then(|| hookline_domain::subscribed_events(events.iter().map(|e| e.as_str())))
+                    .transpose()?,
+                description: description
+                    .as_deref()
+                    .map(WebhookDescription::parse)
+                    .transpose()?,
+                enabled: None,
+            };
+            let updated = config
+                .open_app()
+                .await?
+                .update_webhook(webhook, &update)
+                .await?;
+            print(json, &WebhookObject::listed(&updated))
         }
         HookCommand::Enable { webhook } | HookCommand::Disable { webhook } => {
             let enable = matches!(command, HookCommand::Enable { .. });

@@ -209,6 +209,22 @@ backend_tests! {
         assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await.as_array().unwrap().len(), 1);
     }
 
+    async fn hook_update_changes_what_it_is_given_and_keeps_the_rest(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let created = ok_json(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.sent", "--description", "CRM", "--json"]).await;
+        let id = text(&created["id"]).to_owned();
+        let updated = ok_json(&db, &["hook", "update", &id, "--event", "link.clicked,dm.sent", "--json"]).await;
+        assert_eq!(updated["events"], json!(["link.clicked", "dm.sent"]));
+        assert_eq!((updated["url"].as_str(), updated["description"].as_str()), (Some("https://a.example.com/"), Some("CRM")));
+        assert!(updated.get("secret").is_none());
+        let moved = ok_json(&db, &["hook", "update", &id, "--url", "https://b.example.com/x", "--description", "New", "--json"]).await;
+        assert_eq!((moved["url"].as_str(), moved["description"].as_str()), (Some("https://b.example.com/x"), Some("New")));
+        assert_eq!(moved["events"], json!(["link.clicked", "dm.sent"]));
+        fails(&db, &["hook", "update", &id, "--url", "http://b.example.com/"], "https").await;
+        fails(&db, &["hook", "update", "wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R", "--description", "x"], "no webhook").await;
+        assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await[0]["url"], "https://b.example.com/x");
+    }
+
     async fn admin_tokens_are_shown_once_listed_without_and_revoked(db) {
         let created = ok_json(&db, &["admin-token", "create", "--name", "Back office", "--json"]).await;
         let id = text(&created["id"]).to_owned();

@@ -1,0 +1,171 @@
+//! The ingest figures: the admin API accepting events over HTTP (32 keep-alive
+//! connections, `POST /admin/v1/workspaces/:ws/events`) while the same `hookline
+//! serve` delivers them to one HTTPS webhook, against a bare hyper server
+//! answering a body of the same size, measured in turns; then ingest latency at
+//! half that rate.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hookline_domain::{EventName, EventPayload, KeyName, Plan, WebhookSource};
+use hookline_testdb::{Backend, TestDb};
+use hookline_tests::Receiver;
+
+use crate::api::{ROUNDS, failures, listening_addr, micros};
+use crate::load::{self, Call};
+use crate::process::Measured;
+
+/// Keep-alive connections of the ingest load.
+const CONNECTIONS: usize = 32;
+
+pub(crate) async fn run(
+    hookline: &Path,
+    backend: Backend,
+    seconds: Duration,
+) -> anyhow::Result<String> {
+    let receiver = Receiver::start().await;
+    let db = TestDb::new(backend).await;
+    let ws = db.workspace(Plan::Studio).await;
+    db.webhook(
+        ws,
+        &receiver.url("/ingested"),
+        &[EventName::LinkClicked],
+        WebhookSource::Api,
+    )
+    .await?;
+    let (token, hash) = hookline_auth::generate_admin_token()?;
+    db.store()
+        .admin_tokens()
+        .create(&KeyName::parse("bench")?, &hash)
+        .await?;
+    let tokens = vec![token.expose().to_owned()];
+    let env = [
+        ("DATABASE_URL", db.url().to_owned()),
+        ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        (
+            "HOOKLINE_TLS_EXTRA_ROOTS",
+            receiver.ca_file().display().to_string(),
+        ),
+        ("RUST_LOG", "warn,hookline=info".to_owned()),
+    ];
+    let (server, line) =
+        Measured::start(hookline, &["serve"], &env, Some("admin API listening on ")).await?;
+    let addr = listening_addr(&line)?;
+    let data = serde_json::json!({"link": {"id": "lnk_91d0c7e3", "url": "https://shop.example.com/spring-sale"}});
+    let body = serde_json::json!({"event": "link.clicked", "data": data}).to_string();
+    let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
+    // The baseline answers a body the size of ingest's answer.
+    let answer = EventPayload::new(EventName::LinkClicked, ws, data)?
+        .to_json()
+        .len()
+        + 24;
+    let (baseline, base_line) = Measured::start(
+        &crate::process::sibling("hookline-bench")?,
+        &["baseline-server", "--body-size", &answer.to_string()],
+        &[],
+        Some("listening on "),
+    )
+    .await?;
+    let base_addr = listening_addr(&base_line)?;
+
+    let started = Instant::now();
+    let warm = load::run(addr, &call, &tokens, CONNECTIONS, Duration::from_secs(1)).await?;
+    load::run(
+        base_addr,
+        &call,
+        &tokens,
+        CONNECTIONS,
+        Duration::from_secs(1),
+    )
+    .await?;
+    let (measured, base) = load::alternating(
+        (addr, base_addr),
+        &call,
+        &tokens,
+        CONNECTIONS,
+        seconds,
+        ROUNDS,
+    )
+    .await?;
+    baseline.stop().await?;
+    let accepted = warm.requests - warm.failures + measured.requests - measured.failures;
+    // Every accepted event is delivered; how long after the last was accepted.
+    let load_ended = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while (receiver.count() as u64) < accepted && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let delivered = receiver.count() as u64;
+    let drained = started.elapsed().saturating_sub(load_ended);
+    let delivered_per_second = delivered as f64 / started.elapsed().as_secs_f64();
+
+    // Latency at half the rate, with deliveries running beside it.
+    receiver.clear();
+    let half = load::paced(
+        addr,
+        &call,
+        &tokens,
+        CONNECTIONS,
+        measured.per_second / 2.0,
+        seconds,
+    )
+    .await?;
+    let (peak_rss, cpu) = (server.peak_rss_mib(), server.cpu_seconds());
+    server.stop().await?;
+
+    let ratio = measured.per_second / base.per_second;
+    let target = if backend == Backend::Sqlite {
+        0.06
+    } else {
+        0.04
+    };
+    let mut report = format!(
+        "Ingest (admin API, {CONNECTIONS} keep-alive connections, {} s in {ROUNDS} turns with the baseline; one HTTPS webhook delivered meanwhile)\n",
+        seconds.as_secs()
+    );
+    let _ = writeln!(
+        report,
+        "  {:<22} {:>10} {:>9} {:>9} {:>14} {:>7}  target",
+        "", "events/s", "p50", "p99", "baseline req/s", "ratio"
+    );
+    let _ = writeln!(
+        report,
+        "  {:<22} {:>10.0} {:>9} {:>9} {:>14.0} {:>7.3}  >= {target:.3} {}{}",
+        "POST …/events",
+        measured.per_second,
+        micros(measured.p50),
+        micros(measured.p99),
+        base.per_second,
+        ratio,
+        if ratio >= target { "met" } else { "MISSED" },
+        failures(&measured)
+    );
+    let latency_met = half.p99 < Duration::from_millis(20);
+    let _ = writeln!(
+        report,
+        "  {:<22} {:>10.0} {:>9} {:>9} {:>14} {:>7}  p99 < 20 ms {}{}",
+        "at half rate",
+        half.per_second,
+        micros(half.p50),
+        micros(half.p99),
+        "",
+        "",
+        if latency_met { "met" } else { "MISSED" },
+        failures(&half)
+    );
+    let kept_up = delivered >= accepted;
+    let _ = writeln!(
+        report,
+        "  deliveries: {delivered} of {accepted} accepted events delivered, {delivered_per_second:.0}/s end to end, the last {:.1} s after ingest stopped: {}",
+        drained.as_secs_f64(),
+        if kept_up { "kept up" } else { "FELL BEHIND" }
+    );
+    let _ = writeln!(
+        report,
+        "  hookline serve: peak RSS {peak_rss:.1} MiB, {cpu:.1} CPU s"
+    );
+    Ok(report)
+}
