@@ -1,23 +1,42 @@
 //! The admin API's credentials: admin tokens (`hladmin_…`), checked against the
 //! database on every request, so a revocation counts from the next one.
 
-use hookline_domain::{AdminTokenRecord, ApiKey, ApiKeyStatus, KeyPrefix, Timestamp};
+use std::sync::Arc;
+
+use hookline_batch::{Batcher, keyed_read};
+use hookline_domain::{AdminTokenRecord, ApiKey, ApiKeyStatus, KeyHash, KeyPrefix, Timestamp};
 use hookline_store::AdminTokens;
 
 use crate::authenticate::bearer_token;
 use crate::{Error, Result, hash_api_key};
 
-/// Checks admin API requests.
+/// Checks admin API requests. Lookups of concurrent requests share one query
+/// (HTTP ingest is the admin API's hot path), each read after its request arrived.
 #[derive(Debug, Clone)]
 pub struct AdminAuthenticator {
     tokens: AdminTokens,
+    lookups: Arc<Batcher<KeyHash, Option<AdminTokenRecord>, hookline_store::Error>>,
     prefix: KeyPrefix,
 }
 
 impl AdminAuthenticator {
+    /// Starts the lookup task on the current Tokio runtime; it ends when the last
+    /// clone is dropped.
     pub fn new(tokens: AdminTokens) -> Self {
+        let reader = tokens.clone();
+        let lookups = Batcher::spawn(keyed_read(move |hashes| {
+            let reader = reader.clone();
+            Box::pin(async move {
+                let found = reader.by_hashes(hashes).await?;
+                Ok(found
+                    .into_iter()
+                    .map(|(hash, token)| (hash, Some(token)))
+                    .collect())
+            })
+        }));
         AdminAuthenticator {
             tokens,
+            lookups: Arc::new(lookups),
             prefix: KeyPrefix::admin(),
         }
     }
@@ -38,13 +57,14 @@ impl AdminAuthenticator {
         let token = ApiKey::parse(&self.prefix, bearer_token(header)?)
             .map_err(|_| Error::Unauthenticated("not an admin token"))?;
         let record = self
-            .tokens
-            .use_token(&hash_api_key(&token), Timestamp::now())
-            .await?
+            .lookups
+            .submit(hash_api_key(&token))
+            .await
+            .map_err(hookline_store::Error::from)?
             .ok_or(Error::Unauthenticated("unknown admin token"))?;
         if record.status() == ApiKeyStatus::Revoked {
             return Err(Error::Unauthenticated("revoked admin token"));
         }
-        Ok(record)
+        Ok(self.tokens.touch(record, Timestamp::now()).await?)
     }
 }

@@ -1,6 +1,8 @@
 //! Admin tokens: the back office's credentials for the admin API, kept only as
 //! hashes, like API keys.
 
+use std::collections::HashMap;
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::{AdminTokenId, AdminTokenRecord, KeyHash, KeyName, Timestamp};
@@ -11,6 +13,7 @@ use crate::error::Stored as _;
 use crate::models::timestamp;
 use crate::pool::{with_conn, write_conn, write_tx};
 use crate::schema::admin_tokens;
+use crate::text_in::text_in;
 
 /// An admin token as read back: everything but the hash.
 #[derive(Debug, Queryable, Selectable)]
@@ -116,26 +119,36 @@ impl AdminTokens {
         row.map(AdminTokenRow::into_domain).transpose()
     }
 
-    /// The token of this hash, revoked or not, read now (nothing is cached, so a
-    /// revocation counts from the next request); an active one is marked used, to
-    /// the minute.
-    pub async fn use_token(
+    /// The tokens of these hashes, revoked or not, read now in one query (nothing
+    /// is cached, so a revocation counts from the next request).
+    pub async fn by_hashes(
         &self,
-        hash: &KeyHash,
-        now: Timestamp,
-    ) -> Result<Option<AdminTokenRecord>> {
-        let hash = hash.to_hex();
-        let row: Option<AdminTokenRow> = with_conn!(self.db, |conn| {
+        hashes: Vec<KeyHash>,
+    ) -> Result<HashMap<KeyHash, AdminTokenRecord>> {
+        let hex: Vec<String> = hashes.iter().map(KeyHash::to_hex).collect();
+        let rows: Vec<(String, AdminTokenRow)> = with_conn!(self.db, |conn| {
             admin_tokens::table
-                .filter(admin_tokens::token_hash.eq(&hash))
-                .select(AdminTokenRow::as_select())
-                .first(conn)
-                .await
-                .optional()?
+                .filter(text_in(admin_tokens::token_hash, hex.clone()))
+                .select((admin_tokens::token_hash, AdminTokenRow::as_select()))
+                .load(conn)
+                .await?
         });
-        let Some(mut token) = row.map(AdminTokenRow::into_domain).transpose()? else {
-            return Ok(None);
-        };
+        let mut found = HashMap::with_capacity(rows.len());
+        for (hash, row) in rows {
+            if let Some(at) = hex.iter().position(|asked| *asked == hash) {
+                found.insert(hashes[at].clone(), row.into_domain()?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Marks an active token used at `now`, to the minute, unless its last use is
+    /// that recent already; answers it as marked.
+    pub async fn touch(
+        &self,
+        mut token: AdminTokenRecord,
+        now: Timestamp,
+    ) -> Result<AdminTokenRecord> {
         let minute = now.floor_minute();
         if token.revoked_at.is_none() && token.last_used_at.is_none_or(|at| at < minute) {
             let id = token.id.to_string();
@@ -147,6 +160,6 @@ impl AdminTokens {
             });
             token.last_used_at = Some(minute);
         }
-        Ok(Some(token))
+        Ok(token)
     }
 }
