@@ -55,7 +55,7 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Deliver webhooks only (no API), until SIGTERM or SIGINT: to scale delivery
     /// apart from the API.
-    Worker(DeliveryArgs),
+    Worker(WorkerArgs),
     /// Apply pending database migrations (every command also does this first).
     Migrate,
     /// Create workspaces, change their plan, show them.
@@ -99,6 +99,33 @@ pub(crate) struct ServeArgs {
 
     #[command(flatten)]
     pub(crate) delivery: DeliveryArgs,
+
+    #[command(flatten)]
+    pub(crate) log: LogArgs,
+}
+
+/// What `worker` takes.
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    #[command(flatten)]
+    pub(crate) delivery: DeliveryArgs,
+
+    #[command(flatten)]
+    pub(crate) log: LogArgs,
+}
+
+/// How `serve` and `worker` log (to stderr; `RUST_LOG` filters).
+#[derive(Debug, Args)]
+pub(crate) struct LogArgs {
+    /// `text` for people, `json` for one JSON object per line.
+    #[arg(long, env = "HOOKLINE_LOG_FORMAT", default_value = "text")]
+    pub(crate) log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
 }
 
 /// How webhooks are delivered (`serve` and `worker`).

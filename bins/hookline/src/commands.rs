@@ -19,7 +19,7 @@ use hookline_store::{Store, StoreConfig};
 
 use crate::cli::{
     AccountCommand, AdminTokenCommand, Cli, Command, DeliveryArgs, EventCommand, HookCommand,
-    KeyCommand, ServeArgs, Settings, WorkspaceCommand,
+    KeyCommand, ServeArgs, Settings, WorkerArgs, WorkspaceCommand,
 };
 use crate::output::{
     AdminTokenCreatedOut, AdminTokenRevokedOut, DeletedOut, KeyRevokedOut, MigratedOut, print,
@@ -95,7 +95,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
 /// Serves the API and delivers webhooks until SIGTERM or SIGINT; then drains
 /// in-flight requests and attempts and returns (exit 0).
 async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
-    crate::logging::init()?;
+    crate::logging::init(args.log.log_format)?;
     let http = HttpConfig {
         listen: args.listen,
         admin_listen: args.admin_listen,
@@ -126,10 +126,10 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Delivers webhooks until SIGTERM or SIGINT.
-async fn worker(config: Config, args: DeliveryArgs) -> anyhow::Result<()> {
-    crate::logging::init()?;
+async fn worker(config: Config, args: WorkerArgs) -> anyhow::Result<()> {
+    crate::logging::init(args.log.log_format)?;
     let store = config.open_store().await?;
-    let worker = Worker::new(store.queue(), delivery_config(&config, &args))?;
+    let worker = Worker::new(store.queue(), delivery_config(&config, &args.delivery))?;
     worker.run(stop_signal().wait()).await;
     Ok(())
 }

@@ -354,3 +354,96 @@ backend_tests! {
         assert_eq!(receiver.received().len(), 1);
     }
 }
+
+/// Runs `serve` with `env` until it listens, sends one request with a key that
+/// does not exist, stops it, and answers every line it logged.
+async fn log_of_a_refused_request(db: &TestDb, env: &[(&str, &str)]) -> Vec<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .arg("serve")
+        .env("DATABASE_URL", db.url())
+        .env("HOOKLINE_LISTEN", "127.0.0.1:0")
+        .env("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Read the log all along: a full pipe would stop the server mid-write.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (listening, addr) = tokio::sync::oneshot::channel::<SocketAddr>();
+    let reader = tokio::spawn(async move {
+        let mut logged = Vec::new();
+        let mut listening = Some(listening);
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr = rest
+                    .split(|c: char| c.is_whitespace() || c == '"')
+                    .next()
+                    .unwrap();
+                if let (Some(tell), Ok(addr)) = (listening.take(), addr.parse()) {
+                    let _ = tell.send(addr);
+                }
+            }
+            logged.push(line);
+        }
+        logged
+    });
+    let addr = tokio::time::timeout(Duration::from_secs(30), addr)
+        .await
+        .expect("serve did not listen")
+        .unwrap();
+    let unknown = format!("hl_{}", "A".repeat(43));
+    assert_eq!(status(addr, "/api/v1/me", &unknown).await, 401);
+    let pid = child.id().unwrap().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("serve did not stop")
+        .unwrap();
+    reader.await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_log_debug_shows_debug_lines() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    // (`hookline=info` keeps the line that says where it listens.)
+    for spec in ["debug", "trace", "warn,hookline=info,hookline_http=debug"] {
+        let logged = log_of_a_refused_request(&db, &[("RUST_LOG", spec)]).await;
+        assert!(
+            logged
+                .iter()
+                .any(|line| line.contains("DEBUG") && line.contains("request refused")),
+            "RUST_LOG={spec}: no DEBUG line for the 401 in {logged:#?}"
+        );
+    }
+    let logged = log_of_a_refused_request(&db, &[("RUST_LOG", "info")]).await;
+    assert!(
+        !logged.iter().any(|line| line.contains("DEBUG")),
+        "{logged:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_per_line_without_secrets() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let env = [("HOOKLINE_LOG_FORMAT", "json"), ("RUST_LOG", "debug")];
+    let logged = log_of_a_refused_request(&db, &env).await;
+    assert!(logged.len() > 3, "{logged:#?}");
+    let mut refused = false;
+    for line in &logged {
+        let object: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
+        assert!(
+            object["level"].is_string() && object["timestamp"].is_string(),
+            "{line}"
+        );
+        refused |= object["message"] == "request refused";
+        assert!(!line.contains("hl_AAAA"), "a key was logged: {line}");
+    }
+    assert!(refused, "{logged:#?}");
+}
