@@ -328,7 +328,7 @@ pub(crate) fn exit_on_usage_error(error: &clap::Error) -> ExitCode {
         .take_while(|line| !line.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let _ = writeln!(std::io::stderr(), "{}", crate::one_line(&line));
     ExitCode::from(2)
 }
 

@@ -209,6 +209,24 @@ backend_tests! {
         assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await.as_array().unwrap().len(), 1);
     }
 
+    async fn errors_escape_control_and_separator_characters(db) {
+        for (args, shown) in [
+            (vec!["workspace", "show", "ws_\r01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "ws_\\r01JD"),
+            (vec!["key", "list", "ws_01\u{2028}X"], "ws_01\\u{2028}X"),
+            (vec!["workspace", "create", "--name", "Acme", "--plan", "GOLD\u{202e}"], "GOLD\\u{202e}"),
+            (vec!["hook", "create", "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R", "--url", "https://a.example.com/\u{1b}[2J", "--event", "dm.sent"], "control characters"),
+        ] {
+            let out = hookline(&db, &args).await;
+            let stderr = String::from_utf8(out.stderr).unwrap();
+            assert!(!out.status.success(), "{args:?}");
+            assert_eq!(stderr.matches('\n').count(), 1, "{args:?}: {stderr:?}");
+            assert!(stderr.ends_with('\n'), "{stderr:?}");
+            let line = stderr.trim_end_matches('\n');
+            assert!(!line.chars().any(|c| c.is_control() || c == '\u{2028}' || c == '\u{202e}'), "{args:?}: {line:?}");
+            assert!(line.contains(shown), "{args:?}: expected {shown:?} in {line:?}");
+        }
+    }
+
     async fn hook_update_changes_what_it_is_given_and_keeps_the_rest(db) {
         let ws = new_workspace(&db, "STUDIO").await;
         let created = ok_json(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.sent", "--description", "CRM", "--json"]).await;
