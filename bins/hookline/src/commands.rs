@@ -99,6 +99,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let http = HttpConfig {
         listen: args.listen,
         admin_listen: args.admin_listen,
+        metrics: Some(crate::logging::metrics()?),
         auth: AuthConfig {
             key_prefix: config.app.key_prefix.clone(),
             rate_limit: args.rate_limit,

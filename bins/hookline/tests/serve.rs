@@ -447,3 +447,67 @@ async fn json_logs_are_one_object_per_line_without_secrets() {
     }
     assert!(refused, "{logged:#?}");
 }
+
+/// The value of the series `name` (with its labels, as rendered) in a scrape.
+fn series(scrape: &str, name: &str) -> Option<f64> {
+    scrape
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+backend_tests! {
+    async fn probes_answer_and_metrics_move(db) {
+        let receiver = Receiver::start().await;
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, &receiver.url("/m"), &[hookline_domain::EventName::DmSent], hookline_domain::WebhookSource::Settings)
+            .await
+            .unwrap();
+        let (token, hash) = hookline_auth::generate_admin_token().unwrap();
+        db.store().admin_tokens().create(&KeyName::parse("ops").unwrap(), &hash).await.unwrap();
+        let env = delivery_env(&receiver);
+        let (child, line) = start(&db, "serve", &as_env(&env), "admin API listening on ").await;
+        let admin: SocketAddr = line
+            .split("listening on ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Probes need no token.
+        assert_eq!(request(admin, "GET", "/healthz", "", "").await.unwrap(), (200, r#"{"status":"ok"}"#.to_owned()));
+        assert_eq!(request(admin, "GET", "/readyz", "", "").await.unwrap().0, 200);
+        let scrape = || async { request(admin, "GET", "/metrics", "", "").await.unwrap().1 };
+        let before = scrape().await;
+        assert!(before.contains("hookline_delivery_queue_due"), "{before}");
+        let emit = r#"POST /admin/v1/workspaces/:ws/events"#;
+        let emitted = format!("hookline_http_requests_total{{route=\"{emit}\",status=\"202\"}}");
+        assert_eq!(series(&before, &emitted), None);
+
+        let path = format!("/admin/v1/workspaces/{ws}/events");
+        let (status, _) = request(admin, "POST", &path, token.expose(), r#"{"event":"dm.sent","data":{}}"#)
+            .await
+            .unwrap();
+        assert_eq!(status, 202);
+        receiver.wait_for(1, Duration::from_secs(20)).await;
+        // The outcome is counted once the attempt is made; give the recorder a moment.
+        let mut after = scrape().await;
+        for _ in 0..50 {
+            if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(1.0) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            after = scrape().await;
+        }
+        assert_eq!(series(&after, &emitted), Some(1.0), "{after}");
+        assert_eq!(series(&after, "hookline_deliveries_total{outcome=\"delivered\"}"), Some(1.0), "{after}");
+        assert_eq!(series(&after, "hookline_http_requests_total{route=\"GET /healthz\",status=\"200\"}"), Some(1.0), "{after}");
+        let histogram = format!("hookline_http_request_duration_seconds_count{{route=\"{emit}\"}}");
+        assert_eq!(series(&after, &histogram), Some(1.0), "{after}");
+        assert!(series(&after, "hookline_delivery_attempt_duration_seconds_count").is_some(), "{after}");
+        assert_eq!(series(&after, "hookline_delivery_queue_due"), Some(0.0), "{after}");
+        assert!(!after.contains(token.expose()));
+        terminate(Served { child, addr: admin }).await;
+    }
+}

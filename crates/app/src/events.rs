@@ -26,6 +26,18 @@ impl App {
         })
     }
 
+    /// The outbox's backlog now: deliveries due, and how late the oldest of them
+    /// is. Answering at all means the database answers.
+    pub async fn backlog(&self) -> Result<(u64, std::time::Duration)> {
+        let now = Timestamp::now();
+        let (due, oldest) = self.events.backlog(now).await?;
+        let late = oldest.map_or(0, |at| now.unix_millis() - at.unix_millis());
+        Ok((
+            due,
+            std::time::Duration::from_millis(u64::try_from(late).unwrap_or(0)),
+        ))
+    }
+
     /// The payloads of the workspace's last [`SAMPLES`] events of this name, newest
     /// first and byte for byte as delivered; when there are none, one example
     /// payload made now, so that a platform setting up a trigger always has one.

@@ -430,8 +430,9 @@ impl Attempt {
         );
         async move {
             if !delivery.webhook.enabled {
-                if let Err(error) = self.queue.cancel(&delivery).await {
-                    tracing::error!(%error, "cannot cancel the delivery of a disabled webhook");
+                match self.queue.cancel(&delivery).await {
+                    Ok(_) => metrics::counter!("hookline_deliveries_total", "outcome" => "cancelled").increment(1),
+                    Err(error) => tracing::error!(%error, "cannot cancel the delivery of a disabled webhook"),
                 }
                 return;
             }
@@ -450,6 +451,8 @@ impl Attempt {
                 .post(&delivery.webhook.url, &headers, Bytes::from(delivery.payload.clone()))
                 .await;
             let outcome = outcome(&self.schedule, number, &response);
+            metrics::counter!("hookline_deliveries_total", "outcome" => metric_label(outcome)).increment(1);
+            metrics::histogram!("hookline_delivery_attempt_duration_seconds").record(response.duration.as_secs_f64());
             let attempt = DeliveryAttempt {
                 event_id: delivery.event_id,
                 webhook_id: delivery.webhook_id,
@@ -473,6 +476,16 @@ impl Attempt {
         }
         .instrument(span)
         .await;
+    }
+}
+
+/// An outcome as `hookline_deliveries_total` labels it.
+fn metric_label(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Delivered => "delivered",
+        Outcome::RetryAt(_) => "retry",
+        Outcome::GaveUp => "gave_up",
+        Outcome::Gone => "gone",
     }
 }
 

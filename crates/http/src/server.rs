@@ -15,6 +15,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 use tracing::{Instrument as _, field};
 
@@ -41,6 +42,9 @@ pub struct HttpConfig {
     pub header_read_timeout: Duration,
     /// On shutdown, how long in-flight requests may take to finish.
     pub shutdown_grace: Duration,
+    /// Where the process records its metrics, rendered by the admin listener's
+    /// `GET /metrics`; `None`: that endpoint answers 404.
+    pub metrics: Option<PrometheusHandle>,
 }
 
 impl Default for HttpConfig {
@@ -53,6 +57,7 @@ impl Default for HttpConfig {
             max_header_bytes: 64 * 1024,
             header_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
+            metrics: None,
         }
     }
 }
@@ -92,6 +97,7 @@ impl Server {
             app.clone(),
             AdminAuthenticator::new(tokens),
             config.max_body_bytes,
+            config.metrics.clone(),
         );
         Ok(Server {
             public,
@@ -141,12 +147,13 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener> {
 
 /// What answers the requests of one listener: each API.
 pub(crate) trait Dispatch: Send + Sync + 'static {
-    /// Answers one request; records its route (and workspace, when known) in the
-    /// current span.
+    /// Answers one request, and names the route it took (its pattern, never its
+    /// ids: metrics and logs group by it); records the workspace in the current
+    /// span when it is known.
     fn dispatch(
         &self,
         request: Request<Incoming>,
-    ) -> impl Future<Output = Response<Full<Bytes>>> + Send;
+    ) -> impl Future<Output = (&'static str, Response<Full<Bytes>>)> + Send;
 }
 
 /// The accept loop of one listener: HTTP/1.1 keep-alive and HTTP/2 cleartext, the
@@ -223,12 +230,19 @@ async fn handle<D: Dispatch>(api: &D, request: Request<Incoming>) -> Response<Fu
         workspace = field::Empty,
     );
     async move {
-        let response = api.dispatch(request).await;
+        let (route, response) = api.dispatch(request).await;
+        let status = response.status().as_u16();
+        let elapsed = started.elapsed();
+        tracing::Span::current().record("route", route);
         tracing::info!(
-            status = response.status().as_u16(),
-            latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            status,
+            latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
             "request"
         );
+        metrics::counter!("hookline_http_requests_total", "route" => route, "status" => status.to_string())
+            .increment(1);
+        metrics::histogram!("hookline_http_request_duration_seconds", "route" => route)
+            .record(elapsed.as_secs_f64());
         response
     }
     .instrument(span)
@@ -236,14 +250,21 @@ async fn handle<D: Dispatch>(api: &D, request: Request<Incoming>) -> Response<Fu
 }
 
 impl Dispatch for Api {
-    async fn dispatch(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<Full<Bytes>>) {
         let path = request.uri().path().to_owned();
-        let route = match route(request.method(), &path) {
-            Ok(route) => route,
-            Err(error) => return error.into_response(),
-        };
+        match route(request.method(), &path) {
+            Ok(route) => (route.name(), self.answer(route, request).await),
+            Err(error) => (UNMATCHED, error.into_response()),
+        }
+    }
+}
+
+/// The route of a request no endpoint takes, in logs and metrics.
+pub(crate) const UNMATCHED: &str = "unmatched";
+
+impl Api {
+    async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<Full<Bytes>> {
         let span = tracing::Span::current();
-        span.record("route", route.name());
         // The document describes the API to whoever asks: no key.
         if route == Route::OpenApi {
             return crate::openapi::public_document();

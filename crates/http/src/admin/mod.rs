@@ -14,6 +14,7 @@
 mod error;
 mod handlers;
 mod input;
+mod operations;
 mod router;
 mod wire;
 
@@ -35,12 +36,14 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::AUTHORIZATION;
 use hyper::{Request, Response};
+use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::admin::error::AdminError;
 use crate::admin::handlers::Answer;
+use crate::admin::operations::Operations;
 use crate::admin::router::{AdminRoute, route};
 use crate::body::read_json;
-use crate::server::Dispatch;
+use crate::server::{Dispatch, UNMATCHED};
 
 /// What every admin request shares.
 #[derive(Debug)]
@@ -48,11 +51,18 @@ pub(crate) struct AdminApi {
     app: App,
     auth: AdminAuthenticator,
     max_body_bytes: usize,
+    operations: Operations,
 }
 
 impl AdminApi {
-    pub(crate) fn new(app: App, auth: AdminAuthenticator, max_body_bytes: usize) -> AdminApi {
+    pub(crate) fn new(
+        app: App,
+        auth: AdminAuthenticator,
+        max_body_bytes: usize,
+        metrics: Option<PrometheusHandle>,
+    ) -> AdminApi {
         AdminApi {
+            operations: Operations::new(app.clone(), metrics),
             app,
             auth,
             max_body_bytes,
@@ -105,13 +115,25 @@ impl AdminApi {
 }
 
 impl Dispatch for AdminApi {
-    async fn dispatch(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<Full<Bytes>>) {
         let path = request.uri().path().to_owned();
-        let route = match route(request.method(), &path) {
-            Ok(route) => route,
-            Err(error) => return error.into_response(),
-        };
-        tracing::Span::current().record("route", route.name());
+        if let Some(probe) = operations::route(request.method(), &path) {
+            return (probe.name(), self.operations.answer(probe).await);
+        }
+        match route(request.method(), &path) {
+            Ok(route) => (route.name(), self.authenticated(route, request).await),
+            Err(error) => (UNMATCHED, error.into_response()),
+        }
+    }
+}
+
+impl AdminApi {
+    /// A request of the admin API proper: its token first, then its answer.
+    async fn authenticated(
+        &self,
+        route: AdminRoute<'_>,
+        request: Request<Incoming>,
+    ) -> Response<Full<Bytes>> {
         let authorization = request.headers().get_all(AUTHORIZATION);
         if let Err(error) = self
             .auth

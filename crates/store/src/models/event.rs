@@ -172,6 +172,29 @@ impl Events {
         })
     }
 
+    /// The outbox's backlog at `now`: how many deliveries are due, and since when
+    /// the oldest of them has been (for `/metrics`; also what `/readyz` asks the
+    /// database).
+    pub async fn backlog(&self, now: Timestamp) -> Result<(u64, Option<Timestamp>)> {
+        use crate::schema::deliveries;
+        let now = now.unix_millis();
+        let (due, oldest): (i64, Option<i64>) = with_conn!(self.db, |conn| {
+            deliveries::table
+                .filter(deliveries::state.eq("pending"))
+                .filter(deliveries::next_attempt_at.le(now))
+                .select((
+                    diesel::dsl::count_star(),
+                    diesel::dsl::min(deliveries::next_attempt_at),
+                ))
+                .first(conn)
+                .await?
+        });
+        let oldest = oldest
+            .map(|at| crate::models::timestamp(at, "delivery next_attempt_at"))
+            .transpose()?;
+        Ok((u64::try_from(due).unwrap_or(0), oldest))
+    }
+
     /// The stored payload of an event, byte for byte as it is delivered and signed;
     /// `None` when there is no such event.
     #[cfg(feature = "test-util")]
