@@ -466,6 +466,22 @@ backend_tests! {
         api.stop().await;
     }
 
+    async fn every_answer_carries_a_request_id(db) {
+        let api = Api::start(db).await;
+        let (_, key) = api.workspace_with_key(Plan::Studio).await;
+        let made = api.get("/api/v1/me", &key).await;
+        assert!(made.header("x-request-id").starts_with("req_"));
+        let other = api.get("/api/v1/nope", &key).await;
+        assert_ne!(other.header("x-request-id"), made.header("x-request-id"));
+        let mut request = Api::request(Method::GET, "/api/v1/me", Some(&key), "");
+        request.headers_mut().insert("x-request-id", "zap-42".parse().unwrap());
+        assert_eq!(api.send(request).await.header("x-request-id"), "zap-42");
+        let mut request = Api::request(Method::GET, "/api/v1/me", Some(&key), "");
+        request.headers_mut().insert("x-request-id", "has space".parse().unwrap());
+        assert!(api.send(request).await.header("x-request-id").starts_with("req_"));
+        api.stop().await;
+    }
+
     async fn unknown_paths_and_methods_answer_in_the_envelope(db) {
         let api = Api::start(db).await;
         let (_, key) = api.workspace_with_key(Plan::Studio).await;

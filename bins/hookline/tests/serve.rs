@@ -358,6 +358,20 @@ backend_tests! {
 /// Runs `serve` with `env` until it listens, sends one request with a key that
 /// does not exist, stops it, and answers every line it logged.
 async fn log_of_a_refused_request(db: &TestDb, env: &[(&str, &str)]) -> Vec<String> {
+    let unknown = format!("hl_{}", "A".repeat(43));
+    let (statuses, logged) = log_of_requests(db, env, &unknown, 1).await;
+    assert_eq!(statuses, [401]);
+    logged
+}
+
+/// Runs `serve` with `env` until it listens, sends `GET /api/v1/me` with `key`
+/// `requests` times, stops it; answers the statuses and every line it logged.
+async fn log_of_requests(
+    db: &TestDb,
+    env: &[(&str, &str)],
+    key: &str,
+    requests: usize,
+) -> (Vec<u16>, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
         .arg("serve")
         .env("DATABASE_URL", db.url())
@@ -393,8 +407,10 @@ async fn log_of_a_refused_request(db: &TestDb, env: &[(&str, &str)]) -> Vec<Stri
         .await
         .expect("serve did not listen")
         .unwrap();
-    let unknown = format!("hl_{}", "A".repeat(43));
-    assert_eq!(status(addr, "/api/v1/me", &unknown).await, 401);
+    let mut statuses = Vec::new();
+    for _ in 0..requests {
+        statuses.push(status(addr, "/api/v1/me", key).await);
+    }
     let pid = child.id().unwrap().to_string();
     Command::new("kill")
         .args(["-TERM", &pid])
@@ -405,7 +421,39 @@ async fn log_of_a_refused_request(db: &TestDb, env: &[(&str, &str)]) -> Vec<Stri
         .await
         .expect("serve did not stop")
         .unwrap();
-    reader.await.unwrap()
+    (statuses, reader.await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_logged_with_its_key_workspace_and_request_id() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (key_id, key) = studio_key(&db).await;
+    let env = [
+        ("HOOKLINE_LOG_FORMAT", "json"),
+        ("RUST_LOG", "info"),
+        ("HOOKLINE_RATE_LIMIT", "1"),
+    ];
+    let (statuses, logged) = log_of_requests(&db, &env, &key, 2).await;
+    assert_eq!(statuses, [200, 429]);
+    let limited = logged
+        .iter()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|line| line["status"] == 429)
+        .unwrap_or_else(|| panic!("no 429 line in {logged:#?}"));
+    let span = &limited["span"];
+    assert_eq!(span["key_id"].as_str(), Some(key_id.as_str()), "{limited}");
+    assert!(
+        span["workspace"].as_str().unwrap().starts_with("ws_"),
+        "{limited}"
+    );
+    assert!(
+        span["request_id"].as_str().unwrap().starts_with("req_"),
+        "{limited}"
+    );
+    assert!(
+        !logged.iter().any(|line| line.contains(&key)),
+        "the key was logged"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

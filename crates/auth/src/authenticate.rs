@@ -140,7 +140,11 @@ impl Authenticator {
         }
         // An active key is counted unless its workspace's plan has no API.
         let Some(window) = window else {
-            return Err(Error::PlanExcludesApi(workspace.plan));
+            return Err(Error::PlanExcludesApi {
+                plan: workspace.plan,
+                key: key.id,
+                workspace: workspace.id,
+            });
         };
         let limit = self.config.rate_limit;
         let rate = RateLimit {
@@ -151,7 +155,11 @@ impl Authenticator {
             now,
         };
         if window.count > u64::from(limit) {
-            return Err(Error::RateLimited(rate));
+            return Err(Error::RateLimited {
+                rate,
+                key: key.id,
+                workspace: workspace.id,
+            });
         }
         Ok(Caller {
             key,

@@ -16,7 +16,7 @@ mod batch;
 
 pub use admin::AdminAuthenticator;
 pub use authenticate::{AuthConfig, Authenticator, Caller, RateLimit};
-use hookline_domain::{ApiKey, KeyHash, KeyPrefix, Plan, WebhookSecret};
+use hookline_domain::{ApiKey, ApiKeyId, KeyHash, KeyPrefix, Plan, WebhookSecret, WorkspaceId};
 use ring::digest::{SHA256, digest};
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -27,11 +27,19 @@ pub enum Error {
     #[error("missing or invalid API key ({0})")]
     Unauthenticated(&'static str),
     /// A valid key of a workspace whose plan does not include the API (403).
-    #[error("the workspace is on the {0} plan; the API is part of the STUDIO plan")]
-    PlanExcludesApi(Plan),
+    #[error("the workspace is on the {plan} plan; the API is part of the STUDIO plan")]
+    PlanExcludesApi {
+        plan: Plan,
+        key: ApiKeyId,
+        workspace: WorkspaceId,
+    },
     /// The key's rate window is spent (429).
-    #[error("rate limit of {} requests per window reached", .0.limit)]
-    RateLimited(RateLimit),
+    #[error("rate limit of {} requests per window reached", .rate.limit)]
+    RateLimited {
+        rate: RateLimit,
+        key: ApiKeyId,
+        workspace: WorkspaceId,
+    },
     #[error("invalid configuration: {0}")]
     Config(String),
     /// The operating system's random source failed: nothing safe can be made.

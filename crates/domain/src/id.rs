@@ -145,6 +145,8 @@ id_kinds! {
     EventId = EventKind("evt", "event");
     /// `adm_…`
     AdminTokenId = AdminTokenKind("adm", "admin token");
+    /// `req_…`: a request, in logs and `X-Request-Id`.
+    RequestId = RequestKind("req", "request");
 }
 
 #[cfg(test)]

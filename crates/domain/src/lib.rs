@@ -34,7 +34,9 @@ pub use delivery::{
 };
 pub use error::{Error, Result};
 pub use event::{EventName, EventPayload, IdempotencyKey, subscribed_events};
-pub use id::{AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, WebhookId, WorkspaceId};
+pub use id::{
+    AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, RequestId, WebhookId, WorkspaceId,
+};
 pub use net::{TargetPolicy, reserved_range};
 pub use plan::Plan;
 pub use refusal::Refusal;

@@ -2,7 +2,7 @@
 //! `{success:false, error}` body.
 
 use hookline_auth::RateLimit;
-use hookline_domain::{EventName, Plan};
+use hookline_domain::{ApiKeyId, EventName, Plan, WorkspaceId};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
@@ -135,14 +135,36 @@ impl From<hookline_auth::Error> for ApiError {
                 tracing::debug!(reason, "request refused");
                 ApiError::Unauthenticated
             }
-            Error::PlanExcludesApi(plan) => ApiError::PlanExcludesApi(plan),
-            Error::RateLimited(rate) => ApiError::RateLimited(rate),
+            // The request's log line says whose key it was.
+            Error::PlanExcludesApi {
+                plan,
+                key,
+                workspace,
+            } => {
+                record_caller(key, workspace);
+                ApiError::PlanExcludesApi(plan)
+            }
+            Error::RateLimited {
+                rate,
+                key,
+                workspace,
+            } => {
+                record_caller(key, workspace);
+                ApiError::RateLimited(rate)
+            }
             other => {
                 tracing::error!(error = %other, "authentication failed");
                 ApiError::Internal
             }
         }
     }
+}
+
+/// Names the key and its workspace in the request's span (and so its log line).
+pub(crate) fn record_caller(key: ApiKeyId, workspace: WorkspaceId) {
+    let span = tracing::Span::current();
+    span.record("key_id", tracing::field::display(key));
+    span.record("workspace", tracing::field::display(workspace));
 }
 
 impl From<hookline_app::Error> for ApiError {

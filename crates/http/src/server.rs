@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use hookline_app::App;
 use hookline_auth::{AdminAuthenticator, AuthConfig, Authenticator};
+use hookline_domain::RequestId;
 use hookline_store::{AdminTokens, KeyCheck};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::AUTHORIZATION;
+use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -220,17 +221,36 @@ async fn serve<D: Dispatch>(
     }
 }
 
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The request's id: the caller's `X-Request-Id` when it is one (1 to 128
+/// visible ASCII characters), else a new `req_…`; echoed on the response and
+/// logged, so a caller's report finds its log line.
+fn request_id(headers: &hyper::HeaderMap) -> String {
+    headers
+        .get(X_REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| RequestId::generate().to_string(), str::to_owned)
+}
+
 /// One request, in a span carrying its route and workspace, logged once at the end.
 async fn handle<D: Dispatch>(api: &D, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let started = Instant::now();
+    let request_id = request_id(request.headers());
     let span = tracing::info_span!(
         "request",
+        request_id = %request_id,
         method = %request.method(),
         route = field::Empty,
         workspace = field::Empty,
+        key_id = field::Empty,
     );
     async move {
-        let (route, response) = api.dispatch(request).await;
+        let (route, mut response) = api.dispatch(request).await;
+        if let Ok(value) = HeaderValue::from_str(&request_id) {
+            response.headers_mut().insert(X_REQUEST_ID, value);
+        }
         let status = response.status().as_u16();
         let elapsed = started.elapsed();
         tracing::Span::current().record("route", route);
@@ -264,7 +284,6 @@ pub(crate) const UNMATCHED: &str = "unmatched";
 
 impl Api {
     async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<Full<Bytes>> {
-        let span = tracing::Span::current();
         // The document describes the API to whoever asks: no key.
         if route == Route::OpenApi {
             return crate::openapi::public_document();
@@ -278,7 +297,7 @@ impl Api {
             Ok(caller) => caller,
             Err(error) => return ApiError::from(error).into_response(),
         };
-        span.record("workspace", field::display(caller.workspace.id));
+        crate::error::record_caller(caller.key.id, caller.workspace.id);
         let answer = match route {
             Route::Me => handlers::me(&self.app, &caller).await,
             Route::ListHooks => handlers::list_hooks(&self.app, &caller).await,
