@@ -18,7 +18,7 @@ use hookline_store::StoreConfig;
 )]
 pub(crate) struct Cli {
     /// Print exactly one JSON value on stdout (allowed anywhere on the line).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub(crate) json: bool,
 
     #[command(flatten)]
@@ -28,6 +28,9 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// The heading the options of every command are listed under, once.
+const GLOBAL: &str = "Global options";
+
 /// Settings every command shares; each is a flag and an environment variable.
 #[derive(Debug, Args)]
 pub(crate) struct Settings {
@@ -36,27 +39,45 @@ pub(crate) struct Settings {
         long,
         env = "DATABASE_URL",
         default_value = StoreConfig::DEFAULT_DATABASE_URL,
-        global = true
+        global = true,
+        help_heading = GLOBAL
     )]
     pub(crate) database_url: String,
 
     /// The prefix written before every API key (`hl` makes `hl_…`).
-    #[arg(long, env = "HOOKLINE_KEY_PREFIX", default_value = "hl", global = true)]
+    #[arg(
+        long,
+        env = "HOOKLINE_KEY_PREFIX",
+        default_value = "hl",
+        global = true,
+        help_heading = GLOBAL
+    )]
     pub(crate) key_prefix: String,
 
     /// Let webhooks target loopback and private addresses (tests and development only).
-    #[arg(long, env = "HOOKLINE_ALLOW_PRIVATE_TARGETS", global = true)]
+    #[arg(
+        long,
+        env = "HOOKLINE_ALLOW_PRIVATE_TARGETS",
+        global = true,
+        help_heading = GLOBAL
+    )]
     pub(crate) allow_private_targets: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Serve the public API (`/api/v1`) and deliver webhooks, until SIGTERM or SIGINT.
+    /// Serve the public API (`/api/v1`) and the admin API, and deliver webhooks,
+    /// until SIGTERM or SIGINT.
+    #[command(after_help = "Example:\n  hookline serve --listen 0.0.0.0:8080")]
     Serve(ServeArgs),
     /// Deliver webhooks only (no API), until SIGTERM or SIGINT: to scale delivery
     /// apart from the API.
+    #[command(
+        after_help = "Example:\n  hookline worker --database-url postgres://hookline@db/hookline"
+    )]
     Worker(WorkerArgs),
     /// Apply pending database migrations (every command also does this first).
+    #[command(after_help = "Example:\n  hookline migrate --json")]
     Migrate,
     /// Create workspaces, change their plan, show them.
     #[command(subcommand)]
@@ -153,6 +174,65 @@ pub(crate) struct DeliveryArgs {
     pub(crate) delivery_concurrency: usize,
 }
 
+/// A plan, its values listed in help.
+fn plan_parser() -> Named<Plan> {
+    Named::new(Plan::ALL.iter().map(|plan| plan.as_str()).collect())
+}
+
+/// An event name, its values listed in help.
+fn event_parser() -> Named<EventName> {
+    Named::new(EventName::ALL.iter().map(|event| event.as_str()).collect())
+}
+
+/// A value of one of the domain's closed vocabularies: help lists its names, and
+/// a wrong one is refused in the domain's own words.
+#[derive(Debug, Clone)]
+struct Named<T> {
+    names: Vec<&'static str>,
+    value: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Named<T> {
+    fn new(names: Vec<&'static str>) -> Self {
+        Named {
+            names,
+            value: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> clap::builder::TypedValueParser for Named<T>
+where
+    T: std::str::FromStr<Err = hookline_domain::Error> + Clone + Send + Sync + 'static,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        use clap::error::ErrorKind;
+        let text = value
+            .to_str()
+            .ok_or_else(|| clap::Error::new(ErrorKind::InvalidUtf8).with_cmd(command))?;
+        text.parse().map_err(|error: hookline_domain::Error| {
+            clap::Error::raw(ErrorKind::InvalidValue, format!("{error}\n")).with_cmd(command)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.names
+                .iter()
+                .map(|name| clap::builder::PossibleValue::new(*name)),
+        ))
+    }
+}
+
 /// A comma-separated list of durations: the waits between attempts.
 pub(crate) fn parse_schedule(text: &str) -> Result<RetrySchedule, String> {
     text.split(',')
@@ -161,126 +241,188 @@ pub(crate) fn parse_schedule(text: &str) -> Result<RetrySchedule, String> {
         .map(RetrySchedule::new)
 }
 
-/// `<number><unit>`, unit one of `ms`, `s`, `m`, `h`, `d`.
+/// A duration as people write it: `60s`, `500ms`, `5m`, `2h`, `30d`, `1h30m`
+/// (humantime's forms).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("`{text}` has no unit: write e.g. 60s, 5m, 2h, 30d or 500ms"))?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` does not start with a whole number"))?;
-    let millis_per_unit: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => {
-            return Err(format!(
-                "`{unit}` in `{text}` is not a unit: use ms, s, m, h or d"
-            ));
-        }
-    };
-    number
-        .checked_mul(millis_per_unit)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("`{text}` is too long"))
+    humantime::parse_duration(text.trim()).map_err(|error| {
+        format!("`{text}` is not a duration ({error}): write e.g. 60s, 1h30m or 500ms")
+    })
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum WorkspaceCommand {
     /// Create a workspace.
+    #[command(after_help = "Example:\n  hookline workspace create --name Acme --plan STUDIO")]
     Create {
+        /// The workspace's name, 1 to 100 characters.
         #[arg(long)]
         name: String,
-        /// FREE, CREATOR or STUDIO.
-        #[arg(long, default_value = "FREE")]
+        /// Its plan; only STUDIO includes the public API.
+        #[arg(long, default_value = "FREE", value_parser = plan_parser())]
         plan: Plan,
     },
     /// Move a workspace to another plan; its API keys follow at once.
-    Plan { workspace: WorkspaceId, plan: Plan },
+    #[command(
+        after_help = "Example:\n  hookline workspace plan ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R STUDIO"
+    )]
+    Plan {
+        /// The workspace's id, `ws_…`.
+        workspace: WorkspaceId,
+        /// The new plan; only STUDIO includes the public API.
+        #[arg(value_parser = plan_parser())]
+        plan: Plan,
+    },
     /// Show a workspace.
-    Show { workspace: WorkspaceId },
+    #[command(
+        after_help = "Example:\n  hookline workspace show ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R --json"
+    )]
+    Show {
+        /// The workspace's id, `ws_…`.
+        workspace: WorkspaceId,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum AccountCommand {
     /// Connect a social account (a disconnected one comes back with its old id).
+    #[command(
+        after_help = "Example:\n  hookline account connect ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R --username @acme.shop"
+    )]
     Connect {
+        /// The workspace's id, `ws_…`.
         workspace: WorkspaceId,
+        /// The account's handle, with or without `@`.
         #[arg(long)]
         username: String,
     },
     /// Disconnect an account.
-    Disconnect { account: AccountId },
+    #[command(
+        after_help = "Example:\n  hookline account disconnect acc_01JD3Z6Q8T4X2K9V7B5N1M0C3R"
+    )]
+    Disconnect {
+        /// The account's id, `acc_…`.
+        account: AccountId,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum KeyCommand {
     /// Create an API key and print it, once.
+    #[command(
+        after_help = "Example:\n  hookline key create ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R --name Zapier --json"
+    )]
     Create {
+        /// The workspace's id, `ws_…`.
         workspace: WorkspaceId,
+        /// What uses the key (shown in Settings), 1 to 100 characters.
         #[arg(long)]
         name: String,
     },
     /// List a workspace's keys, active and revoked.
-    List { workspace: WorkspaceId },
+    #[command(after_help = "Example:\n  hookline key list ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
+    List {
+        /// The workspace's id, `ws_…`.
+        workspace: WorkspaceId,
+    },
     /// Revoke a key; requests with it are refused at once.
-    Revoke { key: ApiKeyId },
+    #[command(after_help = "Example:\n  hookline key revoke key_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
+    Revoke {
+        /// The key's id, `key_…` (not the key itself).
+        key: ApiKeyId,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum AdminTokenCommand {
     /// Create an admin token and print it, once.
+    #[command(after_help = "Example:\n  hookline admin-token create --name \"Back office\" --json")]
     Create {
         /// Who or what uses it (shown in lists).
         #[arg(long)]
         name: String,
     },
     /// List admin tokens, active and revoked (never the tokens themselves).
+    #[command(after_help = "Example:\n  hookline admin-token list --json")]
     List,
     /// Revoke a token; requests with it are refused at once.
-    Revoke { token: AdminTokenId },
+    #[command(
+        after_help = "Example:\n  hookline admin-token revoke adm_01JD3Z6Q8T4X2K9V7B5N1M0C3R"
+    )]
+    Revoke {
+        /// The token's id, `adm_…` (not the token itself).
+        token: AdminTokenId,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum HookCommand {
     /// Create a webhook and print its signing secret, once.
+    #[command(
+        after_help = "Example:\n  hookline hook create ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R --url https://crm.example.com/in --event dm.sent,link.clicked"
+    )]
     Create {
+        /// The workspace's id, `ws_…`.
         workspace: WorkspaceId,
+        /// Where events are posted: https:// and a public host.
         #[arg(long)]
         url: String,
         /// An event to send; repeat it, or separate names with commas.
-        #[arg(long = "event", required = true, value_delimiter = ',')]
+        #[arg(long = "event", required = true, value_delimiter = ',', value_parser = event_parser())]
         events: Vec<EventName>,
         /// Label shown in Settings (default: the URL's host).
         #[arg(long)]
         description: Option<String>,
     },
     /// List a workspace's webhooks, oldest first.
-    List { workspace: WorkspaceId },
+    #[command(after_help = "Example:\n  hookline hook list ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
+    List {
+        /// The workspace's id, `ws_…`.
+        workspace: WorkspaceId,
+    },
     /// Change a webhook's URL, events or description (what is not given is kept).
+    #[command(
+        after_help = "Example:\n  hookline hook update wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --event dm.sent --description CRM"
+    )]
     Update {
+        /// The webhook's id, `wh_…`.
         webhook: WebhookId,
+        /// Where events are posted from now on: https:// and a public host.
         #[arg(long)]
         url: Option<String>,
         /// The events it receives from now on; repeat it, or separate names with
         /// commas.
-        #[arg(long = "event", value_delimiter = ',')]
+        #[arg(long = "event", value_delimiter = ',', value_parser = event_parser())]
         events: Vec<EventName>,
+        /// Label shown in Settings, 1 to 120 characters.
         #[arg(long)]
         description: Option<String>,
     },
     /// Enable a webhook.
-    Enable { webhook: WebhookId },
-    /// Disable a webhook; its pending deliveries are cancelled.
-    Disable { webhook: WebhookId },
-    /// Delete a webhook with its pending deliveries.
-    Delete { webhook: WebhookId },
-    /// A webhook's delivery attempts, newest first.
-    Deliveries {
+    #[command(after_help = "Example:\n  hookline hook enable wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
+    Enable {
+        /// The webhook's id, `wh_…`.
         webhook: WebhookId,
+    },
+    /// Disable a webhook; its pending deliveries are cancelled.
+    #[command(after_help = "Example:\n  hookline hook disable wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
+    Disable {
+        /// The webhook's id, `wh_…`.
+        webhook: WebhookId,
+    },
+    /// Delete a webhook with its pending deliveries.
+    #[command(after_help = "Example:\n  hookline hook delete wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
+    Delete {
+        /// The webhook's id, `wh_…`.
+        webhook: WebhookId,
+    },
+    /// A webhook's delivery attempts, newest first.
+    #[command(
+        after_help = "Example:\n  hookline hook deliveries wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --limit 20"
+    )]
+    Deliveries {
+        /// The webhook's id, `wh_…`.
+        webhook: WebhookId,
+        /// Attempts printed at most.
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
@@ -289,8 +431,14 @@ pub(crate) enum HookCommand {
 #[derive(Debug, Subcommand)]
 pub(crate) enum EventCommand {
     /// Emit an event to every subscribed, enabled webhook of the workspace.
+    #[command(
+        after_help = "Example:\n  hookline event emit ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R dm.sent --data '{\"messageId\":\"m_1\"}'"
+    )]
     Emit {
+        /// The workspace's id, `ws_…`.
         workspace: WorkspaceId,
+        /// The event's name.
+        #[arg(value_parser = event_parser())]
         event: EventName,
         /// The event's data: a JSON object.
         #[arg(long, default_value = "{}")]
@@ -318,16 +466,17 @@ pub(crate) fn exit_on_usage_error(error: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
-    // Clap's message is a paragraph ("…not provided:\n  --event <EVENTS>") and a hint
-    // after a blank line: keep the paragraph, on one line.
+    // Clap's message is a paragraph ("…not provided:\n  --event <EVENTS>"), perhaps
+    // a tip ("a similar subcommand exists: 'serve'"), then usage and a pointer to
+    // --help: keep the paragraph and the tips, on one line.
     let rendered = error.render().to_string();
-    let line = rendered
+    let mut lines = rendered
         .lines()
         .map(str::trim)
-        .skip_while(|line| line.is_empty())
-        .take_while(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
+        .skip_while(|line| line.is_empty());
+    let mut kept: Vec<&str> = lines.by_ref().take_while(|line| !line.is_empty()).collect();
+    kept.extend(lines.filter(|line| line.starts_with("tip:")));
+    let line = kept.join(" ");
     let _ = writeln!(std::io::stderr(), "{}", crate::one_line(&line));
     ExitCode::from(2)
 }
@@ -343,8 +492,73 @@ mod tests {
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
-        for bad in ["", "60", "s", "1.5s", "-1s", "10x", "99999999999999999999d"] {
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        for bad in ["", "60", "s", "-1s", "10x", "99999999999999999999d"] {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// Every command that runs something, with the path of names that reaches it.
+    fn leaves(command: &clap::Command, path: String) -> Vec<(String, clap::Command)> {
+        let subcommands: Vec<_> = command.get_subcommands().collect();
+        if subcommands.is_empty() {
+            return vec![(path, command.clone())];
+        }
+        subcommands
+            .into_iter()
+            .flat_map(|sub| leaves(sub, format!("{path} {}", sub.get_name())))
+            .collect()
+    }
+
+    #[test]
+    fn every_command_has_an_example_and_every_argument_help() {
+        use clap::CommandFactory as _;
+        let mut root = Cli::command();
+        root.build();
+        let commands = leaves(&root, "hookline".to_owned());
+        assert!(commands.len() > 20);
+        for (path, command) in commands
+            .into_iter()
+            .filter(|(path, _)| !path.contains(" help"))
+        {
+            let after = command
+                .get_after_help()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            assert!(
+                after.contains("Example:\n  hookline"),
+                "{path} has no example"
+            );
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                assert!(arg.get_help().is_some(), "{path}: `{id}` has no help");
+            }
+        }
+    }
+
+    #[test]
+    fn plans_and_events_list_their_values() {
+        use clap::CommandFactory as _;
+        let help = |path: &[&str]| {
+            let mut command = Cli::command();
+            command.build();
+            let mut found = command;
+            for name in path {
+                found = found.find_subcommand(name).cloned().unwrap_or_default();
+            }
+            found.render_help().to_string()
+        };
+        let plan = help(&["workspace", "create"]);
+        for value in Plan::ALL {
+            assert!(plan.contains(value.as_str()), "{plan}");
+        }
+        let event = help(&["hook", "create"]);
+        for value in EventName::ALL {
+            assert!(event.contains(value.as_str()), "{event}");
         }
     }
 

@@ -209,6 +209,14 @@ backend_tests! {
         assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await.as_array().unwrap().len(), 1);
     }
 
+    async fn a_mistyped_command_keeps_the_suggestion(db) {
+        let out = hookline(&db, &["serv"]).await;
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("'serve'"), "{stderr}");
+    }
+
     async fn errors_escape_control_and_separator_characters(db) {
         for (args, shown) in [
             (vec!["workspace", "show", "ws_\r01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "ws_\\r01JD"),

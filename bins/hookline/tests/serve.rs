@@ -539,10 +539,13 @@ backend_tests! {
             .unwrap();
         assert_eq!(status, 202);
         receiver.wait_for(1, Duration::from_secs(20)).await;
-        // The outcome is counted once the attempt is made; give the recorder a moment.
+        // The outcome is counted once the attempt is made, and the queue empties
+        // once it is recorded: give the recorder a moment.
         let mut after = scrape().await;
-        for _ in 0..50 {
-            if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(1.0) {
+        for _ in 0..100 {
+            if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(1.0)
+                && series(&after, "hookline_delivery_queue_due") == Some(0.0)
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
