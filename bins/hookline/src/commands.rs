@@ -120,6 +120,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = server.admin_addr() {
         tracing::info!(%addr, "admin API listening on {addr}");
     }
+    tracing::info!("ready: serving both APIs and delivering webhooks; SIGTERM or Ctrl-C stops");
     let stop = stop_signal();
     tokio::join!(server.run(stop.wait()), worker.run(stop.wait()));
     tracing::info!("stopped");
