@@ -33,34 +33,18 @@ const GLOBAL: &str = "Global options";
 
 /// Settings every command shares; each is a flag and an environment variable.
 #[derive(Debug, Args)]
+#[command(next_help_heading = GLOBAL)]
 pub(crate) struct Settings {
     /// Database: a SQLite file path (created when missing), or a postgres:// URL.
-    #[arg(
-        long,
-        env = "DATABASE_URL",
-        default_value = StoreConfig::DEFAULT_DATABASE_URL,
-        global = true,
-        help_heading = GLOBAL
-    )]
+    #[arg(long, env = "DATABASE_URL", default_value = StoreConfig::DEFAULT_DATABASE_URL, global = true)]
     pub(crate) database_url: String,
 
     /// The prefix written before every API key (`hl` makes `hl_…`).
-    #[arg(
-        long,
-        env = "HOOKLINE_KEY_PREFIX",
-        default_value = "hl",
-        global = true,
-        help_heading = GLOBAL
-    )]
+    #[arg(long, env = "HOOKLINE_KEY_PREFIX", default_value = "hl", global = true)]
     pub(crate) key_prefix: String,
 
     /// Let webhooks target loopback and private addresses (tests and development only).
-    #[arg(
-        long,
-        env = "HOOKLINE_ALLOW_PRIVATE_TARGETS",
-        global = true,
-        help_heading = GLOBAL
-    )]
+    #[arg(long, env = "HOOKLINE_ALLOW_PRIVATE_TARGETS", global = true)]
     pub(crate) allow_private_targets: bool,
 }
 
@@ -118,14 +102,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "HOOKLINE_RATE_WINDOW", default_value = "60s", value_parser = parse_duration)]
     pub(crate) rate_window: Duration,
 
+    /// Its worker's settings: `serve` delivers too.
     #[command(flatten)]
-    pub(crate) delivery: DeliveryArgs,
-
-    #[command(flatten)]
-    pub(crate) log: LogArgs,
+    pub(crate) worker: WorkerArgs,
 }
 
-/// What `worker` takes.
+/// What `worker` takes, and `serve` besides its own.
 #[derive(Debug, Args)]
 pub(crate) struct WorkerArgs {
     #[command(flatten)]

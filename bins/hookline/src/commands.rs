@@ -95,7 +95,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
 /// Serves the API and delivers webhooks until SIGTERM or SIGINT; then drains
 /// in-flight requests and attempts and returns (exit 0).
 async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
-    crate::logging::init(args.log.log_format)?;
+    crate::logging::init(args.worker.log.log_format)?;
     let http = HttpConfig {
         listen: args.listen,
         admin_listen: args.admin_listen,
@@ -111,7 +111,10 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         .validate()
         .context("HOOKLINE_RATE_LIMIT / HOOKLINE_RATE_WINDOW")?;
     let store = config.open_store().await?;
-    let worker = Worker::new(store.queue(), delivery_config(&config, &args.delivery))?;
+    let worker = Worker::new(
+        store.queue(),
+        delivery_config(&config, &args.worker.delivery),
+    )?;
     let app = App::new(&store, worker.outbox(store.events()), config.app.clone());
     let server = Server::bind(http, app, store.key_check(), store.admin_tokens()).await?;
     if let Some(addr) = server.local_addr() {
