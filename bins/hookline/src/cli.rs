@@ -38,14 +38,50 @@ pub(crate) struct Settings {
     /// Database: a SQLite file path (created when missing), or a postgres:// URL.
     #[arg(long, env = "DATABASE_URL", default_value = StoreConfig::DEFAULT_DATABASE_URL, global = true)]
     pub(crate) database_url: String,
+}
 
+/// The prefix of API keys: for the commands that make or check keys.
+#[derive(Debug, Args)]
+pub(crate) struct KeyPrefixArg {
     /// The prefix written before every API key (`hl` makes `hl_…`).
-    #[arg(long, env = "HOOKLINE_KEY_PREFIX", default_value = "hl", global = true)]
+    #[arg(long, env = "HOOKLINE_KEY_PREFIX", default_value = KEY_PREFIX)]
     pub(crate) key_prefix: String,
+}
 
+/// The prefix of API keys when a command takes none.
+const KEY_PREFIX: &str = "hl";
+
+/// Which webhook targets are allowed: for the commands that take URLs or deliver.
+#[derive(Debug, Args)]
+pub(crate) struct TargetsArg {
     /// Let webhooks target loopback and private addresses (tests and development only).
-    #[arg(long, env = "HOOKLINE_ALLOW_PRIVATE_TARGETS", global = true)]
+    #[arg(long, env = "HOOKLINE_ALLOW_PRIVATE_TARGETS")]
     pub(crate) allow_private_targets: bool,
+}
+
+impl Command {
+    /// The key prefix this command was given; the default for the commands that
+    /// neither make nor check keys.
+    pub(crate) fn key_prefix(&self) -> &str {
+        match self {
+            Command::Serve(args) => &args.key.key_prefix,
+            Command::Key(KeyCommand::Create { prefix, .. }) => &prefix.key_prefix,
+            _ => KEY_PREFIX,
+        }
+    }
+
+    /// Whether this command was told to allow private webhook targets; false for
+    /// the commands that neither take URLs nor deliver.
+    pub(crate) fn allow_private_targets(&self) -> bool {
+        match self {
+            Command::Serve(args) => args.worker.targets.allow_private_targets,
+            Command::Worker(args) => args.targets.allow_private_targets,
+            Command::Hook(
+                HookCommand::Create { targets, .. } | HookCommand::Update { targets, .. },
+            ) => targets.allow_private_targets,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,6 +138,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "HOOKLINE_RATE_WINDOW", default_value = "60s", value_parser = parse_duration)]
     pub(crate) rate_window: Duration,
 
+    #[command(flatten)]
+    pub(crate) key: KeyPrefixArg,
+
     /// Its worker's settings: `serve` delivers too.
     #[command(flatten)]
     pub(crate) worker: WorkerArgs,
@@ -112,6 +151,9 @@ pub(crate) struct ServeArgs {
 pub(crate) struct WorkerArgs {
     #[command(flatten)]
     pub(crate) delivery: DeliveryArgs,
+
+    #[command(flatten)]
+    pub(crate) targets: TargetsArg,
 
     #[command(flatten)]
     pub(crate) log: LogArgs,
@@ -299,6 +341,8 @@ pub(crate) enum KeyCommand {
         /// What uses the key (shown in Settings), 1 to 100 characters.
         #[arg(long)]
         name: String,
+        #[command(flatten)]
+        prefix: KeyPrefixArg,
     },
     /// List a workspace's keys, active and revoked.
     #[command(after_help = "Example:\n  hookline key list ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
@@ -354,6 +398,8 @@ pub(crate) enum HookCommand {
         /// Label shown in Settings (default: the URL's host).
         #[arg(long)]
         description: Option<String>,
+        #[command(flatten)]
+        targets: TargetsArg,
     },
     /// List a workspace's webhooks, oldest first.
     #[command(after_help = "Example:\n  hookline hook list ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
@@ -378,6 +424,8 @@ pub(crate) enum HookCommand {
         /// Label shown in Settings, 1 to 120 characters.
         #[arg(long)]
         description: Option<String>,
+        #[command(flatten)]
+        targets: TargetsArg,
     },
     /// Enable a webhook.
     #[command(after_help = "Example:\n  hookline hook enable wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R")]
@@ -541,6 +589,40 @@ mod tests {
         let event = help(&["hook", "create"]);
         for value in EventName::ALL {
             assert!(event.contains(value.as_str()), "{event}");
+        }
+    }
+
+    #[test]
+    fn each_command_shows_only_the_options_it_uses() {
+        use clap::CommandFactory as _;
+        let help = |path: &[&str]| {
+            let mut command = Cli::command();
+            command.build();
+            let mut found = command;
+            for name in path {
+                found = found.find_subcommand(name).cloned().unwrap_or_default();
+            }
+            found.render_help().to_string()
+        };
+        for (path, prefix, targets) in [
+            (&["migrate"][..], false, false),
+            (&["worker"][..], false, true),
+            (&["serve"][..], true, true),
+            (&["workspace", "create"][..], false, false),
+            (&["key", "create"][..], true, false),
+            (&["key", "list"][..], false, false),
+            (&["hook", "create"][..], false, true),
+            (&["hook", "update"][..], false, true),
+            (&["hook", "list"][..], false, false),
+        ] {
+            let text = help(path);
+            assert!(text.contains("--database-url"), "{path:?}");
+            assert_eq!(text.contains("--key-prefix"), prefix, "{path:?}");
+            assert_eq!(
+                text.contains("--allow-private-targets"),
+                targets,
+                "{path:?}"
+            );
         }
     }
 

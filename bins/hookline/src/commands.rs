@@ -33,15 +33,15 @@ struct Config {
 }
 
 impl Config {
-    fn from_settings(settings: &Settings) -> anyhow::Result<Config> {
+    fn from_settings(settings: &Settings, command: &Command) -> anyhow::Result<Config> {
         let store = StoreConfig::new(settings.database_url.clone());
         store.backend().context("DATABASE_URL")?;
         Ok(Config {
             store,
             app: AppConfig {
-                key_prefix: KeyPrefix::parse(&settings.key_prefix)
+                key_prefix: KeyPrefix::parse(command.key_prefix())
                     .context("HOOKLINE_KEY_PREFIX")?,
-                target_policy: if settings.allow_private_targets {
+                target_policy: if command.allow_private_targets() {
                     TargetPolicy::AllowPrivate
                 } else {
                     TargetPolicy::PublicOnly
@@ -73,7 +73,7 @@ impl Config {
 }
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::from_settings(&cli.settings)?;
+    let config = Config::from_settings(&cli.settings, &cli.command)?;
     let json = cli.json;
     match cli.command {
         Command::Serve(args) => serve(config, args).await,
@@ -237,7 +237,10 @@ async fn account(config: &Config, json: bool, command: AccountCommand) -> anyhow
 
 async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result<()> {
     match command {
-        KeyCommand::Create { workspace, name } => {
+        // The prefix was read into the configuration (`Command::key_prefix`).
+        KeyCommand::Create {
+            workspace, name, ..
+        } => {
             let name = KeyName::parse(&name)?;
             let created = config
                 .open_app()
@@ -263,11 +266,13 @@ async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result
 
 async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Result<()> {
     match command {
+        // The target policy was read into the configuration.
         HookCommand::Create {
             workspace,
             url,
             events,
             description,
+            ..
         } => {
             let url = WebhookUrl::parse(&url, config.app.target_policy)?;
             let events = hookline_domain::subscribed_events(events.iter().map(|e| e.as_str()))?;
@@ -298,6 +303,7 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             url,
             events,
             description,
+            ..
         } => {
             let update = WebhookUpdate {
                 url: url

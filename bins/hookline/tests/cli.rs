@@ -375,7 +375,7 @@ backend_tests! {
         fails(&db, &["event", "emit", &ws, "dm.sent", "--data", "{nope"], "not JSON").await;
         fails(&db, &["event", "emit", &ws, "dm.sent", "--data", "[1]"], "JSON object").await;
         fails(&db, &["event", "emit", &ws, "contact.email_captured", "--data", r#"{"contact":{"id":"1"}}"#], "contact.igUserId").await;
-        fails(&db, &["--key-prefix", "BAD", "key", "create", &ws, "--name", "k"], "HOOKLINE_KEY_PREFIX").await;
+        fails(&db, &["key", "create", &ws, "--name", "k", "--key-prefix", "BAD"], "HOOKLINE_KEY_PREFIX").await;
         fails(&db, &["--database-url", "mysql://h/db", "workspace", "show", &ws], "DATABASE_URL").await;
         fails(&db, &["frobnicate"], "frobnicate").await;
         assert_eq!(counts(&db, &ws).await, (0, 0));
