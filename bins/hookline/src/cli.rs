@@ -570,18 +570,19 @@ mod tests {
         }
     }
 
+    /// The help of the command at `path`.
+    fn help(path: &[&str]) -> String {
+        use clap::CommandFactory as _;
+        let mut command = Cli::command();
+        command.build();
+        for name in path {
+            command = command.find_subcommand(name).cloned().unwrap_or_default();
+        }
+        command.render_help().to_string()
+    }
+
     #[test]
     fn plans_and_events_list_their_values() {
-        use clap::CommandFactory as _;
-        let help = |path: &[&str]| {
-            let mut command = Cli::command();
-            command.build();
-            let mut found = command;
-            for name in path {
-                found = found.find_subcommand(name).cloned().unwrap_or_default();
-            }
-            found.render_help().to_string()
-        };
         let plan = help(&["workspace", "create"]);
         for value in Plan::ALL {
             assert!(plan.contains(value.as_str()), "{plan}");
@@ -594,16 +595,6 @@ mod tests {
 
     #[test]
     fn each_command_shows_only_the_options_it_uses() {
-        use clap::CommandFactory as _;
-        let help = |path: &[&str]| {
-            let mut command = Cli::command();
-            command.build();
-            let mut found = command;
-            for name in path {
-                found = found.find_subcommand(name).cloned().unwrap_or_default();
-            }
-            found.render_help().to_string()
-        };
         for (path, prefix, targets) in [
             (&["migrate"][..], false, false),
             (&["worker"][..], false, true),
