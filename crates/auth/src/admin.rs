@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use hookline_batch::{Batcher, keyed_read};
-use hookline_domain::{AdminTokenRecord, ApiKey, ApiKeyStatus, KeyHash, KeyPrefix, Timestamp};
+use hookline_domain::{AdminTokenRecord, ApiKeyStatus, KeyHash, KeyPrefix, Timestamp};
 use hookline_store::AdminTokens;
 
-use crate::authenticate::bearer_token;
+use crate::authenticate::presented;
 use crate::{Error, Result, hash_api_key};
 
 /// Checks admin API requests. Lookups of concurrent requests share one query
@@ -46,16 +46,9 @@ impl AdminAuthenticator {
     /// or a revoked one. All of these are 401 to the caller.
     pub async fn authenticate<'a>(
         &self,
-        mut authorization: impl Iterator<Item = &'a [u8]>,
+        authorization: impl Iterator<Item = &'a [u8]>,
     ) -> Result<AdminTokenRecord> {
-        let header = authorization
-            .next()
-            .ok_or(Error::Unauthenticated("no Authorization header"))?;
-        if authorization.next().is_some() {
-            return Err(Error::Unauthenticated("several Authorization headers"));
-        }
-        let token = ApiKey::parse(&self.prefix, bearer_token(header)?)
-            .map_err(|_| Error::Unauthenticated("not an admin token"))?;
+        let token = presented(authorization, &self.prefix)?;
         let record = self
             .lookups
             .submit(hash_api_key(&token))

@@ -113,17 +113,9 @@ impl Authenticator {
     /// a valid key on the wrong plan is refused before it is counted.
     pub async fn authenticate<'a>(
         &self,
-        mut authorization: impl Iterator<Item = &'a [u8]>,
+        authorization: impl Iterator<Item = &'a [u8]>,
     ) -> Result<Caller> {
-        let header = authorization
-            .next()
-            .ok_or(Error::Unauthenticated("no Authorization header"))?;
-        if authorization.next().is_some() {
-            return Err(Error::Unauthenticated("several Authorization headers"));
-        }
-        let token = bearer_token(header)?;
-        let key = ApiKey::parse(&self.config.key_prefix, token)
-            .map_err(|_| Error::Unauthenticated("malformed key"))?;
+        let key = presented(authorization, &self.config.key_prefix)?;
         let KeyUse {
             key,
             workspace,
@@ -169,8 +161,25 @@ impl Authenticator {
     }
 }
 
+/// The credential a request presents: its one `Authorization` header, a bearer
+/// token of the form the API's `prefix` gives (API keys, admin tokens). Anything
+/// else is no credential.
+pub(crate) fn presented<'a>(
+    mut authorization: impl Iterator<Item = &'a [u8]>,
+    prefix: &KeyPrefix,
+) -> Result<ApiKey> {
+    let header = authorization
+        .next()
+        .ok_or(Error::Unauthenticated("no Authorization header"))?;
+    if authorization.next().is_some() {
+        return Err(Error::Unauthenticated("several Authorization headers"));
+    }
+    ApiKey::parse(prefix, bearer_token(header)?)
+        .map_err(|_| Error::Unauthenticated("not a credential of this API"))
+}
+
 /// The token of `Bearer <token>`, the scheme in any case.
-pub(crate) fn bearer_token(header: &[u8]) -> Result<&str> {
+fn bearer_token(header: &[u8]) -> Result<&str> {
     let text = std::str::from_utf8(header)
         .map_err(|_| Error::Unauthenticated("Authorization is not text"))?;
     let (scheme, token) = text
