@@ -27,7 +27,7 @@ impl App {
     }
 
     /// The outbox's backlog now: deliveries due, and how late the oldest of them
-    /// is. Answering at all means the database answers.
+    /// is (`/metrics`).
     pub async fn backlog(&self) -> Result<(u64, std::time::Duration)> {
         let now = Timestamp::now();
         let (due, oldest) = self.events.backlog(now).await?;

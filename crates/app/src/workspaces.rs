@@ -23,6 +23,11 @@ impl App {
         found(self.workspaces.get(id).await?, "workspace", id)
     }
 
+    /// Whether the database answers (`/readyz`).
+    pub async fn database_answers(&self) -> Result<()> {
+        Ok(self.workspaces.ping().await?)
+    }
+
     /// Workspaces, oldest first, a page at a time (the cursor is a workspace id).
     pub async fn workspaces(&self, page: &PageRequest) -> Result<Page<Workspace>> {
         let after = page

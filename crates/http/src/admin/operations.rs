@@ -57,7 +57,7 @@ impl Operations {
     pub(crate) async fn answer(&self, probe: Probe) -> Response<Full<Bytes>> {
         match probe {
             Probe::Health => json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned()),
-            Probe::Ready => match self.app.backlog().await {
+            Probe::Ready => match self.app.database_answers().await {
                 Ok(_) => json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned()),
                 Err(error) => {
                     tracing::warn!(%error, "not ready: the database does not answer");

@@ -173,8 +173,7 @@ impl Events {
     }
 
     /// The outbox's backlog at `now`: how many deliveries are due, and since when
-    /// the oldest of them has been (for `/metrics`; also what `/readyz` asks the
-    /// database).
+    /// the oldest of them has been (for `/metrics`).
     pub async fn backlog(&self, now: Timestamp) -> Result<(u64, Option<Timestamp>)> {
         use crate::schema::deliveries;
         let now = now.unix_millis();

@@ -70,6 +70,19 @@ impl Workspaces {
         row.map(WorkspaceRow::into_domain).transpose()
     }
 
+    /// Answers when the database answers: one indexed read of at most one row,
+    /// cheap enough for a readiness probe every second.
+    pub async fn ping(&self) -> Result<()> {
+        with_conn!(self.db, |conn| {
+            workspaces::table
+                .select(workspaces::id)
+                .limit(1)
+                .load::<String>(conn)
+                .await?
+        });
+        Ok(())
+    }
+
     /// Up to `limit` workspaces oldest first, from the one after `after` (ids grow
     /// with creation time).
     pub async fn list(&self, after: Option<WorkspaceId>, limit: u32) -> Result<Vec<Workspace>> {
