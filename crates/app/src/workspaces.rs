@@ -41,19 +41,18 @@ impl App {
         }))
     }
 
-    /// Renames the workspace and moves it to another plan, as given.
+    /// Renames the workspace and moves it to another plan, as given, in one
+    /// statement: a failure changes neither.
     pub async fn update_workspace(
         &self,
         id: WorkspaceId,
         update: &WorkspaceUpdate,
     ) -> Result<Workspace> {
-        if let Some(name) = &update.name {
-            found(self.workspaces.rename(id, name).await?, "workspace", id)?;
-        }
-        match update.plan {
-            Some(plan) => self.change_plan(id, plan).await,
-            None => self.workspace(id).await,
-        }
+        let updated = self
+            .workspaces
+            .update(id, update.name.as_ref(), update.plan)
+            .await?;
+        found(updated, "workspace", id)
     }
 
     /// Moves the workspace to `plan`: it counts on the next request of every

@@ -695,4 +695,17 @@ backend_tests! {
         let later = Timestamp::now().plus_millis(hookline_store::IDEMPOTENCY_WINDOW_MS + 1);
         assert_eq!(db.store().queue().delete_ended_idempotency_keys(later).await.unwrap(), 1);
     }
+
+    async fn a_workspace_update_sets_what_it_is_given_at_once(db) {
+        let workspaces = db.store().workspaces();
+        let ws = db.workspace(Plan::Free).await;
+        let name = WorkspaceName::parse("Acme Inc").unwrap();
+        let both = workspaces.update(ws, Some(&name), Some(Plan::Studio)).await.unwrap().unwrap();
+        assert_eq!((both.name.as_str(), both.plan), ("Acme Inc", Plan::Studio));
+        let nothing = workspaces.update(ws, None, None).await.unwrap().unwrap();
+        assert_eq!(nothing, both);
+        let plan_only = workspaces.update(ws, None, Some(Plan::Creator)).await.unwrap().unwrap();
+        assert_eq!((plan_only.name.as_str(), plan_only.plan), ("Acme Inc", Plan::Creator));
+        assert_eq!(workspaces.update(WorkspaceId::generate(), Some(&name), None).await.unwrap(), None);
+    }
 }

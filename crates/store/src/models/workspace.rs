@@ -34,6 +34,14 @@ impl WorkspaceRow {
     }
 }
 
+/// What an update sets: the fields given.
+#[derive(Debug, AsChangeset)]
+#[diesel(table_name = workspaces)]
+struct WorkspaceChange<'a> {
+    name: Option<&'a str>,
+    plan: Option<&'a str>,
+}
+
 /// The workspaces, for the use-case layer.
 #[derive(Debug, Clone)]
 pub struct Workspaces {
@@ -99,12 +107,26 @@ impl Workspaces {
         rows.into_iter().map(WorkspaceRow::into_domain).collect()
     }
 
-    /// Renames the workspace; `None` when there is no such workspace.
-    pub async fn rename(&self, id: WorkspaceId, name: &WorkspaceName) -> Result<Option<Workspace>> {
+    /// Renames the workspace and moves it to another plan, as given, in one
+    /// statement; `None` when there is no such workspace. A plan change takes
+    /// effect on the next request of every server on this database.
+    pub async fn update(
+        &self,
+        id: WorkspaceId,
+        name: Option<&WorkspaceName>,
+        plan: Option<Plan>,
+    ) -> Result<Option<Workspace>> {
+        let change = WorkspaceChange {
+            name: name.map(WorkspaceName::as_str),
+            plan: plan.map(Plan::as_str),
+        };
+        if change.name.is_none() && change.plan.is_none() {
+            return self.get(id).await;
+        }
         let id = id.to_string();
         let row: Option<WorkspaceRow> = write_conn!(self.db, |conn| {
             diesel::update(workspaces::table.find(&id))
-                .set(workspaces::name.eq(name.as_str()))
+                .set(&change)
                 .returning(WorkspaceRow::as_returning())
                 .get_result(conn)
                 .await
@@ -113,19 +135,9 @@ impl Workspaces {
         row.map(WorkspaceRow::into_domain).transpose()
     }
 
-    /// Moves the workspace to `plan`; `None` when there is no such workspace. Takes
-    /// effect on the next request of every server on this database.
+    /// Moves the workspace to `plan` ([`Workspaces::update`] of that alone).
     pub async fn set_plan(&self, id: WorkspaceId, plan: Plan) -> Result<Option<Workspace>> {
-        let id = id.to_string();
-        let row: Option<WorkspaceRow> = write_conn!(self.db, |conn| {
-            diesel::update(workspaces::table.find(&id))
-                .set(workspaces::plan.eq(plan.as_str()))
-                .returning(WorkspaceRow::as_returning())
-                .get_result(conn)
-                .await
-                .optional()?
-        });
-        row.map(WorkspaceRow::into_domain).transpose()
+        self.update(id, None, Some(plan)).await
     }
 }
 
