@@ -29,13 +29,6 @@ impl PageRequest {
         }
         Ok(PageRequest { cursor, limit })
     }
-
-    pub fn first(limit: u32) -> PageRequest {
-        PageRequest {
-            cursor: None,
-            limit,
-        }
-    }
 }
 
 /// One page of a list.

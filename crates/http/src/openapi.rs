@@ -6,7 +6,8 @@
 
 use std::sync::LazyLock;
 
-use hookline_domain::EventName;
+use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT};
+use hookline_domain::{EventName, IdempotencyKey, WebhookDescription};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Response, StatusCode};
@@ -127,7 +128,7 @@ fn path_parameter(name: &str, description: &str) -> Value {
 fn paging(cursor: &str) -> Value {
     json!([
         { "name": "limit", "in": "query", "required": false,
-          "schema": { "type": "integer", "minimum": 1, "maximum": 250, "default": 50 } },
+          "schema": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT } },
         { "name": cursor, "in": "query", "required": false,
           "description": "The `nextCursor` of the previous page.",
           "schema": { "type": "string" } }
@@ -201,7 +202,7 @@ fn common_schemas() -> Map<String, Value> {
                 "url": { "type": "string", "description": "https:// only, a public host." },
                 "events": { "type": "array", "items": schema("EventName") },
                 "event": schema("EventName"),
-                "description": { "type": "string", "maxLength": 120 }
+                "description": { "type": "string", "maxLength": WebhookDescription::MAX_CHARS }
             }
         }
     });
@@ -400,7 +401,7 @@ fn admin() -> Value {
     };
     let idempotency = json!({ "name": "Idempotency-Key", "in": "header", "required": false,
         "description": "The same key for the same workspace within 24 h answers the first payload again and stores nothing.",
-        "schema": { "type": "string", "minLength": 1, "maxLength": 255 } });
+        "schema": { "type": "string", "minLength": 1, "maxLength": IdempotencyKey::MAX_CHARS } });
     let paths = json!({
         "/admin/v1/workspaces": {
             "get": op("Workspaces, oldest first.", paging("after"), None, ("200", page(schema("Workspace")))),
