@@ -85,6 +85,14 @@ impl Receiver {
     /// # Panics
     /// When the certificates or the listener cannot be made (a broken test machine).
     pub async fn start() -> Receiver {
+        Receiver::start_at(SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts on `addr` (to bring back a receiver that was down).
+    ///
+    /// # Panics
+    /// As [`Receiver::start`]; also when `addr` is taken.
+    pub async fn start_at(addr: SocketAddr) -> Receiver {
         let (tls, ca_pem) = tls_config();
         let ca_file = std::env::temp_dir().join(format!(
             "hookline-test-ca-{}-{}.pem",
@@ -92,9 +100,7 @@ impl Receiver {
             unique()
         ));
         std::fs::write(&ca_file, ca_pem).expect("write the test CA");
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the receiver");
+        let listener = TcpListener::bind(addr).await.expect("bind the receiver");
         let addr = listener.local_addr().expect("receiver address");
         let state = Arc::new(State::default());
         let acceptor = TlsAcceptor::from(Arc::new(tls));
@@ -115,6 +121,10 @@ impl Receiver {
     /// The URL with the loopback address instead of the name.
     pub fn ip_url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.addr.port())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// The PEM file of the CA that signed the receiver's certificate.
@@ -182,8 +192,15 @@ fn unique() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A CA, and a server certificate it signed for localhost, 127.0.0.1 and ::1.
+/// The TLS configuration every receiver of the process serves, and its CA's PEM:
+/// one CA, so a receiver brought back on a port is trusted as the first was.
 fn tls_config() -> (rustls::ServerConfig, String) {
+    static SHARED: std::sync::OnceLock<(rustls::ServerConfig, String)> = std::sync::OnceLock::new();
+    SHARED.get_or_init(new_tls_config).clone()
+}
+
+/// A CA, and a server certificate it signed for localhost, 127.0.0.1 and ::1.
+fn new_tls_config() -> (rustls::ServerConfig, String) {
     let ca_key = KeyPair::generate().expect("CA key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -277,4 +294,50 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Byte
             .insert(hyper::header::RETRY_AFTER, seconds.into());
     }
     response
+}
+
+/// A loopback address where nothing listens: connections are refused.
+///
+/// # Panics
+/// When no port can be had.
+pub fn refusing_addr() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    listener.local_addr().expect("its address")
+}
+
+/// A receiver that accepts connections and never says a word: every attempt
+/// times out. Stops when dropped.
+#[derive(Debug)]
+pub struct BlackHole {
+    addr: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl BlackHole {
+    /// # Panics
+    /// When no port can be had.
+    pub async fn start() -> BlackHole {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the black hole");
+        let addr = listener.local_addr().expect("its address");
+        let server = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        BlackHole { addr, server }
+    }
+
+    /// `https://localhost:<port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.addr.port())
+    }
+}
+
+impl Drop for BlackHole {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }

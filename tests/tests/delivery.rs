@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use hookline_delivery::{DeliveryConfig, Outbox, RetrySchedule, Worker};
+use hookline_delivery::{DeliveryConfig, Isolation, Outbox, RetrySchedule, Worker};
 use hookline_domain::{Delivery, DeliveryState};
 use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookSource};
 use hookline_store::Store;
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
-use hookline_tests::{Receiver, Reply};
+use hookline_tests::{BlackHole, Receiver, Reply, refusing_addr};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -73,6 +73,26 @@ async fn deliveries_when(
             "deliveries never settled: {deliveries:?}"
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Waits until `count` requests for `path` arrived; answers them, in order.
+async fn wait_for_path(
+    receiver: &Receiver,
+    path: &str,
+    count: usize,
+) -> Vec<hookline_tests::Received> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let received: Vec<_> = receiver
+            .received()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect();
+        if received.len() >= count || tokio::time::Instant::now() >= deadline {
+            return received;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -291,6 +311,79 @@ backend_tests! {
         assert!(receiver.received().is_empty(), "a private target was reached");
         running.stop().await;
     }
+
+    async fn a_slow_receiver_does_not_hold_up_other_workspaces(db) {
+        let receiver = Receiver::start().await;
+        let slow_reply = Reply { delay: Duration::from_secs(2), ..Reply::status(200) };
+        receiver.script("/slow", vec![slow_reply; 40]);
+        let a = db.workspace(Plan::Studio).await;
+        let b = db.workspace(Plan::Studio).await;
+        db.webhook(a, &receiver.url("/slow"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        db.webhook(b, &receiver.url("/healthy"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        // Without lanes, A's backlog would take every one of the 16 slots for
+        // two seconds at a time, three rounds long.
+        let config = DeliveryConfig { concurrency: 16, isolation: Isolation { per_webhook: 8, ..Isolation::for_concurrency(16) }, ..config(&receiver) };
+        let running = start(db.store(), config);
+        for _ in 0..40 {
+            running.outbox.emit(a, EventName::DmSent, json!({})).await.unwrap();
+        }
+        receiver.wait_for(8, WAIT).await;
+        for n in 0..5 {
+            let emitted_at = std::time::SystemTime::now();
+            running.outbox.emit(b, EventName::DmSent, json!({"n": n})).await.unwrap();
+            let received = wait_for_path(&receiver, "/healthy", n + 1).await;
+            let took = received[n].at.duration_since(emitted_at).unwrap_or_default();
+            assert!(took < Duration::from_secs(1), "B's delivery {n} took {took:?} behind A's backlog");
+        }
+        // And A's backlog arrives whole, eight at a time.
+        assert_eq!(wait_for_path(&receiver, "/slow", 40).await.len(), 40);
+        running.stop().await;
+    }
+
+    async fn dead_receivers_rest_without_spending_attempts_and_a_probe_brings_them_back(db) {
+        let receiver = Receiver::start().await;
+        let hole = BlackHole::start().await;
+        let down = refusing_addr();
+        let ws = db.workspace(Plan::Studio).await;
+        let refusing_url = format!("https://localhost:{}/back", down.port());
+        let (refusing, _) = db.webhook(ws, &refusing_url, &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        db.webhook(ws, &hole.url("/hole"), &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
+        db.webhook(ws, &receiver.url("/healthy"), &[EventName::BioSubscribed], WebhookSource::Api).await.unwrap();
+        let rest = Duration::from_secs(2);
+        let isolation = Isolation { breaker_misses: 2, breaker_rest: rest, ..Isolation::for_concurrency(16) };
+        let config = DeliveryConfig { concurrency: 16, timeout: Duration::from_secs(1), isolation, ..config(&receiver) };
+        let running = start(db.store(), config);
+        let mut refused_events = Vec::new();
+        for _ in 0..10 {
+            refused_events.push(running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap().payload.id);
+            running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
+        }
+        for n in 0..3 {
+            let emitted_at = std::time::SystemTime::now();
+            running.outbox.emit(ws, EventName::BioSubscribed, json!({"n": n})).await.unwrap();
+            let received = wait_for_path(&receiver, "/healthy", n + 1).await;
+            let took = received[n].at.duration_since(emitted_at).unwrap_or_default();
+            assert!(took < Duration::from_secs(1), "a healthy delivery took {took:?} beside dead receivers");
+        }
+        // The refusing receiver comes back on its port; after its rest, one probe
+        // finds it and the rest follows.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let back = Receiver::start_at(down).await;
+        assert_eq!(back.wait_for(10, WAIT).await.len(), 10);
+        let mut attempts = 0;
+        for event in &refused_events {
+            let delivery = deliveries_when(db.store(), *event, settled).await;
+            assert_eq!(delivery[0].state, DeliveryState::Delivered);
+            attempts += delivery[0].attempts;
+        }
+        let log = db.store().webhooks().attempts(refusing.id, 100).await.unwrap();
+        let missed = log.iter().filter(|attempt| attempt.status.is_none()).count();
+        // Two misses opened the breaker; at most a few probes missed during the rest.
+        assert!(missed <= 4, "{missed} attempts missed: the resting deliveries were attempted");
+        assert_eq!(attempts as usize, 10 + missed);
+        running.stop().await;
+    }
+
 }
 
 /// Two workers, each with its own pool, on one PostgreSQL database: each of 1,000

@@ -196,6 +196,31 @@ pub(crate) struct DeliveryArgs {
     /// Delivery attempts in flight at once.
     #[arg(long, env = "HOOKLINE_DELIVERY_CONCURRENCY", default_value_t = 64)]
     pub(crate) delivery_concurrency: usize,
+
+    /// Attempts in flight to one slow webhook (one whose attempts take over a
+    /// second); a quarter of the concurrency when not given.
+    #[arg(long, env = "HOOKLINE_DELIVERY_PER_WEBHOOK")]
+    pub(crate) delivery_per_webhook: Option<usize>,
+
+    /// Attempts in flight to one host while a slow webhook there would start one;
+    /// half the concurrency when not given.
+    #[arg(long, env = "HOOKLINE_DELIVERY_PER_HOST")]
+    pub(crate) delivery_per_host: Option<usize>,
+
+    /// Attempts in flight for one workspace while a slow webhook of it would start
+    /// one; half the concurrency when not given.
+    #[arg(long, env = "HOOKLINE_DELIVERY_PER_WORKSPACE")]
+    pub(crate) delivery_per_workspace: Option<usize>,
+
+    /// Attempts in a row without an answer (timeout, refused) after which a
+    /// webhook's deliveries rest, unattempted, before one probe.
+    #[arg(long, env = "HOOKLINE_BREAKER_MISSES", default_value_t = 5)]
+    pub(crate) breaker_misses: u32,
+
+    /// The first rest of a webhook whose receiver does not answer; it doubles with
+    /// each failed probe, up to 10 minutes.
+    #[arg(long, env = "HOOKLINE_BREAKER_REST", default_value = "30s", value_parser = parse_duration)]
+    pub(crate) breaker_rest: Duration,
 }
 
 /// A plan, its values listed in help.

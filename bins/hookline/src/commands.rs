@@ -5,7 +5,7 @@
 use anyhow::{Context as _, anyhow};
 use hookline_app::{App, AppConfig, WebhookSpec, WebhookUpdate};
 use hookline_auth::AuthConfig;
-use hookline_delivery::{DeliveryConfig, Emission, Outbox, Worker};
+use hookline_delivery::{DeliveryConfig, Emission, Isolation, Outbox, Worker};
 use hookline_domain::{
     ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription,
     WebhookSource, WebhookUrl, WorkspaceName,
@@ -140,6 +140,16 @@ async fn worker(config: Config, args: WorkerArgs) -> anyhow::Result<()> {
 }
 
 fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
+    let derived = Isolation::for_concurrency(args.delivery_concurrency);
+    let isolation = Isolation {
+        per_webhook: args.delivery_per_webhook.unwrap_or(derived.per_webhook),
+        per_host: args.delivery_per_host.unwrap_or(derived.per_host),
+        per_workspace: args.delivery_per_workspace.unwrap_or(derived.per_workspace),
+        breaker_misses: args.breaker_misses,
+        breaker_rest: args.breaker_rest,
+        breaker_max_rest: derived.breaker_max_rest.max(args.breaker_rest),
+        ..derived
+    };
     DeliveryConfig {
         timeout: args.delivery_timeout,
         retry_schedule: args.retry_schedule.clone(),
@@ -147,6 +157,7 @@ fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
         extra_roots: args.tls_extra_roots.clone(),
         retention: args.retention,
         concurrency: args.delivery_concurrency,
+        isolation,
         ..DeliveryConfig::default()
     }
 }

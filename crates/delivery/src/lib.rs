@@ -25,6 +25,7 @@
 //! ```
 
 mod client;
+mod lanes;
 mod schedule;
 mod signing;
 mod worker;
@@ -34,6 +35,7 @@ use std::sync::Arc;
 pub use client::{HttpsClient, MAX_KEPT_BODY, Response};
 use hookline_domain::{EventName, EventPayload, IdempotencyKey, WebhookId, WorkspaceId};
 use hookline_store::{Events, NewEvent, Recorded};
+pub use lanes::Isolation;
 pub use schedule::RetrySchedule;
 pub use signing::sign;
 use tokio::sync::Notify;

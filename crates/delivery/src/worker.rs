@@ -1,7 +1,7 @@
 //! The worker: claims due deliveries in batches under a lease, attempts each
 //! (signed POST), records the outcome, and sleeps until there is work.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,17 +10,19 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hookline_domain::{
-    ClaimedDelivery, DeliveryAttempt, Finished, Outcome, TargetPolicy, Timestamp,
+    ClaimedDelivery, DeliveryAttempt, EventId, Finished, Outcome, TargetPolicy, Timestamp,
+    WebhookId,
 };
-use hookline_store::{DeliveryListener, Events, Queue};
+use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue};
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::client::HttpsClient;
+use crate::lanes::{BreakerChange, Isolation, Lanes, Reach};
 use crate::schedule::RetrySchedule;
 use crate::signing::sign;
 use crate::{Error, Outbox, Result};
@@ -47,6 +49,8 @@ pub struct DeliveryConfig {
     /// How often the database is asked for due deliveries when nothing wakes the
     /// worker sooner (retries fall due by time alone).
     pub poll_interval: Duration,
+    /// How receivers are kept from holding each other up.
+    pub isolation: Isolation,
 }
 
 impl Default for DeliveryConfig {
@@ -60,6 +64,7 @@ impl Default for DeliveryConfig {
             concurrency: 64,
             batch_size: 256,
             poll_interval: Duration::from_millis(50),
+            isolation: Isolation::for_concurrency(64),
         }
     }
 }
@@ -90,7 +95,7 @@ impl DeliveryConfig {
 /// Claimed deliveries wait ready for at most this many slots' worth: enough that
 /// slots freed during a claim start at once, few enough that a claim's lease
 /// (`DeliveryConfig::lease`) covers the wait.
-const AHEAD_ROUNDS: u32 = 2;
+pub(crate) const AHEAD_ROUNDS: u32 = 2;
 
 /// Delivers what the outbox holds. Run one per process (`hookline serve` or
 /// `hookline worker`); several, in several processes, share the work.
@@ -120,6 +125,7 @@ impl Worker {
                 "the delivery timeout must be more than 0".into(),
             ));
         }
+        config.isolation.validate(config.concurrency)?;
         let client = HttpsClient::new(
             config.target_policy,
             config.timeout,
@@ -149,23 +155,29 @@ impl Worker {
     /// lease (the delivery is made again: at least once, never lost).
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = std::pin::pin!(shutdown);
-        let permits = Arc::new(Semaphore::new(self.config.concurrency));
+        let concurrency = self.config.concurrency;
         // Claims come at least a quarter of the slots at a time: claiming one
         // delivery per freed slot would cost a round of queries each.
-        let quarter = (self.config.concurrency / 4).max(1);
+        let quarter = (concurrency / 4).max(1);
         // Claims run ahead: one goes out while up to AHEAD_ROUNDS times the slots'
         // worth of deliveries are waiting ready, so that slots freed during a claim
         // start at once. With less ahead, a claim went out only once the ready queue
         // ran dry, and slots sat idle while it ran (see PERFORMANCE.md).
-        let ahead = (self.config.concurrency * AHEAD_ROUNDS as usize).max(1);
-        let (recorder, outcomes) = mpsc::channel::<Finished>(self.config.concurrency);
+        let ahead = concurrency * AHEAD_ROUNDS as usize;
+        // Of one webhook, a claim takes what a slow lane can start and hold ready.
+        let per_webhook = u32::try_from(self.config.isolation.per_webhook)
+            .unwrap_or(u32::MAX)
+            .saturating_mul(AHEAD_ROUNDS + 1);
+        let (recorder, outcomes) = mpsc::channel::<Finished>(concurrency);
         let recording = tokio::spawn(record(self.queue.clone(), outcomes));
+        let (done, mut attempts_done) = mpsc::unbounded_channel::<Done>();
         // What every attempt shares, made once: attempts are the hot path.
         let attempt = Arc::new(Attempt {
             client: self.client.clone(),
             schedule: self.config.retry_schedule.clone(),
             recorder,
             queue: self.queue.clone(),
+            done,
         });
         let mut listener = match self.queue.listen().await {
             Ok(listener) => listener,
@@ -180,14 +192,9 @@ impl Worker {
             self.config.retention,
             upkeep_stopped,
         ));
-        tracing::info!(
-            concurrency = self.config.concurrency,
-            "delivery worker started"
-        );
-        // Claimed deliveries waiting for a free slot: claims run ahead of the slots
-        // (up to `ahead`), so a freed slot starts its next delivery at once instead
-        // of idling while a claim runs.
-        let mut ready: VecDeque<ClaimedDelivery> = VecDeque::new();
+        tracing::info!(concurrency, "delivery worker started");
+        // Claimed deliveries waiting for a slot, by webhook; the attempts in flight.
+        let mut lanes = Lanes::new(self.config.isolation.clone(), concurrency);
         let mut claiming: Option<ClaimFuture<'_>> = None;
         // Whether deliveries may be due: false after a claim came back short, until
         // an emit, a NOTIFY or the poll at `poll_at` says otherwise.
@@ -195,21 +202,28 @@ impl Worker {
         let mut poll_at = Instant::now();
         // Claims in a row that found nothing: the poll backs off with them.
         let mut empty_claims: u32 = 0;
+        // Whether the last claim left deliveries behind that a slot freed since may
+        // now take: it skipped webhooks, or took all it could of one.
+        let mut held_back = false;
+        // Ready deliveries are handed back before their lease can run out.
+        let mut waits = tokio::time::interval(WAIT_CHECK);
+        waits.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            while !ready.is_empty() {
-                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            let now = Instant::now();
+            while lanes.in_flight() < concurrency {
+                let Some(delivery) = lanes.next(now) else {
                     break;
                 };
-                if let Some(delivery) = ready.pop_front() {
-                    tokio::spawn(Arc::clone(&attempt).run(delivery, permit));
-                }
+                tokio::spawn(Arc::clone(&attempt).run(delivery));
             }
-            let room = (permits.available_permits() + ahead).saturating_sub(ready.len());
+            let room = (concurrency - lanes.in_flight() + ahead).saturating_sub(lanes.ready());
             if claiming.is_none() && maybe_due && room >= quarter {
                 let wanted = u32::try_from(room)
                     .unwrap_or(u32::MAX)
                     .min(self.config.batch_size);
-                claiming = Some(Box::pin(self.claim(wanted)));
+                let skip = lanes.skip(now);
+                held_back = !skip.is_empty();
+                claiming = Some(Box::pin(self.claim(wanted, per_webhook, skip)));
             }
             tokio::select! {
                 () = &mut shutdown => break,
@@ -217,15 +231,24 @@ impl Worker {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
-                            // A full batch means more may be due: claim again at once.
-                            maybe_due = u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
+                            let limited = reached_a_webhook_limit(&batch, per_webhook);
+                            held_back |= limited;
+                            // A full batch means more may be due, and so does a webhook
+                            // that filled its share: claim again at once.
+                            maybe_due = limited
+                                || u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
                             empty_claims = if batch.is_empty() {
                                 empty_claims.saturating_add(1)
                             } else {
                                 0
                             };
                             poll_at = Instant::now() + self.config.next_poll(empty_claims);
-                            ready.extend(batch);
+                            let now = Instant::now();
+                            let resting: Vec<ClaimedDelivery> = batch
+                                .into_iter()
+                                .filter_map(|delivery| lanes.add(delivery, now))
+                                .collect();
+                            self.hand_back(resting, "its receiver is resting");
                         }
                         Err(error) => {
                             tracing::error!(%error, "cannot claim deliveries");
@@ -234,9 +257,10 @@ impl Worker {
                         }
                     }
                 }
-                Ok(permit) = Arc::clone(&permits).acquire_owned(), if !ready.is_empty() => {
-                    if let Some(delivery) = ready.pop_front() {
-                        tokio::spawn(Arc::clone(&attempt).run(delivery, permit));
+                Some(finished) = attempts_done.recv() => {
+                    self.attempt_done(&mut lanes, &finished);
+                    if held_back {
+                        maybe_due = true;
                     }
                 }
                 () = self.wakeup.notified() => maybe_due = true,
@@ -244,22 +268,28 @@ impl Worker {
                 () = tokio::time::sleep_until(poll_at), if !maybe_due && claiming.is_none() => {
                     maybe_due = true;
                 }
+                _ = waits.tick() => {
+                    let now = Instant::now();
+                    let cutoff = now.checked_sub(self.config.lease() / 2).unwrap_or(now);
+                    let waited = lanes.waited_since(cutoff, now);
+                    self.hand_back(waited, "it waited for a slot for half its lease");
+                }
             }
         }
         let _ = stop_upkeep.send(true);
         // Claims never attempted go back to the queue now, not when their lease ends.
+        let mut unstarted = lanes.take_ready();
         if let Some(claim) = claiming.take()
             && let (_, Ok(batch)) = claim.await
         {
-            ready.extend(batch);
+            unstarted.extend(batch);
         }
-        if !ready.is_empty() {
-            let unstarted: Vec<ClaimedDelivery> = ready.into_iter().collect();
-            if let Err(error) = self.queue.release(&unstarted).await {
-                tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends");
-            }
+        if !unstarted.is_empty()
+            && let Err(error) = self.queue.release(&unstarted).await
+        {
+            tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends");
         }
-        self.drain(&permits).await;
+        self.drain(&mut lanes, &mut attempts_done).await;
         let _ = upkeep.await;
         // Every attempt has ended, or the drain ran out of time: record what the
         // attempts handed over.
@@ -274,36 +304,121 @@ impl Worker {
         }
     }
 
-    /// Claims up to `wanted` due deliveries under this worker's lease; answers
-    /// `wanted` with them.
-    async fn claim(&self, wanted: u32) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
+    /// Claims up to `wanted` due deliveries under this worker's lease, at most
+    /// `per_webhook` of one webhook and none of `skip`'s; answers `wanted` with them.
+    async fn claim(
+        &self,
+        wanted: u32,
+        per_webhook: u32,
+        skip: Vec<WebhookId>,
+    ) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
         let now = Timestamp::now();
         let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
-        let claimed = self
-            .queue
-            .claim(now, now.plus_millis(lease), wanted, &self.lease_token)
-            .await;
-        (wanted, claimed)
+        let request = ClaimRequest {
+            now,
+            lease_until: now.plus_millis(lease),
+            limit: wanted,
+            per_webhook,
+            skip: &skip,
+            lease_token: &self.lease_token,
+        };
+        (wanted, self.queue.claim(&request).await)
     }
 
-    async fn drain(&self, permits: &Arc<Semaphore>) {
-        let all = u32::try_from(self.config.concurrency).unwrap_or(u32::MAX);
-        let grace = self.config.timeout + Duration::from_secs(1);
-        if tokio::time::timeout(grace, permits.acquire_many(all))
-            .await
-            .is_ok()
-        {
-            tracing::info!("delivery worker stopped");
+    /// Books an ended attempt in its lane; the breaker's moves are logged and
+    /// counted, and what an opened breaker held ready goes back to the queue.
+    fn attempt_done(&self, lanes: &mut Lanes, done: &Done) {
+        let (change, handed_back) = lanes.done(
+            done.webhook_id,
+            done.event_id,
+            done.reach,
+            done.took,
+            Instant::now(),
+        );
+        match change {
+            None => {}
+            Some(BreakerChange::Opened { rest }) => {
+                metrics::counter!("hookline_delivery_breaker_total", "change" => "opened")
+                    .increment(1);
+                tracing::warn!(
+                    webhook_id = %done.webhook_id,
+                    rest_seconds = rest.as_secs(),
+                    "the receiver does not answer; its deliveries rest, then one probe goes out"
+                );
+            }
+            Some(BreakerChange::Closed) => {
+                metrics::counter!("hookline_delivery_breaker_total", "change" => "closed")
+                    .increment(1);
+                tracing::info!(webhook_id = %done.webhook_id, "the receiver answers again; its deliveries resume");
+            }
+        }
+        self.hand_back(handed_back, "its receiver started resting");
+    }
+
+    /// Gives claimed deliveries back to the queue unattempted (due again at once,
+    /// their attempts unspent), off the delivery loop.
+    fn hand_back(&self, deliveries: Vec<ClaimedDelivery>, why: &'static str) {
+        if deliveries.is_empty() {
             return;
         }
-        // The client gives up on a POST within the timeout, so what still holds a
-        // slot has been sent and waits for the recorder (a slow database). Its claim
-        // is kept: handing it back now would send it again even if the recorder gets
-        // through. If it does not, the lease runs out and the delivery falls due.
-        tracing::warn!(
-            "attempts not recorded within the timeout at shutdown; their claims end with their lease"
-        );
+        let queue = self.queue.clone();
+        tokio::spawn(async move {
+            match queue.release(&deliveries).await {
+                Ok(count) => tracing::debug!(count, why, "handed back claimed deliveries"),
+                Err(error) => {
+                    tracing::warn!(%error, why, "cannot hand back claimed deliveries; they fall due when their lease ends")
+                }
+            }
+        });
     }
+
+    /// Waits for the attempts in flight, within the delivery timeout and a second.
+    async fn drain(&self, lanes: &mut Lanes, attempts_done: &mut mpsc::UnboundedReceiver<Done>) {
+        let grace = tokio::time::sleep(self.config.timeout + Duration::from_secs(1));
+        tokio::pin!(grace);
+        while lanes.in_flight() > 0 {
+            tokio::select! {
+                Some(done) = attempts_done.recv() => {
+                    lanes.done(done.webhook_id, done.event_id, done.reach, done.took, Instant::now());
+                }
+                () = &mut grace => {
+                    // The client gives up on a POST within the timeout, so what is
+                    // still in flight has been sent and waits for the recorder (a slow
+                    // database). Its claim is kept: handing it back now would send it
+                    // again even if the recorder gets through. If it does not, the
+                    // lease runs out and the delivery falls due.
+                    tracing::warn!(
+                        "attempts not recorded within the timeout at shutdown; their claims end with their lease"
+                    );
+                    return;
+                }
+            }
+        }
+        tracing::info!("delivery worker stopped");
+    }
+}
+
+/// How often ready deliveries are checked for waiting too long.
+const WAIT_CHECK: Duration = Duration::from_secs(1);
+
+/// Whether a claim took `per_webhook` deliveries of some webhook (so that one may
+/// have more due).
+fn reached_a_webhook_limit(batch: &[ClaimedDelivery], per_webhook: u32) -> bool {
+    let mut counts: HashMap<WebhookId, u32> = HashMap::new();
+    batch.iter().any(|delivery| {
+        let count = counts.entry(delivery.webhook_id).or_default();
+        *count += 1;
+        *count >= per_webhook
+    })
+}
+
+/// An attempt's end, as its lane books it.
+#[derive(Debug)]
+struct Done {
+    webhook_id: WebhookId,
+    event_id: EventId,
+    reach: Reach,
+    took: Duration,
 }
 
 /// How often the upkeep looks at the queue table's statistics.
@@ -415,12 +530,13 @@ struct Attempt {
     schedule: RetrySchedule,
     queue: Queue,
     recorder: mpsc::Sender<Finished>,
+    done: mpsc::UnboundedSender<Done>,
 }
 
 impl Attempt {
-    /// One attempt of one delivery, in its own span; the slot is freed once the
-    /// outcome is handed to the recorder.
-    async fn run(self: Arc<Self>, delivery: ClaimedDelivery, permit: OwnedSemaphorePermit) {
+    /// One attempt of one delivery, in its own span; its slot is freed (its lane
+    /// told) once the outcome is handed to the recorder.
+    async fn run(self: Arc<Self>, delivery: ClaimedDelivery) {
         let number = delivery.attempts.saturating_add(1);
         let span = tracing::info_span!(
             "delivery",
@@ -428,54 +544,98 @@ impl Attempt {
             webhook_id = %delivery.webhook_id,
             attempt = number,
         );
-        async move {
-            if !delivery.webhook.enabled {
-                match self.queue.cancel(&delivery).await {
-                    Ok(_) => metrics::counter!("hookline_deliveries_total", "outcome" => "cancelled").increment(1),
-                    Err(error) => tracing::error!(%error, "cannot cancel the delivery of a disabled webhook"),
+        let (webhook_id, event_id) = (delivery.webhook_id, delivery.event_id);
+        let (reach, took) = self.attempt(delivery, number).instrument(span).await;
+        let _ = self.done.send(Done {
+            webhook_id,
+            event_id,
+            reach,
+            took,
+        });
+    }
+
+    async fn attempt(&self, delivery: ClaimedDelivery, number: u32) -> (Reach, Duration) {
+        if !delivery.webhook.enabled {
+            match self.queue.cancel(&delivery).await {
+                Ok(_) => metrics::counter!("hookline_deliveries_total", "outcome" => "cancelled")
+                    .increment(1),
+                Err(error) => {
+                    tracing::error!(%error, "cannot cancel the delivery of a disabled webhook")
                 }
-                return;
             }
-            let at = Timestamp::now();
-            let id = delivery.event_id.to_string();
-            let timestamp = at.unix_seconds();
-            let headers = [
-                ("content-type", "application/json".to_owned()),
-                ("user-agent", USER_AGENT.to_owned()),
-                ("webhook-id", id.clone()),
-                ("webhook-timestamp", timestamp.to_string()),
-                ("webhook-signature", sign(&delivery.secret, &id, timestamp, delivery.payload.as_bytes())),
-            ];
-            let response = self
-                .client
-                .post(&delivery.webhook.url, &headers, Bytes::from(delivery.payload.clone()))
-                .await;
-            let outcome = outcome(&self.schedule, number, &response);
-            metrics::counter!("hookline_deliveries_total", "outcome" => metric_label(outcome)).increment(1);
-            metrics::histogram!("hookline_delivery_attempt_duration_seconds").record(response.duration.as_secs_f64());
-            let attempt = DeliveryAttempt {
-                event_id: delivery.event_id,
-                webhook_id: delivery.webhook_id,
-                event: delivery.event,
-                attempt: number,
-                at,
-                status: response.status.map(|status| status.as_u16()),
-                error: response.error.clone(),
-                duration_ms: u64::try_from(response.duration.as_millis()).unwrap_or(u64::MAX),
-                response_body: response.body,
-            };
-            match &attempt.error {
-                None => tracing::info!(status = attempt.status, duration_ms = attempt.duration_ms, %outcome, "delivery attempt"),
-                Some(error) => tracing::warn!(%error, duration_ms = attempt.duration_ms, %outcome, "delivery attempt failed"),
-            }
-            let finished = Finished { claimed: delivery, attempt, outcome };
-            if self.recorder.send(finished).await.is_err() {
-                tracing::error!("the recorder is gone; this attempt will be made again");
-            }
-            drop(permit);
+            return (Reach::NotSent, Duration::ZERO);
         }
-        .instrument(span)
-        .await;
+        let at = Timestamp::now();
+        let id = delivery.event_id.to_string();
+        let timestamp = at.unix_seconds();
+        let body = delivery.payload.as_bytes();
+        // During a rotation's grace, the old secret signs too: a receiver holding
+        // either verifies.
+        let signature = match &delivery.previous_secret {
+            None => sign(&delivery.secret, &id, timestamp, body),
+            Some(previous) => format!(
+                "{} {}",
+                sign(&delivery.secret, &id, timestamp, body),
+                sign(previous, &id, timestamp, body)
+            ),
+        };
+        let headers = [
+            ("content-type", "application/json".to_owned()),
+            ("user-agent", USER_AGENT.to_owned()),
+            ("webhook-id", id),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", signature),
+        ];
+        let response = self
+            .client
+            .post(
+                &delivery.webhook.url,
+                &headers,
+                Bytes::from(delivery.payload.clone()),
+            )
+            .await;
+        let outcome = outcome(
+            &self.schedule,
+            delivery.attempts_this_round.saturating_add(1),
+            &response,
+        );
+        metrics::counter!("hookline_deliveries_total", "outcome" => metric_label(outcome))
+            .increment(1);
+        metrics::histogram!("hookline_delivery_attempt_duration_seconds")
+            .record(response.duration.as_secs_f64());
+        let attempt = DeliveryAttempt {
+            event_id: delivery.event_id,
+            webhook_id: delivery.webhook_id,
+            event: delivery.event,
+            attempt: number,
+            at,
+            status: response.status.map(|status| status.as_u16()),
+            error: response.error.clone(),
+            duration_ms: u64::try_from(response.duration.as_millis()).unwrap_or(u64::MAX),
+            response_body: response.body,
+        };
+        match &attempt.error {
+            None => {
+                tracing::info!(status = attempt.status, duration_ms = attempt.duration_ms, %outcome, "delivery attempt")
+            }
+            Some(error) => {
+                tracing::warn!(%error, duration_ms = attempt.duration_ms, %outcome, "delivery attempt failed")
+            }
+        }
+        let reach = if attempt.status.is_some() {
+            Reach::Answered
+        } else {
+            Reach::Missed
+        };
+        let finished = Finished {
+            claimed: delivery,
+            attempt,
+            outcome,
+        };
+        if self.recorder.send(finished).await.is_err() {
+            tracing::error!("the recorder is gone; this attempt will be made again");
+        }
+        (reach, response.duration)
     }
 }
 

@@ -148,12 +148,17 @@ pub struct ClaimedDelivery {
     pub event_id: EventId,
     pub webhook_id: WebhookId,
     pub event: EventName,
-    /// Attempts made before this one.
+    /// Attempts made before this one, as the attempt log numbers them.
     pub attempts: u32,
+    /// Of those, the ones the retry schedule counts: the attempts since the
+    /// delivery was last recovered or redelivered (all of them until then).
+    pub attempts_this_round: u32,
     /// The body to send, byte for byte as stored at emit.
     pub payload: String,
     pub webhook: Webhook,
     pub secret: WebhookSecret,
+    /// The secret a rotation replaced, while its grace lasts: it signs too.
+    pub previous_secret: Option<WebhookSecret>,
     /// Proves the lease when the outcome is recorded.
     pub lease_token: String,
 }

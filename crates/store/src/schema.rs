@@ -45,6 +45,9 @@ diesel::table! {
         created_at -> BigInt,
         disabled_reason -> Nullable<Text>,
         updated_at -> BigInt,
+        previous_secret -> Nullable<Text>,
+        previous_secret_until -> Nullable<BigInt>,
+        failing_since -> Nullable<BigInt>,
     }
 }
 
@@ -68,6 +71,7 @@ diesel::table! {
         created_at -> BigInt,
         lease_until -> Nullable<BigInt>,
         lease_token -> Nullable<Text>,
+        attempts_before_retry_round -> BigInt,
     }
 }
 

@@ -8,7 +8,7 @@ use hookline_domain::{
     Username, Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
     WorkspaceId, WorkspaceName,
 };
-use hookline_store::{Error, NewEvent, NewWebhook, Recorded, Store};
+use hookline_store::{ClaimRequest, Error, NewEvent, NewWebhook, Recorded, Store};
 use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
 
@@ -56,7 +56,52 @@ async fn emit(store: &Store, ws: WorkspaceId, event: EventName) -> (EventPayload
     (payload, reached)
 }
 
+/// Claims up to 10 due deliveries, with no per-webhook limit and nothing skipped.
+async fn claim(
+    store: &Store,
+    now: Timestamp,
+    lease_until: Timestamp,
+    token: &str,
+) -> Vec<ClaimedDelivery> {
+    let request = ClaimRequest {
+        now,
+        lease_until,
+        limit: 10,
+        per_webhook: 10,
+        skip: &[],
+        lease_token: token,
+    };
+    store.queue().claim(&request).await.unwrap()
+}
+
 backend_tests! {
+    async fn claims_take_a_few_of_each_webhook_and_skip_what_they_are_told(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let mut hooks = Vec::new();
+        for host in ["a", "b", "c"] {
+            let url = format!("https://{host}.example.com/");
+            hooks.push(db.webhook(ws, &url, &[EventName::DmSent], WebhookSource::Api).await.unwrap().0.id);
+        }
+        // Six events: each reaches all three webhooks; the first webhook's six
+        // deliveries are as old as anyone's.
+        for _ in 0..6 {
+            emit(store, ws, EventName::DmSent).await;
+        }
+        let now = Timestamp::now().plus_millis(1);
+        let lease_until = now.plus_millis(60_000);
+        let request = ClaimRequest { now, lease_until, limit: 100, per_webhook: 2, skip: &hooks[..1], lease_token: "t" };
+        let claimed = store.queue().claim(&request).await.unwrap();
+        let count = |hook: WebhookId| claimed.iter().filter(|c| c.webhook_id == hook).count();
+        assert_eq!((count(hooks[0]), count(hooks[1]), count(hooks[2])), (0, 2, 2));
+        // A limit smaller than the webhooks' shares still takes the oldest first.
+        let request = ClaimRequest { limit: 3, per_webhook: 4, skip: &[], ..request };
+        let claimed = store.queue().claim(&request).await.unwrap();
+        assert_eq!(claimed.len(), 3);
+        let request = ClaimRequest { limit: 100, per_webhook: 100, ..request };
+        assert_eq!(store.queue().claim(&request).await.unwrap().len(), 18 - 4 - 3);
+    }
+
     async fn workspaces_are_created_read_and_moved_between_plans(db) {
         let store = db.store();
         let name = WorkspaceName::parse("  Studio Maria ").unwrap();
@@ -573,17 +618,17 @@ backend_tests! {
         }
         let now = Timestamp::now();
         let lease = now.plus_millis(60_000);
-        let claimed = store.queue().claim(now, lease, 10, "mine").await.unwrap();
+        let claimed = claim(store, now, lease, "mine").await;
         assert_eq!(claimed.len(), 3);
-        assert!(store.queue().claim(now, lease, 10, "other").await.unwrap().is_empty());
+        assert!(claim(store, now, lease, "other").await.is_empty());
         // Two are handed back and due again at once; the third stays leased.
         assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 2);
-        let again = store.queue().claim(now, lease, 10, "other").await.unwrap();
+        let again = claim(store, now, lease, "other").await;
         let keys = |c: &[ClaimedDelivery]| c.iter().map(|d| (d.event_id, d.webhook_id)).collect::<Vec<_>>();
         assert_eq!(keys(&again), keys(&claimed[..2]));
         // A claim since taken over is not released by its old holder.
         assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 0);
-        assert!(store.queue().claim(now, lease, 10, "third").await.unwrap().is_empty());
+        assert!(claim(store, now, lease, "third").await.is_empty());
     }
 
     async fn a_full_queue_never_analyzed_gets_statistics_once(db) {
@@ -622,7 +667,7 @@ backend_tests! {
         let (old_bio, _) = emit(store, ws, EventName::BioSubscribed).await;
         // Deliver every DM but the oldest, which stays pending.
         let now = Timestamp::now();
-        let claimed = store.queue().claim(now, now.plus_millis(60_000), 10, "t").await.unwrap();
+        let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
         assert_eq!(claimed.len(), 5);
         for claimed in claimed.iter().filter(|c| c.event_id != old_dms[0].id) {
             let attempt = DeliveryAttempt {

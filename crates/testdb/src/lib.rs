@@ -19,7 +19,7 @@ use hookline_domain::{
     WebhookDescription, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 pub use hookline_store::Backend;
-use hookline_store::{NewWebhook, Store, StoreConfig};
+use hookline_store::{ClaimRequest, NewWebhook, Store, StoreConfig};
 use tokio::sync::OnceCell;
 
 /// A new, empty database (no schema): a SQLite path no file is at yet, or a
@@ -150,7 +150,14 @@ impl TestDb {
         let queue = self.store.queue();
         let far = Timestamp::now().plus_millis(400 * 86_400_000);
         let (claimed, others): (Vec<_>, Vec<_>) = queue
-            .claim(far, far.plus_millis(60_000), u32::MAX, TOKEN)
+            .claim(&ClaimRequest {
+                now: far,
+                lease_until: far.plus_millis(60_000),
+                limit: u32::MAX,
+                per_webhook: u32::MAX,
+                skip: &[],
+                lease_token: TOKEN,
+            })
             .await
             .expect("claim deliveries")
             .into_iter()

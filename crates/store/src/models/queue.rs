@@ -10,7 +10,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use hookline_domain::{
     ClaimedDelivery, DeliveryState, DisabledReason, Finished, GoneAction, Outcome, Timestamp,
-    WebhookSecret,
+    WebhookId, WebhookSecret,
 };
 
 use crate::db::Db;
@@ -20,7 +20,7 @@ use crate::models::webhook::{WebhookRow, disable_webhook};
 use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{deliveries, delivery_attempts, webhooks};
-use crate::text_in::{column, json_array, push_json_row, text_in};
+use crate::text_in::{column, json_array, json_string_array, push_json_row, text_in};
 use crate::{Backend, Error, Result};
 
 /// A [`Finished`] as the statements that record it take it.
@@ -51,6 +51,22 @@ impl From<&Finished> for FinishRow {
     }
 }
 
+/// What a worker asks of [`Queue::claim`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    pub now: Timestamp,
+    pub lease_until: Timestamp,
+    /// Deliveries claimed, at most; oldest due first.
+    pub limit: u32,
+    /// Of one webhook's deliveries, at most: so that one backlog cannot fill a
+    /// claim.
+    pub per_webhook: u32,
+    /// Webhooks whose deliveries stay where they are (the worker cannot start them
+    /// soon: their lanes are full, or their receiver is resting).
+    pub skip: &'a [WebhookId],
+    pub lease_token: &'a str,
+}
+
 /// The worker's handle on the outbox: nothing else of the store.
 #[derive(Debug, Clone)]
 pub struct Queue {
@@ -58,20 +74,21 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// Leases up to `limit` due deliveries to `lease_token` until `lease_until`.
-    /// Deliveries whose lease ran out (a crashed worker's) are due again.
-    pub async fn claim(
-        &self,
-        now: Timestamp,
-        lease_until: Timestamp,
-        limit: u32,
-        lease_token: &str,
-    ) -> Result<Vec<ClaimedDelivery>> {
+    /// Leases due deliveries as `request` says; deliveries whose lease ran out (a
+    /// crashed worker's) are due again.
+    pub async fn claim(&self, request: &ClaimRequest<'_>) -> Result<Vec<ClaimedDelivery>> {
+        let skip: Vec<String> = request.skip.iter().map(ToString::to_string).collect();
         let claim = Claim {
-            lease_until: lease_until.unix_millis(),
-            token: lease_token,
-            now: now.unix_millis(),
-            limit: i64::from(limit),
+            lease_until: request.lease_until.unix_millis(),
+            token: request.lease_token,
+            now: request.now.unix_millis(),
+            limit: i64::from(request.limit),
+            skip: &skip,
+            // Rows looked at for the per-webhook limit: enough that one webhook's
+            // backlog ahead in time does not leave the claim empty, few enough to stay
+            // cheap. A skipped webhook's rows are passed over by the scan itself.
+            scan: i64::from(request.limit).saturating_mul(2),
+            per_webhook: i64::from(request.per_webhook.max(1)),
         };
         let claimed = write_conn!(self.db, |conn| conn.claim_due(&claim).await?);
         if claimed.is_empty() {
@@ -81,34 +98,53 @@ impl Queue {
             claimed.iter().map(|row| row.webhook_id.clone()).collect();
         webhook_ids.sort_unstable();
         webhook_ids.dedup();
-        let hooks: Vec<(WebhookRow, String)> = with_conn!(self.db, |conn| {
+        type Secrets = (String, Option<String>, Option<i64>);
+        let hooks: Vec<(WebhookRow, Secrets)> = with_conn!(self.db, |conn| {
             webhooks::table
                 .filter(text_in(webhooks::id, webhook_ids))
-                .select((WebhookRow::as_select(), webhooks::secret))
+                .select((
+                    WebhookRow::as_select(),
+                    (
+                        webhooks::secret,
+                        webhooks::previous_secret,
+                        webhooks::previous_secret_until,
+                    ),
+                ))
                 .load(conn)
                 .await?
         });
+        let now = request.now.unix_millis();
         let mut hooks_by_id = HashMap::new();
-        for (row, secret) in hooks {
+        for (row, (secret, previous, previous_until)) in hooks {
             let webhook = row.into_domain()?;
             let secret = WebhookSecret::parse(&secret).stored("webhook secret")?;
-            hooks_by_id.insert(webhook.id.to_string(), (webhook, secret));
+            let previous = match (previous, previous_until) {
+                (Some(previous), Some(until)) if until > now => {
+                    Some(WebhookSecret::parse(&previous).stored("webhook previous_secret")?)
+                }
+                _ => None,
+            };
+            hooks_by_id.insert(webhook.id.to_string(), (webhook, secret, previous));
         }
         let mut out = Vec::with_capacity(claimed.len());
         for row in claimed {
             // Gone since the claim (deleted with its webhook): nothing to send.
-            let Some((webhook, secret)) = hooks_by_id.get(&row.webhook_id) else {
+            let Some((webhook, secret, previous_secret)) = hooks_by_id.get(&row.webhook_id) else {
                 continue;
             };
+            let attempts = u32::try_from(row.attempts).unwrap_or(u32::MAX);
+            let before_round = u32::try_from(row.attempts_before_retry_round).unwrap_or(0);
             out.push(ClaimedDelivery {
                 event_id: row.event_id.parse().stored("delivery event_id")?,
                 webhook_id: webhook.id,
                 event: row.event.parse().stored("event name")?,
-                attempts: u32::try_from(row.attempts).unwrap_or(u32::MAX),
+                attempts,
+                attempts_this_round: attempts.saturating_sub(before_round),
                 payload: row.payload,
                 webhook: webhook.clone(),
                 secret: secret.clone(),
-                lease_token: lease_token.to_owned(),
+                previous_secret: previous_secret.clone(),
+                lease_token: request.lease_token.to_owned(),
             });
         }
         Ok(out)
@@ -326,12 +362,16 @@ fn no_lease() -> NoLease {
     )
 }
 
-/// The arguments of [`ClaimDue::claim_due`], bound in this order.
+/// The arguments of [`QueueSql::claim_due`], bound in this order.
 pub(crate) struct Claim<'a> {
     pub(crate) lease_until: i64,
     pub(crate) token: &'a str,
     pub(crate) now: i64,
     pub(crate) limit: i64,
+    pub(crate) skip: &'a [String],
+    /// Due rows looked at, oldest first.
+    pub(crate) scan: i64,
+    pub(crate) per_webhook: i64,
 }
 
 /// A claimed delivery with its event's name and payload, read by the claim itself
@@ -344,6 +384,8 @@ pub(crate) struct ClaimedRow {
     pub(crate) webhook_id: String,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub(crate) attempts: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) attempts_before_retry_round: i64,
     #[diesel(sql_type = diesel::sql_types::Text)]
     pub(crate) event: String,
     #[diesel(sql_type = diesel::sql_types::Text)]
@@ -413,36 +455,71 @@ fn recorded_attempts<'a>(
     (recorded, attempts)
 }
 
-/// A [`Claim`]'s parameters, in the order the statements number them.
-type ClaimBinds<'a> = (
+/// A [`Claim`]'s parameters, in the order the statements number them; `Skip` is
+/// how the dialect takes a list of ids.
+type ClaimBinds<'a, Skip> = (
     Bind<BigInt, i64>,
     Bind<Text, &'a str>,
     Bind<BigInt, i64>,
     Bind<BigInt, i64>,
+    Skip,
+    Bind<BigInt, i64>,
+    Bind<BigInt, i64>,
 );
 
-/// A claim statement with its [`Claim`] bound.
-fn claim_statement<'a>(sql: &'static str, claim: &Claim<'a>) -> Prepared<ClaimBinds<'a>> {
+/// A claim statement with its [`Claim`] bound, the skipped webhooks as `skip`.
+fn claim_statement<'a, Skip>(
+    sql: &'static str,
+    claim: &Claim<'a>,
+    skip: Skip,
+) -> Prepared<ClaimBinds<'a, Skip>> {
     prepared(sql).binds((
         bind(claim.lease_until),
         bind(claim.token),
         bind(claim.now),
         bind(claim.limit),
+        skip,
+        bind(claim.scan),
+        bind(claim.per_webhook),
     ))
+}
+
+/// The due rows a claim picks from, oldest first, at most `$6` of them, and of
+/// those at most `$7` per webhook: the part of the claim both dialects share.
+/// `{skipped}` is the dialect's test for a webhook in the skip list `$5`; `{lock}`
+/// what the scan locks.
+macro_rules! picked_due {
+    ($skipped:literal, $lock:literal) => {
+        concat!(
+            "SELECT event_id, webhook_id FROM ( \
+                 SELECT event_id, webhook_id, next_attempt_at, \
+                     ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at) AS nth \
+                 FROM (SELECT event_id, webhook_id, next_attempt_at FROM deliveries \
+                     WHERE state = 'pending' AND next_attempt_at <= $3 \
+                       AND (lease_until IS NULL OR lease_until <= $3) \
+                       AND NOT ",
+            $skipped,
+            " ORDER BY next_attempt_at LIMIT $6 ",
+            $lock,
+            ") AS due) AS ranked \
+             WHERE nth <= $7 ORDER BY next_attempt_at LIMIT $4"
+        )
+    };
 }
 
 impl QueueSql for SqliteConn {
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
-        let sql = "UPDATE deliveries SET lease_until = $1, lease_token = $2 \
-             WHERE (event_id, webhook_id) IN ( \
-                 SELECT event_id, webhook_id FROM deliveries \
-                 WHERE state = 'pending' AND next_attempt_at <= $3 \
-                   AND (lease_until IS NULL OR lease_until <= $3) \
-                 ORDER BY next_attempt_at LIMIT $4) \
-             RETURNING event_id, webhook_id, attempts, \
+        const SQL: &str = concat!(
+            "UPDATE deliveries SET lease_until = $1, lease_token = $2 \
+             WHERE (event_id, webhook_id) IN (",
+            picked_due!("(webhook_id IN (SELECT value FROM json_each($5)))", ""),
+            ") RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
-                 (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload";
-        claim_statement(sql, claim).load(self).await
+                 (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
+        );
+        claim_statement(SQL, claim, bind::<Text, _>(json_string_array(claim.skip)))
+            .load(self)
+            .await
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
@@ -498,17 +575,19 @@ impl QueueSql for SqliteConn {
 
 impl QueueSql for PgConn {
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
-        let sql = "UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 \
-             FROM ( \
-                 SELECT event_id, webhook_id FROM deliveries \
-                 WHERE state = 'pending' AND next_attempt_at <= $3 \
-                   AND (lease_until IS NULL OR lease_until <= $3) \
-                 ORDER BY next_attempt_at LIMIT $4 \
-                 FOR UPDATE SKIP LOCKED) AS due, events AS e \
-             WHERE d.event_id = due.event_id AND d.webhook_id = due.webhook_id \
+        use diesel::pg::sql_types::Array;
+        const SQL: &str = concat!(
+            "UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM (",
+            picked_due!("(webhook_id = ANY($5::text[]))", "FOR UPDATE SKIP LOCKED"),
+            ") AS picked, events AS e \
+             WHERE d.event_id = picked.event_id AND d.webhook_id = picked.webhook_id \
                AND e.id = d.event_id \
-             RETURNING d.event_id, d.webhook_id, d.attempts, e.event, e.payload";
-        claim_statement(sql, claim).load(self).await
+             RETURNING d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
+                 e.event, e.payload"
+        );
+        claim_statement(SQL, claim, bind::<Array<Text>, _>(claim.skip))
+            .load(self)
+            .await
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {

@@ -1,0 +1,706 @@
+//! Lanes: which claimed delivery starts next, so that one receiver cannot hold up
+//! another's.
+//!
+//! Every webhook with claimed deliveries has a lane. Lanes take turns for free
+//! slots (round robin), so a backlog never queues ahead of another webhook's
+//! delivery. A receiver that answers quickly may use any free slot: it gives them
+//! back within milliseconds. A *slow* one (its recent attempts took longer than
+//! `slow_after`, or one in flight has, or nothing is known of it yet) is capped:
+//! per webhook, per destination host, per workspace, and all slow lanes together
+//! leave a quarter of the slots to the rest.
+//!
+//! Each lane has a breaker. After `breaker_misses` attempts in a row that got no
+//! answer at all (timed out, refused, reset), the lane rests: its deliveries are
+//! handed back unattempted and not claimed until the rest ends. Then one probe
+//! goes out: an answer closes the breaker, another miss doubles the rest.
+//!
+//! Pure bookkeeping: the worker owns the slots, the claims and the clock.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use hookline_domain::{ClaimedDelivery, EventId, Host, WebhookId, WorkspaceId};
+use tokio::time::Instant;
+
+use crate::{Error, Result};
+
+/// How the worker keeps receivers apart. Defaults suit 64 slots; see
+/// [`Isolation::for_concurrency`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Isolation {
+    /// Attempts in flight to one slow webhook (`HOOKLINE_DELIVERY_PER_WEBHOOK`).
+    pub per_webhook: usize,
+    /// Attempts in flight to one host, while a slow webhook there would start one
+    /// (`HOOKLINE_DELIVERY_PER_HOST`).
+    pub per_host: usize,
+    /// Attempts in flight for one workspace, likewise
+    /// (`HOOKLINE_DELIVERY_PER_WORKSPACE`).
+    pub per_workspace: usize,
+    /// An attempt that takes longer makes its webhook slow.
+    pub slow_after: Duration,
+    /// Attempts in a row without an answer that open a webhook's breaker
+    /// (`HOOKLINE_BREAKER_MISSES`).
+    pub breaker_misses: u32,
+    /// The first rest of an open breaker (`HOOKLINE_BREAKER_REST`); it doubles
+    /// with each failed probe, up to `breaker_max_rest`.
+    pub breaker_rest: Duration,
+    pub breaker_max_rest: Duration,
+}
+
+impl Isolation {
+    /// A quarter of the slots per slow webhook, half per host and per workspace.
+    pub fn for_concurrency(concurrency: usize) -> Isolation {
+        Isolation {
+            per_webhook: (concurrency / 4).max(1),
+            per_host: (concurrency / 2).max(1),
+            per_workspace: (concurrency / 2).max(1),
+            slow_after: Duration::from_secs(1),
+            breaker_misses: 5,
+            breaker_rest: Duration::from_secs(30),
+            breaker_max_rest: Duration::from_secs(600),
+        }
+    }
+
+    pub(crate) fn validate(&self, concurrency: usize) -> Result<()> {
+        let caps = [
+            ("per webhook", self.per_webhook),
+            ("per host", self.per_host),
+            ("per workspace", self.per_workspace),
+        ];
+        for (name, cap) in caps {
+            if cap == 0 || cap > concurrency {
+                return Err(Error::Config(format!(
+                    "the attempts in flight {name} must be from 1 to the delivery concurrency ({concurrency}), not {cap}"
+                )));
+            }
+        }
+        if self.breaker_misses == 0 {
+            return Err(Error::Config(
+                "the misses that open a breaker must be at least 1".into(),
+            ));
+        }
+        if self.breaker_rest.is_zero() || self.breaker_max_rest < self.breaker_rest {
+            return Err(Error::Config(
+                "a breaker's rest must be more than 0 and at most its longest rest".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What came of an attempt, as the breaker sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The receiver answered, whatever the status.
+    Answered,
+    /// No answer: timed out, refused, reset, TLS failed.
+    Missed,
+    /// Nothing was sent (the webhook was disabled meanwhile).
+    NotSent,
+}
+
+/// A breaker's move, for the log and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BreakerChange {
+    Opened { rest: Duration },
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Breaker {
+    Closed {
+        misses: u32,
+    },
+    Open {
+        until: Instant,
+        rest: Duration,
+    },
+    /// Rested; one probe is out.
+    Probing {
+        rest: Duration,
+    },
+}
+
+#[derive(Debug)]
+struct Waiting {
+    since: Instant,
+    delivery: ClaimedDelivery,
+}
+
+/// How quickly a lane's receiver answers, as far as is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Speed {
+    /// No attempt has ended yet: capped per webhook, so that a new backlog cannot
+    /// take every slot before its receiver is known.
+    Unknown,
+    Fast,
+    /// Capped per webhook, per host and per workspace.
+    Slow,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Started {
+    at: Instant,
+    speed: Speed,
+}
+
+#[derive(Debug)]
+struct Lane {
+    host: String,
+    workspace: WorkspaceId,
+    ready: VecDeque<Waiting>,
+    in_flight: HashMap<EventId, Started>,
+    /// A moving average of its attempts' durations; `None` until one ends.
+    latency: Option<Duration>,
+    breaker: Breaker,
+    /// Whether it is in `Lanes::turns`.
+    has_turn: bool,
+    /// When it last had a delivery added or an attempt end.
+    active_at: Instant,
+}
+
+impl Lane {
+    fn speed(&self, now: Instant, slow_after: Duration) -> Speed {
+        let stuck = self
+            .in_flight
+            .values()
+            .any(|started| now.duration_since(started.at) >= slow_after);
+        match self.latency {
+            _ if stuck => Speed::Slow,
+            None => Speed::Unknown,
+            Some(latency) if latency >= slow_after => Speed::Slow,
+            Some(_) => Speed::Fast,
+        }
+    }
+
+    /// Whether the breaker lets an attempt start now.
+    fn breaker_allows(&self, now: Instant) -> bool {
+        match self.breaker {
+            Breaker::Closed { .. } => true,
+            Breaker::Open { until, .. } => now >= until,
+            Breaker::Probing { .. } => false,
+        }
+    }
+
+    /// Whether it can be forgotten: nothing waits or runs, its breaker is
+    /// closed, and what is known of its speed is old.
+    fn forgettable(&self, now: Instant) -> bool {
+        self.ready.is_empty()
+            && self.in_flight.is_empty()
+            && self.breaker == Breaker::Closed { misses: 0 }
+            && now.duration_since(self.active_at) >= FORGET_AFTER
+    }
+}
+
+/// The claimed deliveries of one worker, by webhook, and the attempts in flight.
+#[derive(Debug)]
+pub(crate) struct Lanes {
+    config: Isolation,
+    /// Slow lanes' attempts together, at most.
+    slow_total: usize,
+    lanes: HashMap<WebhookId, Lane>,
+    /// Attempts of slow lanes in flight, per host and per workspace.
+    hosts: HashMap<String, usize>,
+    workspaces: HashMap<WorkspaceId, usize>,
+    /// Attempts in flight of lanes not known to be fast.
+    slow_in_flight: usize,
+    /// Lanes with ready deliveries, in the order they take turns.
+    turns: VecDeque<WebhookId>,
+    ready: usize,
+    in_flight: usize,
+}
+
+/// How long an idle lane's speed is remembered.
+const FORGET_AFTER: Duration = Duration::from_secs(600);
+
+/// The part of a lane's key that its host cap counts by.
+fn host_key(delivery: &ClaimedDelivery) -> String {
+    match delivery.webhook.url.host() {
+        Host::Domain(name) => name.clone(),
+        Host::Ip(ip) => ip.to_string(),
+    }
+}
+
+impl Lanes {
+    pub(crate) fn new(config: Isolation, concurrency: usize) -> Lanes {
+        Lanes {
+            config,
+            slow_total: (concurrency - concurrency / 4).max(1),
+            lanes: HashMap::new(),
+            hosts: HashMap::new(),
+            workspaces: HashMap::new(),
+            slow_in_flight: 0,
+            turns: VecDeque::new(),
+            ready: 0,
+            in_flight: 0,
+        }
+    }
+
+    /// Deliveries claimed and waiting for a slot.
+    pub(crate) fn ready(&self) -> usize {
+        self.ready
+    }
+
+    /// Attempts started and not yet done.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Queues a claimed delivery; hands it back when its lane is resting.
+    pub(crate) fn add(
+        &mut self,
+        delivery: ClaimedDelivery,
+        now: Instant,
+    ) -> Option<ClaimedDelivery> {
+        let id = delivery.webhook_id;
+        let lane = self
+            .lanes
+            .entry(delivery.webhook_id)
+            .or_insert_with(|| Lane {
+                host: host_key(&delivery),
+                workspace: delivery.webhook.workspace_id,
+                ready: VecDeque::new(),
+                in_flight: HashMap::new(),
+                latency: None,
+                breaker: Breaker::Closed { misses: 0 },
+                has_turn: false,
+                active_at: now,
+            });
+        lane.active_at = now;
+        if !lane.breaker_allows(now) && matches!(lane.breaker, Breaker::Open { .. }) {
+            return Some(delivery);
+        }
+        lane.ready.push_back(Waiting {
+            since: now,
+            delivery,
+        });
+        self.ready += 1;
+        if !lane.has_turn {
+            lane.has_turn = true;
+            self.turns.push_back(id);
+        }
+        None
+    }
+
+    /// The next delivery to start, taking lanes in turn; `None` when every lane
+    /// with ready deliveries is at a cap or resting. The caller starts it and
+    /// reports with [`Lanes::done`].
+    pub(crate) fn next(&mut self, now: Instant) -> Option<ClaimedDelivery> {
+        for _ in 0..self.turns.len() {
+            let id = self.turns.pop_front()?;
+            let Some(lane) = self.lanes.get_mut(&id) else {
+                continue;
+            };
+            if lane.ready.is_empty() {
+                lane.has_turn = false;
+                continue;
+            }
+            let speed = lane.speed(now, self.config.slow_after);
+            let capped = match speed {
+                Speed::Fast => false,
+                Speed::Unknown => {
+                    lane.in_flight.len() >= self.config.per_webhook
+                        || self.slow_in_flight >= self.slow_total
+                }
+                Speed::Slow => {
+                    lane.in_flight.len() >= self.config.per_webhook
+                        || self.slow_in_flight >= self.slow_total
+                        || full(&self.hosts, &lane.host, self.config.per_host)
+                        || full(&self.workspaces, &lane.workspace, self.config.per_workspace)
+                }
+            };
+            if capped || !lane.breaker_allows(now) {
+                self.turns.push_back(id);
+                continue;
+            }
+            let Some(waiting) = lane.ready.pop_front() else {
+                continue;
+            };
+            if let Breaker::Open { rest, .. } = lane.breaker {
+                lane.breaker = Breaker::Probing { rest };
+            }
+            lane.in_flight
+                .insert(waiting.delivery.event_id, Started { at: now, speed });
+            if speed == Speed::Slow {
+                *self.hosts.entry(lane.host.clone()).or_default() += 1;
+                *self.workspaces.entry(lane.workspace).or_default() += 1;
+            }
+            if speed != Speed::Fast {
+                self.slow_in_flight += 1;
+            }
+            self.ready -= 1;
+            self.in_flight += 1;
+            if lane.ready.is_empty() {
+                lane.has_turn = false;
+            } else {
+                self.turns.push_back(id);
+            }
+            return Some(waiting.delivery);
+        }
+        None
+    }
+
+    /// An attempt started by [`Lanes::next`] is over. Answers the breaker's move,
+    /// if it made one, and the deliveries handed back because it opened.
+    pub(crate) fn done(
+        &mut self,
+        webhook: WebhookId,
+        event: EventId,
+        reach: Reach,
+        took: Duration,
+        now: Instant,
+    ) -> (Option<BreakerChange>, Vec<ClaimedDelivery>) {
+        let Some(lane) = self.lanes.get_mut(&webhook) else {
+            return (None, Vec::new());
+        };
+        lane.active_at = now;
+        if let Some(started) = lane.in_flight.remove(&event) {
+            self.in_flight -= 1;
+            if started.speed != Speed::Fast {
+                self.slow_in_flight -= 1;
+            }
+            if started.speed == Speed::Slow {
+                decrement(&mut self.hosts, &lane.host);
+                decrement(&mut self.workspaces, &lane.workspace);
+            }
+        }
+        if reach != Reach::NotSent {
+            // A quarter of the newest attempt: a receiver that turns slow is seen
+            // within a few attempts (and at once by the attempts in flight).
+            lane.latency = Some(match lane.latency {
+                None => took,
+                Some(average) => (average * 3 + took) / 4,
+            });
+        }
+        let (breaker, change) = next_breaker(lane.breaker, reach, &self.config, now);
+        lane.breaker = breaker;
+        let mut handed_back = Vec::new();
+        if matches!(change, Some(BreakerChange::Opened { .. })) {
+            self.ready -= lane.ready.len();
+            handed_back.extend(lane.ready.drain(..).map(|waiting| waiting.delivery));
+        }
+        (change, handed_back)
+    }
+
+    /// Webhooks whose deliveries a claim should leave alone: resting, with
+    /// enough ready already, or slow and blocked by a shared cap.
+    pub(crate) fn skip(&self, now: Instant) -> Vec<WebhookId> {
+        let slow_full = self.slow_in_flight >= self.slow_total;
+        self.lanes
+            .iter()
+            .filter(|(_, lane)| {
+                if !lane.breaker_allows(now) {
+                    return true;
+                }
+                let speed = lane.speed(now, self.config.slow_after);
+                let cap = match speed {
+                    Speed::Fast => usize::MAX / 4,
+                    Speed::Unknown | Speed::Slow => self.config.per_webhook,
+                };
+                lane.ready.len() >= cap.saturating_mul(crate::worker::AHEAD_ROUNDS as usize)
+                    || speed != Speed::Fast && slow_full
+                    || speed == Speed::Slow
+                        && (full(&self.hosts, &lane.host, self.config.per_host)
+                            || full(&self.workspaces, &lane.workspace, self.config.per_workspace))
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Ready deliveries that have waited since before `cutoff`: the worker hands
+    /// them back before their lease can run out. Lanes long idle are forgotten.
+    pub(crate) fn waited_since(&mut self, cutoff: Instant, now: Instant) -> Vec<ClaimedDelivery> {
+        let mut stale = Vec::new();
+        for lane in self.lanes.values_mut() {
+            while lane.ready.front().is_some_and(|w| w.since < cutoff) {
+                if let Some(waiting) = lane.ready.pop_front() {
+                    stale.push(waiting.delivery);
+                }
+            }
+        }
+        self.ready -= stale.len();
+        self.lanes.retain(|_, lane| !lane.forgettable(now));
+        stale
+    }
+
+    /// Every ready delivery, at shutdown.
+    pub(crate) fn take_ready(&mut self) -> Vec<ClaimedDelivery> {
+        self.ready = 0;
+        self.turns.clear();
+        self.lanes
+            .values_mut()
+            .flat_map(|lane| {
+                lane.has_turn = false;
+                lane.ready.drain(..).map(|waiting| waiting.delivery)
+            })
+            .collect()
+    }
+}
+
+fn full<K: std::hash::Hash + Eq>(counts: &HashMap<K, usize>, key: &K, cap: usize) -> bool {
+    counts.get(key).copied().unwrap_or(0) >= cap
+}
+
+fn decrement<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, usize>, key: &K) {
+    if let Some(count) = counts.get_mut(key) {
+        *count -= 1;
+        if *count == 0 {
+            counts.remove(key);
+        }
+    }
+}
+
+/// The breaker after an attempt, and its move if it made one.
+fn next_breaker(
+    breaker: Breaker,
+    reach: Reach,
+    config: &Isolation,
+    now: Instant,
+) -> (Breaker, Option<BreakerChange>) {
+    let open = |rest: Duration| {
+        let rest = rest.min(config.breaker_max_rest);
+        (
+            Breaker::Open {
+                until: now + rest,
+                rest,
+            },
+            Some(BreakerChange::Opened { rest }),
+        )
+    };
+    match (breaker, reach) {
+        (Breaker::Closed { .. }, Reach::Answered) => (Breaker::Closed { misses: 0 }, None),
+        (_, Reach::Answered) => (Breaker::Closed { misses: 0 }, Some(BreakerChange::Closed)),
+        (Breaker::Closed { misses }, Reach::Missed) if misses + 1 >= config.breaker_misses => {
+            open(config.breaker_rest)
+        }
+        (Breaker::Closed { misses }, Reach::Missed) => {
+            (Breaker::Closed { misses: misses + 1 }, None)
+        }
+        (Breaker::Probing { rest }, Reach::Missed) => open(rest.saturating_mul(2)),
+        // The probe sent nothing: the next attempt probes instead.
+        (Breaker::Probing { rest }, Reach::NotSent) => (Breaker::Open { until: now, rest }, None),
+        (breaker, _) => (breaker, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hookline_domain::{
+        EventName, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookSecret,
+        WebhookSource, WebhookUrl,
+    };
+
+    use super::*;
+
+    fn config() -> Isolation {
+        Isolation {
+            per_webhook: 2,
+            per_host: 3,
+            per_workspace: 3,
+            slow_after: Duration::from_secs(1),
+            breaker_misses: 2,
+            breaker_rest: Duration::from_secs(10),
+            breaker_max_rest: Duration::from_secs(30),
+        }
+    }
+
+    fn webhook(host: &str, workspace: WorkspaceId) -> Webhook {
+        Webhook {
+            id: WebhookId::generate(),
+            workspace_id: workspace,
+            url: WebhookUrl::parse(&format!("https://{host}/"), TargetPolicy::PublicOnly).unwrap(),
+            events: vec![EventName::DmSent],
+            enabled: true,
+            disabled_reason: None,
+            description: WebhookDescription::parse("test").unwrap(),
+            source: WebhookSource::Api,
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
+        }
+    }
+
+    fn delivery(webhook: &Webhook) -> ClaimedDelivery {
+        ClaimedDelivery {
+            event_id: EventId::generate(),
+            webhook_id: webhook.id,
+            event: EventName::DmSent,
+            attempts: 0,
+            attempts_this_round: 0,
+            payload: "{}".into(),
+            webhook: webhook.clone(),
+            secret: WebhookSecret::from_random_bytes(&[1; 32]),
+            previous_secret: None,
+            lease_token: "t".into(),
+        }
+    }
+
+    fn add(lanes: &mut Lanes, webhook: &Webhook, count: usize, now: Instant) {
+        for _ in 0..count {
+            assert!(lanes.add(delivery(webhook), now).is_none());
+        }
+    }
+
+    /// Starts what may start in the 8 slots, as the worker does.
+    fn start_all(lanes: &mut Lanes, now: Instant) -> Vec<ClaimedDelivery> {
+        std::iter::from_fn(|| (lanes.in_flight() < 8).then(|| lanes.next(now)).flatten()).collect()
+    }
+
+    #[test]
+    fn a_backlog_takes_turns_with_other_webhooks_and_a_slow_one_is_capped() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        let b = webhook("b.example.com", WorkspaceId::generate());
+        add(&mut lanes, &a, 10, now);
+        add(&mut lanes, &b, 1, now);
+        let started = start_all(&mut lanes, now);
+        // Nothing is known of either yet, so both count as slow: A gets its two
+        // slots, B its turn right after A's first.
+        let order: Vec<WebhookId> = started.iter().map(|d| d.webhook_id).collect();
+        assert_eq!(order, [a.id, b.id, a.id]);
+        assert_eq!((lanes.in_flight(), lanes.ready()), (3, 8));
+        // A holds ready as much as two rounds of its cap: claims leave it alone.
+        assert_eq!(lanes.skip(now), [a.id]);
+    }
+
+    #[test]
+    fn a_receiver_that_answers_quickly_may_use_any_slot() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        add(&mut lanes, &a, 10, now);
+        let first = start_all(&mut lanes, now);
+        assert_eq!(first.len(), 2);
+        lanes.done(
+            a.id,
+            first[0].event_id,
+            Reach::Answered,
+            Duration::from_millis(5),
+            now,
+        );
+        assert_eq!(
+            start_all(&mut lanes, now).len(),
+            7,
+            "fast: up to the 8 slots"
+        );
+        // An attempt in flight past a second makes it slow again at once.
+        let later = now + Duration::from_secs(2);
+        add(&mut lanes, &a, 1, later);
+        lanes.done(
+            a.id,
+            first[1].event_id,
+            Reach::Answered,
+            Duration::from_millis(5),
+            later,
+        );
+        assert!(
+            lanes.next(later).is_none(),
+            "slow, with more than its cap in flight"
+        );
+    }
+
+    #[test]
+    fn slow_webhooks_share_their_host_and_workspace_caps() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let workspace = WorkspaceId::generate();
+        let hooks: Vec<Webhook> = (0..3)
+            .map(|_| webhook("zapier.example.com", workspace))
+            .collect();
+        for hook in &hooks {
+            add(&mut lanes, hook, 1, now);
+        }
+        // Each answers in five seconds: slow.
+        for started in start_all(&mut lanes, now) {
+            lanes.done(
+                started.webhook_id,
+                started.event_id,
+                Reach::Answered,
+                Duration::from_secs(5),
+                now,
+            );
+        }
+        for hook in &hooks {
+            add(&mut lanes, hook, 2, now);
+        }
+        assert_eq!(start_all(&mut lanes, now).len(), 3, "the host's cap");
+        // A webhook there not known to be slow is not held up by the others.
+        let quick = webhook("zapier.example.com", workspace);
+        add(&mut lanes, &quick, 1, now);
+        assert_eq!(start_all(&mut lanes, now).len(), 1);
+        let other = webhook("other.example.com", WorkspaceId::generate());
+        add(&mut lanes, &other, 1, now);
+        assert_eq!(
+            start_all(&mut lanes, now).len(),
+            1,
+            "another host is not held up"
+        );
+        let skipped = lanes.skip(now);
+        assert!(hooks.iter().all(|hook| skipped.contains(&hook.id)));
+    }
+
+    #[test]
+    fn misses_open_the_breaker_and_an_answered_probe_closes_it() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        add(&mut lanes, &a, 6, now);
+        let started = start_all(&mut lanes, now);
+        assert_eq!(started.len(), 2);
+        let miss = |lanes: &mut Lanes, event, at| {
+            lanes.done(a.id, event, Reach::Missed, Duration::from_secs(5), at)
+        };
+        let (change, handed_back) = miss(&mut lanes, started[0].event_id, now);
+        assert!(change.is_none() && handed_back.is_empty());
+        let (change, handed_back) = miss(&mut lanes, started[1].event_id, now);
+        let rest = Duration::from_secs(10);
+        assert_eq!(change, Some(BreakerChange::Opened { rest }));
+        assert_eq!(handed_back.len(), 4, "what waited goes back unattempted");
+        assert_eq!(lanes.skip(now), [a.id]);
+        assert!(
+            lanes.add(delivery(&a), now).is_some(),
+            "resting: handed back"
+        );
+        // After the rest, one probe; a miss doubles the rest.
+        let rested = now + rest;
+        add(&mut lanes, &a, 3, rested);
+        let probe = start_all(&mut lanes, rested);
+        assert_eq!(probe.len(), 1);
+        let (change, handed_back) = miss(&mut lanes, probe[0].event_id, rested);
+        assert_eq!(change, Some(BreakerChange::Opened { rest: rest * 2 }));
+        assert_eq!(handed_back.len(), 2);
+        // The next probe is answered (a 500 counts): the breaker closes.
+        let rested = rested + rest * 2;
+        add(&mut lanes, &a, 3, rested);
+        let probe = start_all(&mut lanes, rested);
+        let (change, _) = lanes.done(
+            a.id,
+            probe[0].event_id,
+            Reach::Answered,
+            Duration::from_millis(5),
+            rested,
+        );
+        assert_eq!(change, Some(BreakerChange::Closed));
+        assert_eq!(start_all(&mut lanes, rested).len(), 2);
+    }
+
+    #[test]
+    fn ready_deliveries_that_waited_too_long_are_handed_back() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        add(&mut lanes, &a, 5, now);
+        assert_eq!(start_all(&mut lanes, now).len(), 2);
+        let later = now + Duration::from_secs(30);
+        add(&mut lanes, &a, 1, later);
+        assert_eq!(
+            lanes
+                .waited_since(now + Duration::from_secs(1), later)
+                .len(),
+            3
+        );
+        assert_eq!(lanes.ready(), 1);
+        assert_eq!(lanes.take_ready().len(), 1);
+        assert_eq!(lanes.ready(), 0);
+    }
+}
