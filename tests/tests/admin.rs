@@ -6,16 +6,48 @@
 use std::net::SocketAddr;
 
 use hookline_app::{App, AppConfig};
-use hookline_delivery::Outbox;
+use std::time::Duration;
+
+use hookline_delivery::{DeliveryConfig, Outbox, RetrySchedule, Worker};
 use hookline_domain::{DeliveryAttempt, EventName, KeyName, Outcome, TargetPolicy, Timestamp};
 use hookline_http::{HttpConfig, Server};
 use hookline_testdb::{TestDb, backend_tests};
+use hookline_tests::{Receiver, Reply as Answer};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::{HeaderMap, Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
+
+/// A worker's configuration for `receiver`: short retries, the receiver's CA.
+fn delivery(receiver: &Receiver, retries: usize) -> DeliveryConfig {
+    DeliveryConfig {
+        timeout: Duration::from_secs(5),
+        retry_schedule: RetrySchedule::new(vec![Duration::from_millis(200); retries]),
+        target_policy: TargetPolicy::AllowPrivate,
+        extra_roots: Some(receiver.ca_file().to_owned()),
+        ..DeliveryConfig::default()
+    }
+}
+
+/// Waits for the webhook's attempt log to hold `count` attempts; answers it, newest first.
+async fn attempts(admin: &Admin, hook: &str, count: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = admin
+            .get(&format!("/admin/v1/hooks/{hook}/attempts"))
+            .await
+            .body["data"]
+            .as_array()
+            .cloned()
+            .unwrap();
+        if log.len() >= count || tokio::time::Instant::now() >= deadline {
+            return log;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
 
 struct Admin {
     public: SocketAddr,
@@ -24,6 +56,11 @@ struct Admin {
     token: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<()>,
+    /// A worker delivering beside the server, when the test has one.
+    worker: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
     db: TestDb,
 }
 
@@ -35,17 +72,43 @@ struct Reply {
 
 impl Admin {
     async fn start(db: TestDb) -> Admin {
+        Admin::start_with(db, None).await
+    }
+
+    /// The server and a worker delivering with `delivery` (to private addresses:
+    /// the test receiver is on loopback).
+    async fn delivering(db: TestDb, delivery: DeliveryConfig) -> Admin {
+        Admin::start_with(db, Some(delivery)).await
+    }
+
+    async fn start_with(db: TestDb, delivery: Option<DeliveryConfig>) -> Admin {
         let config = HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             ..HttpConfig::default()
         };
         let store = db.store().clone();
+        let target_policy = match delivery {
+            Some(_) => TargetPolicy::AllowPrivate,
+            None => TargetPolicy::PublicOnly,
+        };
         let app_config = AppConfig {
-            target_policy: TargetPolicy::PublicOnly,
+            target_policy,
             ..AppConfig::default()
         };
-        let app = App::new(&store, Outbox::new(store.events()), app_config);
+        let (outbox, worker) = match delivery {
+            None => (Outbox::new(store.events()), None),
+            Some(delivery) => {
+                let worker = Worker::new(store.queue(), delivery).unwrap();
+                let outbox = worker.outbox(store.events());
+                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                let running = tokio::spawn(worker.run(async {
+                    let _ = stopped.await;
+                }));
+                (outbox, Some((stop, running)))
+            }
+        };
+        let app = App::new(&store, outbox, app_config);
         let server = Server::bind(config, app.clone(), store.key_check(), store.admin_tokens())
             .await
             .unwrap();
@@ -68,6 +131,7 @@ impl Admin {
             token,
             stop: Some(stop),
             served,
+            worker,
             db,
         }
     }
@@ -77,6 +141,10 @@ impl Admin {
             let _ = stop.send(());
         }
         (&mut self.served).await.unwrap();
+        if let Some((stop, running)) = self.worker.take() {
+            let _ = stop.send(());
+            running.await.unwrap();
+        }
     }
 
     async fn send_to(
@@ -162,6 +230,129 @@ fn is_timestamp(value: &Value) -> bool {
 }
 
 backend_tests! {
+    async fn a_rotated_secret_signs_beside_the_old_one_until_the_grace_ends(db) {
+        let receiver = Receiver::start().await;
+        let admin = Admin::delivering(db, delivery(&receiver, 3)).await;
+        let ws = admin.workspace("STUDIO").await;
+        let created = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
+        let hook = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let old = created.body["data"]["secret"].as_str().unwrap().to_owned();
+        let rotate = format!("/admin/v1/hooks/{hook}/secret/rotate");
+        for (body, says) in [
+            (json!({"graceSeconds": -1}), "`graceSeconds`"),
+            (json!({"graceSeconds": 604_801}), "at most"),
+            (json!({"grace": 5}), "`grace`"),
+        ] {
+            assert_error(&admin.post(&rotate, body).await, StatusCode::BAD_REQUEST, says);
+        }
+        assert_error(&admin.post("/admin/v1/hooks/wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R/secret/rotate", json!({})).await, StatusCode::NOT_FOUND, "no webhook");
+        let rotated = admin.post(&rotate, json!({"graceSeconds": 2})).await;
+        assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.body);
+        let new = rotated.body["data"]["secret"].as_str().unwrap().to_owned();
+        assert!(new.starts_with("whsec_") && new != old);
+        assert!(admin.get(&format!("/admin/v1/hooks/{hook}")).await.body["data"].get("secret").is_none());
+
+        let emit = format!("/admin/v1/workspaces/{ws}/events");
+        admin.post(&emit, json!({"event": "dm.sent", "data": {}})).await;
+        let during = receiver.wait_for(1, Duration::from_secs(20)).await;
+        let signature = during[0].headers["webhook-signature"].to_str().unwrap().to_owned();
+        assert_eq!(signature.split(' ').count(), 2, "{signature}");
+        for secret in [&old, &new] {
+            let verifier = standardwebhooks::Webhook::new(secret).unwrap();
+            verifier.verify(&during[0].body, &during[0].headers).expect("either secret verifies during the grace");
+        }
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        admin.post(&emit, json!({"event": "dm.sent", "data": {}})).await;
+        let after = receiver.wait_for(2, Duration::from_secs(20)).await;
+        let (body, headers) = (&after[1].body, &after[1].headers);
+        assert_eq!(headers["webhook-signature"].to_str().unwrap().split(' ').count(), 1);
+        standardwebhooks::Webhook::new(&new).unwrap().verify(body, headers).expect("the new secret verifies");
+        assert!(standardwebhooks::Webhook::new(&old).unwrap().verify(body, headers).is_err(), "the old secret no longer signs");
+        admin.stop().await;
+    }
+
+    async fn test_events_recover_and_redeliver_make_real_deliveries(db) {
+        let receiver = Receiver::start().await;
+        // Two failures give up (one retry); what comes after succeeds.
+        receiver.script("/in", [Answer::status(500), Answer::status(503)]);
+        let admin = Admin::delivering(db, delivery(&receiver, 1)).await;
+        let ws = admin.workspace("STUDIO").await;
+        let created = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/in"), "event": "link.clicked"})).await;
+        let hook = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let secret = created.body["data"]["secret"].as_str().unwrap().to_owned();
+
+        // A test event: any event, its example payload, to this webhook.
+        let test = admin.post(&format!("/admin/v1/hooks/{hook}/test"), json!({"event": "dm.sent"})).await;
+        assert_eq!(test.status, StatusCode::ACCEPTED, "{}", test.body);
+        let event = test.body["data"]["eventId"].as_str().unwrap().to_owned();
+        let log = attempts(&admin, &hook, 2).await;
+        assert_eq!(log.len(), 2, "gave up after two attempts");
+        assert_eq!((log[0]["eventId"].as_str(), log[0]["status"].as_u64()), (Some(event.as_str()), Some(503)));
+        let received = receiver.received();
+        assert_eq!(received[0].headers["webhook-id"], event.as_str());
+        standardwebhooks::Webhook::new(&secret).unwrap().verify(&received[0].body, &received[0].headers).unwrap();
+        let payload: Value = serde_json::from_slice(&received[0].body).unwrap();
+        assert_eq!((payload["event"].as_str(), payload["workspaceId"].as_str()), (Some("dm.sent"), Some(ws.as_str())));
+
+        // Recover: the delivery that gave up goes again, with a fresh count.
+        let recover = format!("/admin/v1/hooks/{hook}/recover");
+        assert_error(&admin.post(&recover, json!({"since": "yesterday"})).await, StatusCode::BAD_REQUEST, "`since`");
+        assert_error(&admin.post(&recover, json!({})).await, StatusCode::BAD_REQUEST, "`since`");
+        let since = Timestamp::now().plus_millis(-60_000).to_string();
+        let recovered = admin.post(&recover, json!({"since": since})).await;
+        assert_eq!((recovered.status, recovered.body["data"]["queued"].as_u64()), (StatusCode::ACCEPTED, Some(1)), "{}", recovered.body);
+        let log = attempts(&admin, &hook, 3).await;
+        assert_eq!((log[0]["attempt"].as_u64(), log[0]["status"].as_u64()), (Some(3), Some(200)));
+        let again = admin.post(&recover, json!({"since": since})).await;
+        assert_eq!(again.body["data"]["queued"].as_u64(), Some(0), "nothing gave up since");
+
+        // Redeliver: sent again though it was delivered.
+        let redeliver = format!("/admin/v1/events/{event}/redeliver");
+        let redelivered = admin.post(&redeliver, json!({})).await;
+        assert_eq!((redelivered.status, redelivered.body["data"]["queued"].as_u64()), (StatusCode::ACCEPTED, Some(1)), "{}", redelivered.body);
+        let log = attempts(&admin, &hook, 4).await;
+        assert_eq!((log[0]["attempt"].as_u64(), log[0]["status"].as_u64()), (Some(4), Some(200)));
+        assert_eq!(receiver.received()[3].headers["webhook-id"], event.as_str());
+        let to_hook = admin.post(&redeliver, json!({"hookId": hook})).await;
+        assert_eq!(to_hook.body["data"]["queued"].as_u64(), Some(1));
+        attempts(&admin, &hook, 5).await;
+        assert_error(&admin.post("/admin/v1/events/evt_01JD3Z6Q8T4X2K9V7B5N1M0C3R/redeliver", json!({})).await, StatusCode::NOT_FOUND, "no event");
+        assert_error(&admin.post(&redeliver, json!({"hookId": "wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R"})).await, StatusCode::NOT_FOUND, "no webhook");
+        assert_error(&admin.post(&redeliver, json!({"hookId": 7})).await, StatusCode::BAD_REQUEST, "`hookId`");
+        // A disabled webhook is refused, by name.
+        admin.call(Method::PATCH, &format!("/admin/v1/hooks/{hook}"), Some(json!({"enabled": false}))).await;
+        assert_error(&admin.post(&format!("/admin/v1/hooks/{hook}/test"), json!({"event": "dm.sent"})).await, StatusCode::BAD_REQUEST, "disabled");
+        admin.stop().await;
+    }
+
+    async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clears_it(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/down", vec![Answer::status(500); 200]);
+        let config = DeliveryConfig { disable_after: Some(Duration::from_secs(1)), ..delivery(&receiver, 100) };
+        let admin = Admin::delivering(db, config).await;
+        let ws = admin.workspace("STUDIO").await;
+        let created = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/down"), "event": "dm.sent"})).await;
+        let hook = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let emitted = admin.post(&format!("/admin/v1/workspaces/{ws}/events"), json!({"event": "dm.sent"})).await;
+        let event: hookline_domain::EventId = emitted.body["data"]["id"].as_str().unwrap().parse().unwrap();
+        let path = format!("/admin/v1/hooks/{hook}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut read = admin.get(&path).await;
+        while read.body["data"]["enabled"] == true && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            read = admin.get(&path).await;
+        }
+        assert_eq!((read.body["data"]["enabled"].as_bool(), read.body["data"]["disabledReason"].as_str()), (Some(false), Some("failing")), "{}", read.body);
+        let deliveries = admin.db.store().events().deliveries(event).await.unwrap();
+        assert_eq!(deliveries[0].state, hookline_domain::DeliveryState::Cancelled, "its pending delivery stopped");
+        let enabled = admin.call(Method::PATCH, &path, Some(json!({"enabled": true}))).await;
+        assert_eq!((enabled.body["data"]["enabled"].as_bool(), enabled.body["data"]["disabledReason"].is_null()), (Some(true), true));
+        // Its run of failures starts over: enabled, it is not disabled again at once.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(admin.get(&path).await.body["data"]["enabled"], true);
+        admin.stop().await;
+    }
+
     async fn tokens_are_checked_before_anything_else(db) {
         let admin = Admin::start(db).await;
         let path = "/admin/v1/workspaces";
@@ -358,7 +549,7 @@ backend_tests! {
         assert_eq!((deleted.status, deleted.body.clone()), (StatusCode::OK, json!({"success": true})));
         assert_error(&admin.get(&path).await, StatusCode::NOT_FOUND, "no webhook");
         assert_error(&admin.call(Method::DELETE, &path, None).await, StatusCode::NOT_FOUND, "no webhook");
-        assert_error(&admin.post(&format!("{path}/test"), json!({"event": "dm.sent"})).await, StatusCode::NOT_FOUND, "No such endpoint");
+        assert_error(&admin.post(&format!("{path}/test"), json!({"event": "dm.sent"})).await, StatusCode::NOT_FOUND, "no webhook");
         admin.stop().await;
     }
 

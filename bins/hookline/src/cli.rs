@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use hookline_delivery::RetrySchedule;
-use hookline_domain::{AccountId, AdminTokenId, ApiKeyId, EventName, Plan, WebhookId, WorkspaceId};
+use hookline_domain::{
+    AccountId, AdminTokenId, ApiKeyId, EventId, EventName, Plan, WebhookId, WorkspaceId,
+};
 use hookline_store::StoreConfig;
 
 #[derive(Debug, Parser)]
@@ -221,6 +223,11 @@ pub(crate) struct DeliveryArgs {
     /// each failed probe, up to 10 minutes.
     #[arg(long, env = "HOOKLINE_BREAKER_REST", default_value = "30s", value_parser = parse_duration)]
     pub(crate) breaker_rest: Duration,
+
+    /// A webhook whose every attempt has failed for this long, with no success in
+    /// between, is disabled (`disabledReason: "failing"`); `0` never disables one.
+    #[arg(long, env = "HOOKLINE_DISABLE_AFTER", default_value = "5d", value_parser = parse_duration)]
+    pub(crate) disable_after: Duration,
 }
 
 /// A plan, its values listed in help.
@@ -470,6 +477,42 @@ pub(crate) enum HookCommand {
         /// The webhook's id, `wh_…`.
         webhook: WebhookId,
     },
+    /// Give a webhook a new signing secret and print it, once. Until the grace
+    /// ends, deliveries are signed with the old secret too.
+    #[command(
+        after_help = "Example:\n  hookline hook rotate-secret wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --grace 1h"
+    )]
+    RotateSecret {
+        /// The webhook's id, `wh_…`.
+        webhook: WebhookId,
+        /// How long the old secret keeps signing beside the new one (at most 7d).
+        #[arg(long, default_value = "1d", value_parser = parse_duration)]
+        grace: Duration,
+    },
+    /// Send an event's example payload to this webhook alone (signed, retried,
+    /// logged) and print the test event's id.
+    #[command(
+        after_help = "Example:\n  hookline hook test wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --event dm.sent"
+    )]
+    Test {
+        /// The webhook's id, `wh_…`.
+        webhook: WebhookId,
+        /// The event whose example payload is sent.
+        #[arg(long, value_parser = event_parser())]
+        event: EventName,
+    },
+    /// Send again every delivery to this webhook that gave up since a time, each
+    /// with a fresh count of attempts.
+    #[command(
+        after_help = "Example:\n  hookline hook recover wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --since 2026-11-24T09:00:00Z"
+    )]
+    Recover {
+        /// The webhook's id, `wh_…`.
+        webhook: WebhookId,
+        /// An RFC 3339 time: deliveries that gave up at or after it are sent again.
+        #[arg(long)]
+        since: String,
+    },
     /// A webhook's delivery attempts, newest first.
     #[command(
         after_help = "Example:\n  hookline hook deliveries wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --limit 20"
@@ -502,6 +545,18 @@ pub(crate) enum EventCommand {
         /// the first event's payload and queues nothing.
         #[arg(long)]
         idempotency_key: Option<String>,
+    },
+    /// Send an event again, with a fresh count of attempts: to one webhook, or
+    /// to every enabled webhook it reached.
+    #[command(
+        after_help = "Example:\n  hookline event redeliver evt_01JD3Z6Q8T4X2K9V7B5N1M0C3R --hook wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R"
+    )]
+    Redeliver {
+        /// The event's id, `evt_…`.
+        event: EventId,
+        /// Only to this webhook, `wh_…` (of the event's workspace).
+        #[arg(long)]
+        hook: Option<WebhookId>,
     },
 }
 

@@ -7,8 +7,8 @@ use hookline_app::{App, AppConfig, WebhookSpec, WebhookUpdate};
 use hookline_auth::AuthConfig;
 use hookline_delivery::{DeliveryConfig, Emission, Isolation, Outbox, Worker};
 use hookline_domain::{
-    ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, TargetPolicy, Username, WebhookDescription,
-    WebhookSource, WebhookUrl, WorkspaceName,
+    ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, TargetPolicy, Timestamp, Username,
+    WebhookDescription, WebhookSource, WebhookUrl, WorkspaceName,
 };
 use hookline_http::wire::{
     AccountObject, AttemptObject, CredentialObject, KeyCreatedObject, KeyObject, WebhookObject,
@@ -22,8 +22,8 @@ use crate::cli::{
     KeyCommand, ServeArgs, Settings, WorkerArgs, WorkspaceCommand,
 };
 use crate::output::{
-    AdminTokenCreatedOut, AdminTokenRevokedOut, DeletedOut, KeyRevokedOut, MigratedOut, print,
-    write_stdout,
+    AdminTokenCreatedOut, AdminTokenRevokedOut, DeletedOut, KeyRevokedOut, MigratedOut, QueuedOut,
+    RotatedOut, TestSentOut, print, write_stdout,
 };
 
 /// [`Settings`] checked and turned into the library crates' configuration.
@@ -158,6 +158,7 @@ fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
         retention: args.retention,
         concurrency: args.delivery_concurrency,
         isolation,
+        disable_after: (!args.disable_after.is_zero()).then_some(args.disable_after),
         ..DeliveryConfig::default()
     }
 }
@@ -355,6 +356,39 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
                 },
             )
         }
+        HookCommand::RotateSecret { webhook, grace } => {
+            let rotated = config
+                .open_app()
+                .await?
+                .rotate_webhook_secret(webhook, grace.as_secs())
+                .await?;
+            let out = RotatedOut {
+                id: webhook,
+                secret: rotated.secret.expose().to_owned(),
+            };
+            print(json, &out)
+        }
+        HookCommand::Test { webhook, event } => {
+            let event_id = config
+                .open_app()
+                .await?
+                .send_test_event(webhook, event)
+                .await?;
+            print(json, &TestSentOut { event_id })
+        }
+        HookCommand::Recover { webhook, since } => {
+            let since = Timestamp::parse_iso(&since).map_err(|_| {
+                anyhow!(
+                    "invalid --since `{since}`: write an RFC 3339 time such as 2026-11-24T09:00:00Z"
+                )
+            })?;
+            let queued = config
+                .open_app()
+                .await?
+                .recover_webhook(webhook, since)
+                .await?;
+            print(json, &QueuedOut { queued })
+        }
         HookCommand::Deliveries { webhook, limit } => {
             let attempts = config.open_app().await?.attempts(webhook, limit).await?;
             print(
@@ -366,12 +400,18 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
 }
 
 async fn event(config: &Config, json: bool, command: EventCommand) -> anyhow::Result<()> {
-    let EventCommand::Emit {
-        workspace,
-        event,
-        data,
-        idempotency_key,
-    } = command;
+    let (workspace, event, data, idempotency_key) = match command {
+        EventCommand::Emit {
+            workspace,
+            event,
+            data,
+            idempotency_key,
+        } => (workspace, event, data, idempotency_key),
+        EventCommand::Redeliver { event, hook } => {
+            let queued = config.open_app().await?.redeliver(event, hook).await?;
+            return print(json, &QueuedOut { queued });
+        }
+    };
     let data: serde_json::Value =
         serde_json::from_str(&data).map_err(|e| anyhow!("invalid --data: not JSON: {e}"))?;
     let key = idempotency_key

@@ -114,6 +114,45 @@ impl Render for WebhookObject<'_> {
     }
 }
 
+/// A rotation's answer: the new secret, shown this once.
+#[derive(Serialize)]
+pub(crate) struct RotatedOut {
+    pub(crate) id: WebhookId,
+    pub(crate) secret: String,
+}
+
+impl Render for RotatedOut {
+    fn human(&self) -> String {
+        format!(
+            "{}  new secret: {}\n(shown once; the old secret signs too until the grace ends)",
+            self.id, self.secret
+        )
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TestSentOut {
+    pub(crate) event_id: hookline_domain::EventId,
+}
+
+impl Render for TestSentOut {
+    fn human(&self) -> String {
+        format!("{}  test event queued", self.event_id)
+    }
+}
+
+#[derive(Serialize)]
+pub(crate) struct QueuedOut {
+    pub(crate) queued: u64,
+}
+
+impl Render for QueuedOut {
+    fn human(&self) -> String {
+        format!("{} deliveries queued", self.queued)
+    }
+}
+
 #[derive(Serialize)]
 pub(crate) struct DeletedOut {
     pub(crate) id: WebhookId,

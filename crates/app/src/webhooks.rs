@@ -1,9 +1,10 @@
 //! Webhooks of both sources (`api`: made by an integration through the public API;
 //! `settings`: made by a person), and their attempt logs.
 
+use hookline_domain::limits::MAX_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    DeliveryAttempt, Error as Invalid, EventId, EventName, Refusal, Webhook, WebhookDescription,
-    WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
+    DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, Refusal, Timestamp,
+    Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
 };
 use hookline_store::{NewWebhook, WebhookChange};
 
@@ -177,5 +178,79 @@ impl App {
             self.webhook(id).await?;
         }
         Ok(attempts)
+    }
+
+    /// Gives the webhook a new secret, shown once. For `grace_seconds` (at most
+    /// [`MAX_SECRET_GRACE_SECONDS`]) every delivery is signed with both, so
+    /// receivers can switch at their pace; then only the new one signs.
+    pub async fn rotate_webhook_secret(
+        &self,
+        id: WebhookId,
+        grace_seconds: u64,
+    ) -> Result<CreatedWebhook> {
+        if grace_seconds > MAX_SECRET_GRACE_SECONDS {
+            return Err(Invalid::Invalid {
+                field: "graceSeconds",
+                reason: format!("must be at most {MAX_SECRET_GRACE_SECONDS} (a week)"),
+            }
+            .into());
+        }
+        let secret = hookline_auth::generate_webhook_secret()?;
+        let grace_ms = i64::try_from(grace_seconds * 1000).unwrap_or(i64::MAX);
+        let grace_until = Timestamp::now().plus_millis(grace_ms);
+        let webhook = self
+            .webhooks
+            .rotate_secret(id, &secret, grace_until)
+            .await?;
+        let webhook = found(webhook, "webhook", id)?;
+        Ok(CreatedWebhook { webhook, secret })
+    }
+
+    /// Sends the event's example payload, as a new event of the webhook's
+    /// workspace, to this webhook alone: signed, retried and logged like any.
+    pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
+        let webhook = self.enabled_webhook(id).await?;
+        let payload = EventPayload {
+            id: EventId::generate(),
+            event,
+            workspace_id: webhook.workspace_id,
+            occurred_at: Timestamp::now(),
+            data: event.example_data(),
+        };
+        self.outbox.send_test(&payload, id).await?;
+        Ok(payload.id)
+    }
+
+    /// Sends again every delivery to the webhook that gave up at or after `since`,
+    /// each with a fresh count of attempts; answers how many.
+    pub async fn recover_webhook(&self, id: WebhookId, since: Timestamp) -> Result<u64> {
+        self.enabled_webhook(id).await?;
+        Ok(self.outbox.recover(id, since).await?)
+    }
+
+    /// Sends the event again with a fresh count of attempts: to `webhook` (of the
+    /// event's workspace, enabled), or to every enabled webhook it reached before.
+    /// Answers how many deliveries were queued.
+    pub async fn redeliver(&self, event: EventId, webhook: Option<WebhookId>) -> Result<u64> {
+        let workspace = found(self.events.workspace_of(event).await?, "event", event)?;
+        if let Some(id) = webhook {
+            let hook = self.enabled_webhook(id).await?;
+            if hook.workspace_id != workspace {
+                return Err(Refusal::not_found("webhook", id).into());
+            }
+        }
+        Ok(self.outbox.send_again(event, webhook).await?)
+    }
+
+    /// The webhook, refused when it is disabled.
+    async fn enabled_webhook(&self, id: WebhookId) -> Result<Webhook> {
+        let webhook = self.webhook(id).await?;
+        if !webhook.enabled {
+            return Err(Refusal::WebhookDisabled {
+                webhook: id.to_string(),
+            }
+            .into());
+        }
+        Ok(webhook)
     }
 }

@@ -530,6 +530,7 @@ mod tests {
             webhook: webhook.clone(),
             secret: WebhookSecret::from_random_bytes(&[1; 32]),
             previous_secret: None,
+            failing: false,
             lease_token: "t".into(),
         }
     }

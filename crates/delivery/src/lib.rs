@@ -33,7 +33,9 @@ mod worker;
 use std::sync::Arc;
 
 pub use client::{HttpsClient, MAX_KEPT_BODY, Response};
-use hookline_domain::{EventName, EventPayload, IdempotencyKey, WebhookId, WorkspaceId};
+use hookline_domain::{
+    EventId, EventName, EventPayload, IdempotencyKey, Timestamp, WebhookId, WorkspaceId,
+};
 use hookline_store::{Events, NewEvent, Recorded};
 pub use lanes::Isolation;
 pub use schedule::RetrySchedule;
@@ -119,6 +121,34 @@ impl Outbox {
         key: IdempotencyKey,
     ) -> Result<Emission> {
         self.record(workspace, event, data, Some(key)).await
+    }
+
+    /// Stores `payload` as a test event with one delivery, to `webhook` alone (of
+    /// the payload's workspace).
+    pub async fn send_test(&self, payload: &EventPayload, webhook: WebhookId) -> Result<()> {
+        self.events.record_test(payload, webhook).await?;
+        self.wakeup.notify_one();
+        Ok(())
+    }
+
+    /// Sends an event again with a fresh count of attempts: to `webhook`, or to
+    /// every enabled webhook it had a delivery for. Answers how many were queued.
+    pub async fn send_again(&self, event: EventId, webhook: Option<WebhookId>) -> Result<u64> {
+        let queued = self.events.send_again(event, webhook).await?;
+        if queued > 0 {
+            self.wakeup.notify_one();
+        }
+        Ok(queued)
+    }
+
+    /// Sends again every delivery to `webhook` that gave up at or after `since`,
+    /// with a fresh count of attempts; answers how many.
+    pub async fn recover(&self, webhook: WebhookId, since: Timestamp) -> Result<u64> {
+        let queued = self.events.recover(webhook, since).await?;
+        if queued > 0 {
+            self.wakeup.notify_one();
+        }
+        Ok(queued)
     }
 
     async fn record(

@@ -51,6 +51,9 @@ pub struct DeliveryConfig {
     pub poll_interval: Duration,
     /// How receivers are kept from holding each other up.
     pub isolation: Isolation,
+    /// A webhook whose every attempt has failed for this long is disabled
+    /// (`HOOKLINE_DISABLE_AFTER`); `None` never disables one.
+    pub disable_after: Option<Duration>,
 }
 
 impl Default for DeliveryConfig {
@@ -65,6 +68,7 @@ impl Default for DeliveryConfig {
             batch_size: 256,
             poll_interval: Duration::from_millis(50),
             isolation: Isolation::for_concurrency(64),
+            disable_after: Some(Duration::from_secs(5 * 86_400)),
         }
     }
 }
@@ -190,6 +194,7 @@ impl Worker {
         let upkeep = tokio::spawn(upkeep(
             self.queue.clone(),
             self.config.retention,
+            self.config.disable_after,
             upkeep_stopped,
         ));
         tracing::info!(concurrency, "delivery worker started");
@@ -427,12 +432,25 @@ const STATISTICS_CHECK: Duration = Duration::from_secs(10);
 const RETENTION_CHECK: Duration = Duration::from_secs(3600);
 
 /// The worker's housekeeping, beside the delivery loop and never in its way: the
-/// queue table's planner statistics (see `Queue::analyze_if_never_analyzed`) and
-/// retention. Each step runs to its end; `stopped` is looked at in between.
-async fn upkeep(queue: Queue, retention: Duration, mut stopped: watch::Receiver<bool>) {
+/// queue table's planner statistics (see `Queue::analyze_if_never_analyzed`),
+/// auto-disable, and retention. Each step runs to its end; `stopped` is looked at
+/// in between.
+async fn upkeep(
+    queue: Queue,
+    retention: Duration,
+    disable_after: Option<Duration>,
+    mut stopped: watch::Receiver<bool>,
+) {
     let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
     let mut next_retention = Instant::now();
+    // A short auto-disable period (tests, impatient operators) is looked at as often.
+    let every = disable_after.map_or(STATISTICS_CHECK, |after| {
+        after.clamp(Duration::from_millis(100), STATISTICS_CHECK)
+    });
     loop {
+        if let Some(after) = disable_after {
+            disable_failing(&queue, after).await;
+        }
         match queue.analyze_if_never_analyzed().await {
             Ok(true) => tracing::info!("gathered the planner's first statistics on the outbox"),
             Ok(false) => {}
@@ -460,8 +478,30 @@ async fn upkeep(queue: Queue, retention: Duration, mut stopped: watch::Receiver<
         }
         tokio::select! {
             _ = stopped.changed() => return,
-            () = tokio::time::sleep(STATISTICS_CHECK) => {}
+            () = tokio::time::sleep(every) => {}
         }
+    }
+}
+
+/// Disables the webhooks that have failed for `after` with no success between.
+async fn disable_failing(queue: &Queue, after: Duration) {
+    let after = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
+    match queue
+        .disable_failing(Timestamp::now().plus_millis(-after))
+        .await
+    {
+        Ok(disabled) => {
+            for webhook_id in disabled {
+                metrics::counter!("hookline_webhooks_disabled_total", "reason" => "failing")
+                    .increment(1);
+                tracing::warn!(
+                    %webhook_id,
+                    failing_for_seconds = after / 1000,
+                    "disabled a webhook whose every attempt has failed; its pending deliveries are cancelled"
+                );
+            }
+        }
+        Err(error) => tracing::error!(%error, "cannot disable failing webhooks"),
     }
 }
 

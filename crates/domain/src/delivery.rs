@@ -159,6 +159,9 @@ pub struct ClaimedDelivery {
     pub secret: WebhookSecret,
     /// The secret a rotation replaced, while its grace lasts: it signs too.
     pub previous_secret: Option<WebhookSecret>,
+    /// Whether the webhook's attempts have all failed since some time (its run of
+    /// failures, which auto-disable measures, had begun when this was claimed).
+    pub failing: bool,
     /// Proves the lease when the outcome is recorded.
     pub lease_token: String,
 }

@@ -55,4 +55,8 @@ pub mod limits {
     pub const MAX_WEBHOOK_URL_LEN: usize = 2048;
     /// Characters in a webhook description.
     pub const MAX_WEBHOOK_DESCRIPTION_LEN: usize = 120;
+    /// Seconds a rotated-out secret keeps signing, at most (a week).
+    pub const MAX_SECRET_GRACE_SECONDS: u64 = 7 * 86_400;
+    /// Seconds a rotated-out secret keeps signing when no grace is given (a day).
+    pub const DEFAULT_SECRET_GRACE_SECONDS: u64 = 86_400;
 }

@@ -19,6 +19,8 @@ pub enum Refusal {
         workspace: WorkspaceId,
         limit: usize,
     },
+    #[error("webhook {webhook} is disabled; enable it first")]
+    WebhookDisabled { webhook: String },
     #[error("@{username} is already connected to workspace {workspace} as {account}")]
     AlreadyConnected {
         username: String,

@@ -48,6 +48,15 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(millis).clamp(0, MAX_UNIX_MILLIS))
     }
 
+    /// An RFC 3339 time (`2026-11-24T09:00:00Z`, `2026-11-24T10:00:00.5+01:00`),
+    /// kept to the millisecond.
+    pub fn parse_iso(text: &str) -> Result<Self> {
+        let parsed = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+            .map_err(|error| Error::invalid("timestamp", format!("`{text}`: {error}")))?;
+        let millis = parsed.unix_timestamp_nanos() / 1_000_000;
+        Timestamp::from_unix_millis(i64::try_from(millis).unwrap_or(i64::MAX))
+    }
+
     /// This instant cut down to the whole minute.
     pub fn floor_minute(self) -> Self {
         Timestamp(self.0 - self.0.rem_euclid(60_000))

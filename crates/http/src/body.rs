@@ -21,6 +21,22 @@ pub(crate) async fn read_json(
     request: Request<Incoming>,
     limit: usize,
 ) -> Result<Value, BodyError> {
+    read(request, limit, false).await
+}
+
+/// [`read_json`] of a body whose fields are all optional: an empty body is `{}`.
+pub(crate) async fn read_optional_json(
+    request: Request<Incoming>,
+    limit: usize,
+) -> Result<Value, BodyError> {
+    read(request, limit, true).await
+}
+
+async fn read(
+    request: Request<Incoming>,
+    limit: usize,
+    empty_is_object: bool,
+) -> Result<Value, BodyError> {
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -40,5 +56,8 @@ pub(crate) async fn read_json(
             }
         })?
         .to_bytes();
+    if empty_is_object && bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
     serde_json::from_slice(&bytes).map_err(|error| BodyError::NotJson(error.to_string()))
 }

@@ -7,6 +7,7 @@
 use std::sync::LazyLock;
 
 use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT};
+use hookline_domain::limits::{DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS};
 use hookline_domain::{EventName, IdempotencyKey, WebhookDescription};
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -381,6 +382,10 @@ fn admin() -> Value {
             "properties": { "url": { "type": "string" }, "events": { "type": "array", "items": schema("EventName") },
                 "event": schema("EventName"), "description": { "type": "string" }, "enabled": { "type": "boolean" } }
         },
+        "Queued": {
+            "type": "object", "required": ["queued"],
+            "properties": { "queued": { "type": "integer", "minimum": 0 } }
+        },
         "Emit": {
             "type": "object", "required": ["event"],
             "properties": { "event": schema("EventName"), "data": { "type": "object" } }
@@ -389,7 +394,11 @@ fn admin() -> Value {
     if let Value::Object(more) = more {
         schemas.extend(more);
     }
-    let not_found = ("404", "No such workspace, account, key or webhook.");
+    let not_found = ("404", "No such workspace, account, key, webhook or event.");
+    let optional_body = |mut operation: Value| {
+        operation["requestBody"]["required"] = json!(false);
+        operation
+    };
     let with_404 = |mut operation: Value| {
         operation["responses"][not_found.0] = json_response(not_found.1, schema("Error"));
         operation
@@ -454,6 +463,36 @@ fn admin() -> Value {
         "/admin/v1/hooks/{wh}/attempts": {
             "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
                 listing(wh(), "before"), None, ("200", page(schema("Attempt")))))
+        },
+        "/admin/v1/hooks/{wh}/secret/rotate": {
+            "post": optional_body(with_404(op("Rotate the signing secret: the new one is shown once; until the grace \
+                ends every delivery carries both signatures (`v1,<new> v1,<old>`). 400 for a disabled webhook.",
+                json!([wh()]),
+                Some(json!({ "type": "object", "properties": { "graceSeconds": { "type": "integer", "minimum": 0,
+                    "maximum": MAX_SECRET_GRACE_SECONDS, "default": DEFAULT_SECRET_GRACE_SECONDS } } })),
+                ("200", success(json!({ "type": "object", "required": ["secret"],
+                    "properties": { "secret": { "type": "string", "pattern": "^whsec_" } } }))))))
+        },
+        "/admin/v1/hooks/{wh}/test": {
+            "post": with_404(op("Send the event's example payload to this webhook alone, as a new event: signed, \
+                retried, logged. 400 for a disabled webhook.", json!([wh()]),
+                Some(json!({ "type": "object", "required": ["event"], "properties": { "event": schema("EventName") } })),
+                ("202", success(json!({ "type": "object", "required": ["eventId"],
+                    "properties": { "eventId": { "type": "string", "pattern": "^evt_" } } })))))
+        },
+        "/admin/v1/hooks/{wh}/recover": {
+            "post": with_404(op("Send again every delivery to this webhook that gave up since then, each with a \
+                fresh count of attempts. 400 for a disabled webhook.", json!([wh()]),
+                Some(json!({ "type": "object", "required": ["since"],
+                    "properties": { "since": { "type": "string", "format": "date-time" } } })),
+                ("202", success(schema("Queued")))))
+        },
+        "/admin/v1/events/{evt}/redeliver": {
+            "post": optional_body(with_404(op("Send an event again, with a fresh count of attempts: to one webhook of \
+                its workspace, or to every enabled webhook it reached. Deliveries still pending are left alone.",
+                json!([path_parameter("evt", "An event id, `evt_…`.")]),
+                Some(json!({ "type": "object", "properties": { "hookId": { "type": "string", "pattern": "^wh_" } } })),
+                ("202", success(schema("Queued"))))))
         },
         "/admin/v1/workspaces/{ws}/events": {
             "post": with_404(op("Emit an event (HTTP ingest): stored with its deliveries before the answer.",

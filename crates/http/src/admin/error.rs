@@ -114,7 +114,9 @@ impl From<hookline_app::Error> for AdminError {
                 AdminError::NotFound(format!("{refusal}."))
             }
             Error::Refused(
-                refusal @ (Refusal::TooManyWebhooks { .. } | Refusal::TooManyApiKeys { .. }),
+                refusal @ (Refusal::TooManyWebhooks { .. }
+                | Refusal::TooManyApiKeys { .. }
+                | Refusal::WebhookDisabled { .. }),
             ) => AdminError::Invalid(format!("{refusal}.")),
             Error::Refused(refusal @ Refusal::AlreadyConnected { .. }) => {
                 AdminError::Conflict(format!("{refusal}."))

@@ -3,10 +3,11 @@
 
 use hookline_app::{App, WebhookSpec, WebhookUpdate, WorkspaceUpdate};
 use hookline_delivery::Emission;
+use hookline_domain::limits::DEFAULT_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    AccountId, ApiKeyId, ApiKeyStatus, EventName, IdempotencyKey, KeyName, Plan, Username,
-    WebhookDescription, WebhookId, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
-    subscribed_events,
+    AccountId, ApiKeyId, ApiKeyStatus, EventId, EventName, IdempotencyKey, KeyName, Plan,
+    Timestamp, Username, WebhookDescription, WebhookId, WebhookSource, WebhookUrl, WorkspaceId,
+    WorkspaceName, subscribed_events,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -268,4 +269,72 @@ pub(crate) async fn emit_event(
     // The stored payload goes out byte for byte as it is delivered.
     let body = format!(r#"{{"success":true,"data":{payload}}}"#);
     Ok(json_response(StatusCode::ACCEPTED, body))
+}
+
+/// The answer to a rotation: the new secret, shown this once.
+#[derive(Serialize)]
+struct Rotated<'a> {
+    secret: &'a str,
+}
+
+pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer {
+    let id: WebhookId = path_id("webhook", hook)?;
+    let body = Body::object(body, &["graceSeconds"])?;
+    let grace = body
+        .unsigned("graceSeconds")?
+        .unwrap_or(DEFAULT_SECRET_GRACE_SECONDS);
+    let rotated = app.rotate_webhook_secret(id, grace).await?;
+    let data = Rotated {
+        secret: rotated.secret.expose(),
+    };
+    Ok(ok(StatusCode::OK, Some(data)))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TestSent {
+    event_id: EventId,
+}
+
+pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
+    let id: WebhookId = path_id("webhook", hook)?;
+    let body = Body::object(body, &["event"])?;
+    let event: EventName = body.required_string("event")?.parse()?;
+    let event_id = app.send_test_event(id, event).await?;
+    Ok(ok(StatusCode::ACCEPTED, Some(TestSent { event_id })))
+}
+
+#[derive(Serialize)]
+struct Queued {
+    queued: u64,
+}
+
+pub(crate) async fn recover_hook(app: &App, hook: &str, body: Value) -> Answer {
+    let id: WebhookId = path_id("webhook", hook)?;
+    let body = Body::object(body, &["since"])?;
+    let since = body.required_string("since")?;
+    let since = Timestamp::parse_iso(since).map_err(|_| {
+        AdminError::Invalid(format!(
+            "`since` must be an ISO 8601 time such as 2026-11-24T09:00:00Z, not `{since}`."
+        ))
+    })?;
+    let queued = app.recover_webhook(id, since).await?;
+    Ok(ok(StatusCode::ACCEPTED, Some(Queued { queued })))
+}
+
+pub(crate) async fn redeliver(app: &App, event: &str, body: Value) -> Answer {
+    let id: EventId = path_id("event", event)?;
+    let body = Body::object(body, &["hookId"])?;
+    let hook = body
+        .string("hookId")?
+        .map(|hook| {
+            hook.parse::<WebhookId>().map_err(|_| {
+                AdminError::Invalid(format!(
+                    "`hookId` must be a webhook id (`wh_…`), not `{hook}`."
+                ))
+            })
+        })
+        .transpose()?;
+    let queued = app.redeliver(id, hook).await?;
+    Ok(ok(StatusCode::ACCEPTED, Some(Queued { queued })))
 }

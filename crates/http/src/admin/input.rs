@@ -72,6 +72,16 @@ impl Body {
         }
     }
 
+    /// A whole number from 0 up.
+    pub(crate) fn unsigned(&self, field: &str) -> Result<Option<u64>, AdminError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+                AdminError::Invalid(format!("`{field}` must be a whole number from 0 up."))
+            }),
+        }
+    }
+
     /// Any JSON value.
     pub(crate) fn value(&self, field: &str) -> Option<&Value> {
         self.0.get(field)

@@ -42,7 +42,7 @@ use crate::admin::error::AdminError;
 use crate::admin::handlers::Answer;
 use crate::admin::operations::Operations;
 use crate::admin::router::{AdminRoute, route};
-use crate::body::read_json;
+use crate::body::{read_json, read_optional_json};
 use crate::server::{Dispatch, UNMATCHED};
 
 /// What every admin request shares.
@@ -92,6 +92,16 @@ impl AdminApi {
             UpdateHook { hook } => h::update_hook(app, hook, self.body(request).await?).await,
             DeleteHook { hook } => h::delete_hook(app, hook).await,
             ListAttempts { hook } => h::list_attempts(app, hook, query).await,
+            RotateSecret { hook } => {
+                let body = read_optional_json(request, self.max_body_bytes).await?;
+                h::rotate_secret(app, hook, body).await
+            }
+            TestHook { hook } => h::test_hook(app, hook, self.body(request).await?).await,
+            RecoverHook { hook } => h::recover_hook(app, hook, self.body(request).await?).await,
+            Redeliver { event } => {
+                let body = read_optional_json(request, self.max_body_bytes).await?;
+                h::redeliver(app, event, body).await
+            }
             EmitEvent { ws } => {
                 let key = request
                     .headers()

@@ -23,7 +23,11 @@ pub(crate) enum AdminRoute<'a> {
     UpdateHook { hook: &'a str },
     DeleteHook { hook: &'a str },
     ListAttempts { hook: &'a str },
+    RotateSecret { hook: &'a str },
+    TestHook { hook: &'a str },
+    RecoverHook { hook: &'a str },
     EmitEvent { ws: &'a str },
+    Redeliver { event: &'a str },
     OpenApi,
 }
 
@@ -47,7 +51,11 @@ impl AdminRoute<'_> {
             AdminRoute::UpdateHook { .. } => "PATCH /admin/v1/hooks/:wh",
             AdminRoute::DeleteHook { .. } => "DELETE /admin/v1/hooks/:wh",
             AdminRoute::ListAttempts { .. } => "GET /admin/v1/hooks/:wh/attempts",
+            AdminRoute::RotateSecret { .. } => "POST /admin/v1/hooks/:wh/secret/rotate",
+            AdminRoute::TestHook { .. } => "POST /admin/v1/hooks/:wh/test",
+            AdminRoute::RecoverHook { .. } => "POST /admin/v1/hooks/:wh/recover",
             AdminRoute::EmitEvent { .. } => "POST /admin/v1/workspaces/:ws/events",
+            AdminRoute::Redeliver { .. } => "POST /admin/v1/events/:evt/redeliver",
             AdminRoute::OpenApi => "GET /admin/v1/openapi.json",
         }
     }
@@ -55,7 +63,7 @@ impl AdminRoute<'_> {
 
 /// Every route's pattern, for the OpenAPI document's test.
 #[cfg(test)]
-pub(crate) const ROUTE_NAMES: [&str; 18] = [
+pub(crate) const ROUTE_NAMES: [&str; 22] = [
     "GET /admin/v1/workspaces",
     "POST /admin/v1/workspaces",
     "GET /admin/v1/workspaces/:ws",
@@ -72,7 +80,11 @@ pub(crate) const ROUTE_NAMES: [&str; 18] = [
     "PATCH /admin/v1/hooks/:wh",
     "DELETE /admin/v1/hooks/:wh",
     "GET /admin/v1/hooks/:wh/attempts",
+    "POST /admin/v1/hooks/:wh/secret/rotate",
+    "POST /admin/v1/hooks/:wh/test",
+    "POST /admin/v1/hooks/:wh/recover",
     "POST /admin/v1/workspaces/:ws/events",
+    "POST /admin/v1/events/:evt/redeliver",
     "GET /admin/v1/openapi.json",
 ];
 
@@ -118,12 +130,20 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<AdminRoute<'a>
         (_, ["hooks", _]) => not_allowed("GET, PATCH, DELETE"),
         (&Method::GET, ["hooks", hook, "attempts"]) => Ok(ListAttempts { hook }),
         (_, ["hooks", _, "attempts"]) => not_allowed("GET"),
+        (&Method::POST, ["hooks", hook, "secret", "rotate"]) => Ok(RotateSecret { hook }),
+        (_, ["hooks", _, "secret", "rotate"]) => not_allowed("POST"),
+        (&Method::POST, ["hooks", hook, "test"]) => Ok(TestHook { hook }),
+        (_, ["hooks", _, "test"]) => not_allowed("POST"),
+        (&Method::POST, ["hooks", hook, "recover"]) => Ok(RecoverHook { hook }),
+        (_, ["hooks", _, "recover"]) => not_allowed("POST"),
 
         (&Method::GET, ["openapi.json"]) => Ok(OpenApi),
         (_, ["openapi.json"]) => not_allowed("GET"),
 
         (&Method::POST, ["workspaces", ws, "events"]) => Ok(EmitEvent { ws }),
         (_, ["workspaces", _, "events"]) => not_allowed("POST"),
+        (&Method::POST, ["events", event, "redeliver"]) => Ok(Redeliver { event }),
+        (_, ["events", _, "redeliver"]) => not_allowed("POST"),
 
         _ => Err(AdminError::NoRoute),
     }

@@ -9,10 +9,12 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 use hookline_batch::Batcher;
 use hookline_domain::{
-    EventName, EventPayload, IdempotencyKey, Timestamp, Webhook, WebhookId, WorkspaceId,
+    DeliveryState, EventId, EventName, EventPayload, IdempotencyKey, Timestamp, Webhook, WebhookId,
+    WorkspaceId,
 };
 
 use crate::db::Db;
+use crate::error::Stored as _;
 use crate::models::queue::NOTIFY_WORKERS;
 use crate::models::webhook::{FanoutWebhooks as _, WebhookRow};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
@@ -170,6 +172,116 @@ impl Events {
             }
             Ok(answers)
         })
+    }
+
+    /// Stores a test event with one delivery, to `webhook` alone (which must be of
+    /// the event's workspace), in one transaction.
+    pub async fn record_test(&self, payload: &EventPayload, webhook: WebhookId) -> Result<()> {
+        let occurred_at = payload.occurred_at.unix_millis();
+        let event = EventRow {
+            id: payload.id.to_string(),
+            workspace_id: payload.workspace_id.to_string(),
+            event: payload.event.as_str(),
+            payload: payload.to_json(),
+            occurred_at,
+        };
+        let delivery = NewDelivery {
+            event_id: event.id.clone(),
+            webhook_id: webhook.to_string(),
+            due_at: occurred_at,
+        };
+        write_tx!(self.db, |conn| {
+            conn.insert_outbox(&[event], &[delivery]).await?;
+            conn.notify_workers().await?;
+            Ok(())
+        })
+    }
+
+    /// The workspace of an event; `None` when there is no such event (or it is past
+    /// retention).
+    pub async fn workspace_of(&self, id: EventId) -> Result<Option<WorkspaceId>> {
+        let id = id.to_string();
+        let workspace: Option<String> = with_conn!(self.db, |conn| {
+            events::table
+                .find(&id)
+                .select(events::workspace_id)
+                .first(conn)
+                .await
+                .optional()?
+        });
+        workspace
+            .map(|workspace| workspace.parse().stored("event workspace_id"))
+            .transpose()
+    }
+
+    /// Sends the event again, with a fresh count of attempts: to `webhook` (a
+    /// delivery is made if it never had one), or to every enabled webhook that had
+    /// one. Deliveries still pending are left as they are. Answers how many were
+    /// queued.
+    pub async fn send_again(&self, id: EventId, webhook: Option<WebhookId>) -> Result<u64> {
+        use crate::models::queue::send_again;
+        use crate::schema::{deliveries, webhooks};
+        let event_id = id.to_string();
+        let webhook = webhook.map(|id| id.to_string());
+        let now = Timestamp::now().unix_millis();
+        let queued = write_tx!(self.db, |conn| {
+            let enabled = webhooks::table
+                .filter(webhooks::enabled.eq(true))
+                .select(webhooks::id);
+            let mut again = diesel::update(deliveries::table)
+                .filter(deliveries::event_id.eq(&event_id))
+                .filter(deliveries::state.ne(DeliveryState::Pending.as_str()))
+                .filter(deliveries::webhook_id.eq_any(enabled))
+                .into_boxed();
+            if let Some(webhook) = &webhook {
+                again = again.filter(deliveries::webhook_id.eq(webhook));
+            }
+            let mut queued = again.set(send_again(now)).execute(conn).await?;
+            if let Some(webhook) = &webhook {
+                // Never had one (made after the event, or not subscribed to it).
+                queued += diesel::insert_into(deliveries::table)
+                    .values((
+                        deliveries::event_id.eq(&event_id),
+                        deliveries::webhook_id.eq(webhook),
+                        deliveries::state.eq(DeliveryState::Pending.as_str()),
+                        deliveries::attempts.eq(0),
+                        deliveries::next_attempt_at.eq(now),
+                        deliveries::created_at.eq(now),
+                    ))
+                    .on_conflict_do_nothing()
+                    .execute(conn)
+                    .await?;
+            }
+            if queued > 0 {
+                conn.notify_workers().await?;
+            }
+            Ok(queued)
+        })?;
+        Ok(u64::try_from(queued).unwrap_or(0))
+    }
+
+    /// Sends again every delivery to `webhook` that gave up at or after `since`,
+    /// with a fresh count of attempts; answers how many.
+    pub async fn recover(&self, webhook: WebhookId, since: Timestamp) -> Result<u64> {
+        use crate::models::queue::send_again;
+        use crate::schema::deliveries;
+        let webhook = webhook.to_string();
+        let now = Timestamp::now().unix_millis();
+        let queued = write_tx!(self.db, |conn| {
+            // A delivery that gave up is due from the time of its last attempt on.
+            let queued = diesel::update(deliveries::table)
+                .filter(deliveries::webhook_id.eq(&webhook))
+                .filter(deliveries::state.eq(DeliveryState::Failed.as_str()))
+                .filter(deliveries::next_attempt_at.ge(since.unix_millis()))
+                .set(send_again(now))
+                .execute(conn)
+                .await?;
+            if queued > 0 {
+                conn.notify_workers().await?;
+            }
+            Ok(queued)
+        })?;
+        Ok(u64::try_from(queued).unwrap_or(0))
     }
 
     /// The outbox's backlog at `now`: how many deliveries are due, and since when

@@ -99,7 +99,7 @@ impl Queue {
         webhook_ids.sort_unstable();
         webhook_ids.dedup();
         type Secrets = (String, Option<String>, Option<i64>);
-        let hooks: Vec<(WebhookRow, Secrets)> = with_conn!(self.db, |conn| {
+        let hooks: Vec<(WebhookRow, Secrets, Option<i64>)> = with_conn!(self.db, |conn| {
             webhooks::table
                 .filter(text_in(webhooks::id, webhook_ids))
                 .select((
@@ -109,13 +109,14 @@ impl Queue {
                         webhooks::previous_secret,
                         webhooks::previous_secret_until,
                     ),
+                    webhooks::failing_since,
                 ))
                 .load(conn)
                 .await?
         });
         let now = request.now.unix_millis();
         let mut hooks_by_id = HashMap::new();
-        for (row, (secret, previous, previous_until)) in hooks {
+        for (row, (secret, previous, previous_until), failing_since) in hooks {
             let webhook = row.into_domain()?;
             let secret = WebhookSecret::parse(&secret).stored("webhook secret")?;
             let previous = match (previous, previous_until) {
@@ -124,12 +125,15 @@ impl Queue {
                 }
                 _ => None,
             };
-            hooks_by_id.insert(webhook.id.to_string(), (webhook, secret, previous));
+            let failing = failing_since.is_some();
+            hooks_by_id.insert(webhook.id.to_string(), (webhook, secret, previous, failing));
         }
         let mut out = Vec::with_capacity(claimed.len());
         for row in claimed {
             // Gone since the claim (deleted with its webhook): nothing to send.
-            let Some((webhook, secret, previous_secret)) = hooks_by_id.get(&row.webhook_id) else {
+            let Some((webhook, secret, previous_secret, failing)) =
+                hooks_by_id.get(&row.webhook_id)
+            else {
                 continue;
             };
             let attempts = u32::try_from(row.attempts).unwrap_or(u32::MAX);
@@ -144,6 +148,7 @@ impl Queue {
                 webhook: webhook.clone(),
                 secret: secret.clone(),
                 previous_secret: previous_secret.clone(),
+                failing: *failing,
                 lease_token: request.lease_token.to_owned(),
             });
         }
@@ -156,15 +161,21 @@ impl Queue {
     /// and was taken over records nothing: the new holder decides).
     pub async fn finish(&self, finished: &[Finished]) -> Result<Vec<bool>> {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
+        let recorded = self.record(&rows).await?;
+        self.track_failing(finished).await?;
+        Ok(recorded)
+    }
+
+    async fn record(&self, rows: &[FinishRow]) -> Result<Vec<bool>> {
         if rows.iter().all(|row| row.gone.is_none()) {
             // No 410 to act on: recording alone, atomic without a transaction of
             // ours on PostgreSQL (see `Dialect::record_outcomes_atomically`).
             return Ok(write_conn!(self.db, |conn| conn
-                .record_outcomes_atomically(&rows)
+                .record_outcomes_atomically(rows)
                 .await?));
         }
         write_tx!(self.db, |conn| {
-            let recorded = conn.record_outcomes(&rows).await?;
+            let recorded = conn.record_outcomes(rows).await?;
             // A 410 is rare: its webhook is dealt with one by one.
             for (row, _) in rows
                 .iter()
@@ -186,6 +197,67 @@ impl Queue {
             }
             Ok(recorded)
         })
+    }
+
+    /// Disables the webhooks whose every attempt has failed since before `cutoff`
+    /// (the reason `failing`; their pending deliveries cancelled). Answers them.
+    pub async fn disable_failing(&self, cutoff: Timestamp) -> Result<Vec<WebhookId>> {
+        let now = Timestamp::now().unix_millis();
+        let ids: Vec<String> = write_tx!(self.db, |conn| {
+            let ids: Vec<String> = webhooks::table
+                .filter(webhooks::enabled.eq(true))
+                .filter(webhooks::failing_since.le(cutoff.unix_millis()))
+                .select(webhooks::id)
+                .load(conn)
+                .await?;
+            for id in &ids {
+                disable_webhook!(conn, id, DisabledReason::Failing, now);
+            }
+            Ok(ids)
+        })?;
+        ids.iter()
+            .map(|id| id.parse().stored("webhook id"))
+            .collect()
+    }
+
+    /// Keeps each webhook's run of failures (`failing_since`) as the outcomes say:
+    /// a failure starts one where none was, a success ends it. Only changes are
+    /// written, so a healthy worker writes nothing here.
+    async fn track_failing(&self, finished: &[Finished]) -> Result<()> {
+        let mut started: HashMap<String, i64> = HashMap::new();
+        let mut ended: Vec<String> = Vec::new();
+        for done in finished {
+            let webhook = done.claimed.webhook_id.to_string();
+            match done.outcome {
+                Outcome::Delivered if done.claimed.failing => ended.push(webhook),
+                Outcome::RetryAt(_) | Outcome::GaveUp if !done.claimed.failing => {
+                    started
+                        .entry(webhook)
+                        .or_insert(done.attempt.at.unix_millis());
+                }
+                _ => {}
+            }
+        }
+        if started.is_empty() && ended.is_empty() {
+            return Ok(());
+        }
+        write_conn!(self.db, |conn| {
+            for (webhook, at) in &started {
+                diesel::update(webhooks::table.find(webhook))
+                    .filter(webhooks::failing_since.is_null())
+                    .set(webhooks::failing_since.eq(Some(*at)))
+                    .execute(conn)
+                    .await?;
+            }
+            if !ended.is_empty() {
+                diesel::update(webhooks::table)
+                    .filter(text_in(webhooks::id, ended.clone()))
+                    .set(webhooks::failing_since.eq(None::<i64>))
+                    .execute(conn)
+                    .await?;
+            }
+        });
+        Ok(())
     }
 
     /// Cancels a claimed delivery without an attempt: its webhook was disabled after
@@ -347,6 +419,24 @@ impl DeliveryListener {
             None => Err(Error::Connect("the notification connection closed".into())),
         }
     }
+}
+
+/// The changes that make a delivery due again at `now` for a new round of the
+/// retry schedule (recover, redeliver): the attempt log keeps its numbering.
+pub(crate) type SendAgain = (
+    diesel::dsl::Eq<deliveries::state, &'static str>,
+    diesel::dsl::Eq<deliveries::next_attempt_at, i64>,
+    diesel::dsl::Eq<deliveries::attempts_before_retry_round, deliveries::attempts>,
+    NoLease,
+);
+
+pub(crate) fn send_again(now: i64) -> SendAgain {
+    (
+        deliveries::state.eq(DeliveryState::Pending.as_str()),
+        deliveries::next_attempt_at.eq(now),
+        deliveries::attempts_before_retry_round.eq(deliveries::attempts),
+        no_lease(),
+    )
 }
 
 /// The changes that end a delivery's lease (it is no longer claimed).

@@ -303,6 +303,7 @@ impl Webhooks {
                         .set((
                             webhooks::enabled.eq(true),
                             webhooks::disabled_reason.eq(None::<String>),
+                            webhooks::failing_since.eq(None::<i64>),
                         ))
                         .execute(conn)
                         .await?;
@@ -316,6 +317,33 @@ impl Webhooks {
                 .await
                 .optional()?)
         })?;
+        row.map(WebhookRow::into_domain).transpose()
+    }
+
+    /// Gives the webhook a new signing secret; the one it replaces keeps signing
+    /// beside it until `grace_until`. `None` when there is no such webhook.
+    pub async fn rotate_secret(
+        &self,
+        id: WebhookId,
+        secret: &WebhookSecret,
+        grace_until: Timestamp,
+    ) -> Result<Option<Webhook>> {
+        let id = id.to_string();
+        let now = Timestamp::now().unix_millis();
+        let row: Option<WebhookRow> = write_conn!(self.db, |conn| {
+            // Every right-hand side reads the row as it was: the old secret moves.
+            diesel::update(webhooks::table.find(&id))
+                .set((
+                    webhooks::previous_secret.eq(webhooks::secret.nullable()),
+                    webhooks::previous_secret_until.eq(Some(grace_until.unix_millis())),
+                    webhooks::secret.eq(secret.expose()),
+                    webhooks::updated_at.eq(now),
+                ))
+                .returning(WebhookRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()?
+        });
         row.map(WebhookRow::into_domain).transpose()
     }
 
