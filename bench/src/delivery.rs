@@ -199,7 +199,7 @@ async fn latency(
     }
     wait_for(receiver, emitted * webhooks, Duration::from_secs(120)).await?;
     let emitted_at = emitted_at.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    let mut latencies: Vec<Duration> = receiver
+    let latencies: Vec<Duration> = receiver
         .received()
         .iter()
         .filter_map(|request| {
@@ -207,12 +207,17 @@ async fn latency(
             request.at.duration_since(*emitted_at.get(id)?).ok()
         })
         .collect();
+    Ok(percentiles(latencies))
+}
+
+/// p50 and p99 of `latencies`.
+pub(crate) fn percentiles(mut latencies: Vec<Duration>) -> (Duration, Duration) {
     latencies.sort_unstable();
     let percentile = |p: f64| {
         let index = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
         latencies.get(index).copied().unwrap_or_default()
     };
-    Ok((percentile(0.5), percentile(0.99)))
+    (percentile(0.5), percentile(0.99))
 }
 
 /// The same client posting the same bodies to the same receiver, no database:

@@ -12,6 +12,9 @@
 //! - Ingest: events accepted over the admin API (32 keep-alive connections) while
 //!   the same server delivers them to one HTTPS webhook, against a bare hyper
 //!   server; then ingest latency at half that rate.
+//! - Noisy neighbour: emit-to-receipt of healthy webhooks in five workspaces,
+//!   alone and then beside a backlog of deliveries to a receiver that answers
+//!   after 10 s.
 //! - Cost: peak RSS and CPU seconds of the hookline process.
 //!
 //! Guarantees stay on: keys are checked against the database and every request is
@@ -21,6 +24,7 @@ mod api;
 mod delivery;
 mod ingest;
 mod load;
+mod noisy;
 mod process;
 
 use std::io::Write as _;
@@ -52,7 +56,7 @@ struct Args {
     /// Which backends: sqlite, postgres or both.
     #[arg(long, default_value = "both")]
     backend: String,
-    /// Which figures: api, delivery, ingest or all.
+    /// Which figures: api, delivery, ingest, noisy or all.
     #[arg(long, default_value = "all")]
     only: String,
     #[command(subcommand)]
@@ -87,12 +91,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         "both" => vec![Backend::Sqlite, Backend::Postgres],
         other => anyhow::bail!("--backend {other}: expected sqlite, postgres or both"),
     };
-    let (api, delivery, ingest) = match args.only.as_str() {
-        "api" => (true, false, false),
-        "delivery" => (false, true, false),
-        "ingest" => (false, false, true),
-        "all" => (true, true, true),
-        other => anyhow::bail!("--only {other}: expected api, delivery, ingest or all"),
+    let (api, delivery, ingest, noisy) = match args.only.as_str() {
+        "api" => (true, false, false, false),
+        "delivery" => (false, true, false, false),
+        "ingest" => (false, false, true, false),
+        "noisy" => (false, false, false, true),
+        "all" => (true, true, true, true),
+        other => anyhow::bail!("--only {other}: expected api, delivery, ingest, noisy or all"),
     };
     let hookline = process::sibling("hookline")?;
     say(&format!(
@@ -132,6 +137,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 args.delivery_concurrency,
             )
             .await?);
+        }
+        if noisy {
+            say(&noisy::run(&hookline, backend).await?);
         }
     }
     Ok(())
