@@ -355,6 +355,54 @@ backend_tests! {
     }
 }
 
+backend_tests! {
+    async fn a_410_says_what_it_did_to_which_webhook_and_nothing_more(db) {
+        let receiver = Receiver::start().await;
+        // Every attempt in flight together meets the 410.
+        receiver.script("/gone", vec![Reply { delay: Duration::from_millis(300), ..Reply::status(410) }; 20]);
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/gone"), &[hookline_domain::EventName::DmSent],
+            hookline_domain::WebhookSource::Api).await.unwrap();
+        let outbox = hookline_delivery::Outbox::new(db.store().events());
+        for _ in 0..10 {
+            outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({})).await.unwrap();
+        }
+        let env = delivery_env(&receiver);
+        let mut worker = Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .arg("worker")
+            .env("DATABASE_URL", db.url())
+            .env("RUST_LOG", "info")
+            .envs(as_env(&env))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(worker.stderr.take().unwrap()).lines();
+        let log = tokio::spawn(async move {
+            let mut all = Vec::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                all.push(line);
+            }
+            all
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while db.store().webhooks().get(hook.id).await.unwrap().is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "the 410 never deleted the webhook");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Let the other attempts in flight come back and be recorded.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(signal(worker, "-TERM").await.success());
+        let log = log.await.unwrap();
+        let gone: Vec<&String> = log.iter().filter(|line| line.contains("410 Gone")).collect();
+        assert_eq!(gone.len(), 1, "{log:#?}");
+        assert!(gone[0].contains("webhook deleted") && gone[0].contains(&hook.id.to_string()), "{}", gone[0]);
+        assert!(!log.iter().any(|line| line.contains("claim ran out")), "{log:#?}");
+        assert!(!log.iter().any(|line| line.contains("RetryAt(") || line.contains("Timestamp(")), "{log:#?}");
+    }
+}
+
 /// Runs `serve` with `env` until it listens, sends one request with a key that
 /// does not exist, stops it, and answers every line it logged.
 async fn log_of_a_refused_request(db: &TestDb, env: &[(&str, &str)]) -> Vec<String> {

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use hookline_domain::{ClaimedDelivery, EventId, Host, WebhookId, WorkspaceId};
+use hookline_domain::{ClaimedDelivery, EventId, WebhookId, WorkspaceId};
 use tokio::time::Instant;
 
 use crate::{Error, Result};
@@ -213,12 +213,9 @@ pub(crate) struct Lanes {
 /// How long an idle lane's speed is remembered.
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
-/// The part of a lane's key that its host cap counts by.
+/// What a lane's host cap counts by.
 fn host_key(delivery: &ClaimedDelivery) -> String {
-    match delivery.webhook.url.host() {
-        Host::Domain(name) => name.clone(),
-        Host::Ip(ip) => ip.to_string(),
-    }
+    delivery.webhook.url.host().to_string()
 }
 
 impl Lanes {

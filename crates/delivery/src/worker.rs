@@ -10,10 +10,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hookline_domain::{
-    ClaimedDelivery, DeliveryAttempt, EventId, Finished, Outcome, TargetPolicy, Timestamp,
-    WebhookId,
+    ClaimedDelivery, DeliveryAttempt, EventId, Finished, GoneAction, Outcome, TargetPolicy,
+    Timestamp, WebhookId,
 };
-use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue};
+use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue, Recording};
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
@@ -544,13 +544,13 @@ async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>) {
     while receiver.recv_many(&mut batch, RECORD_BATCH).await > 0 {
         match queue.finish(&batch).await {
             Ok(recorded) => {
-                for (finished, recorded) in batch.iter().zip(recorded) {
-                    if !recorded {
-                        tracing::warn!(
-                            event_id = %finished.claimed.event_id,
-                            webhook_id = %finished.claimed.webhook_id,
-                            "the claim ran out before the attempt was recorded; another worker owns it now"
-                        );
+                // Several attempts in a batch may meet the same 410: one line says it.
+                let mut gone = std::collections::HashSet::new();
+                for (finished, recording) in batch.iter().zip(recorded) {
+                    let first_gone = finished.outcome != Outcome::Gone
+                        || gone.insert(finished.claimed.webhook_id);
+                    if first_gone {
+                        log_recording(finished, recording);
                     }
                 }
             }
@@ -561,6 +561,46 @@ async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>) {
             ),
         }
         batch.clear();
+    }
+}
+
+/// Logs what needs saying about a recorded outcome: what a 410 did to its webhook,
+/// and a claim that another worker took over. A delivery deleted with its webhook
+/// meanwhile (after a 410, say) had nothing left to record: not worth a warning.
+fn log_recording(finished: &Finished, recording: Recording) {
+    let claimed = &finished.claimed;
+    match recording {
+        Recording::Recorded if finished.outcome == Outcome::Gone => {
+            let (done, why) = match claimed.webhook.source.when_gone() {
+                GoneAction::Delete => (
+                    "deleted",
+                    "made through the API: its automation platform has unsubscribed",
+                ),
+                GoneAction::Disable => (
+                    "disabled",
+                    "made in Settings: a person decides whether it comes back",
+                ),
+            };
+            metrics::counter!("hookline_webhooks_disabled_total", "reason" => "gone").increment(1);
+            tracing::warn!(
+                webhook_id = %claimed.webhook_id,
+                workspace = %claimed.webhook.workspace_id,
+                // The host only: a platform's hook URL works like a credential.
+                host = %claimed.webhook.url.host(),
+                "the receiver answered 410 Gone: webhook {done} ({why}); its pending deliveries stop"
+            );
+        }
+        Recording::Recorded => {}
+        Recording::Deleted => tracing::debug!(
+            event_id = %claimed.event_id,
+            webhook_id = %claimed.webhook_id,
+            "the delivery went with its webhook before the attempt was recorded"
+        ),
+        Recording::TakenOver => tracing::warn!(
+            event_id = %claimed.event_id,
+            webhook_id = %claimed.webhook_id,
+            "the claim ran out before the attempt was recorded; another worker owns it now"
+        ),
     }
 }
 

@@ -42,7 +42,7 @@ pub use models::admin_token::AdminTokens;
 pub use models::api_key::ApiKeys;
 pub use models::event::{Events, IDEMPOTENCY_WINDOW_MS, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, UsedKey};
-pub use models::queue::{ClaimRequest, DeliveryListener, Queue};
+pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
 pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
 

@@ -682,7 +682,7 @@ backend_tests! {
                 response_body: None,
             };
             let finished = [Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }];
-            assert_eq!(store.queue().finish(&finished).await.unwrap(), [true]);
+            assert_eq!(store.queue().finish(&finished).await.unwrap(), [hookline_store::Recording::Recorded]);
         }
         let unfinished: Vec<ClaimedDelivery> =
             claimed.into_iter().filter(|c| c.event_id == old_dms[0].id).collect();

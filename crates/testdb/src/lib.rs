@@ -176,7 +176,11 @@ impl TestDb {
             outcome,
         }];
         let recorded = queue.finish(&finished).await.expect("record the attempt");
-        assert_eq!(recorded, [true], "the fixture's claim was lost");
+        assert_eq!(
+            recorded,
+            [hookline_store::Recording::Recorded],
+            "the fixture's claim was lost"
+        );
     }
 
     /// Every column of the migrated schema (diesel's own table left out), sorted:

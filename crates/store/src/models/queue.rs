@@ -51,6 +51,17 @@ impl From<&Finished> for FinishRow {
     }
 }
 
+/// What became of an outcome handed to [`Queue::finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recording {
+    Recorded,
+    /// The delivery is gone with its webhook (deleted meanwhile, by a person or a
+    /// 410): there is nothing to record.
+    Deleted,
+    /// The claim's lease ran out and another worker took the delivery over.
+    TakenOver,
+}
+
 /// What a worker asks of [`Queue::claim`].
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimRequest<'a> {
@@ -157,13 +168,44 @@ impl Queue {
 
     /// Records attempts and their outcomes in one transaction (one commit for the
     /// lot: what a busy worker needs). Each is recorded only if its claim's lease is
-    /// still held; answers, for each, whether it was (a worker whose lease ran out
-    /// and was taken over records nothing: the new holder decides).
-    pub async fn finish(&self, finished: &[Finished]) -> Result<Vec<bool>> {
+    /// still held; answers, for each, what became of it (a worker whose lease ran
+    /// out and was taken over records nothing: the new holder decides).
+    pub async fn finish(&self, finished: &[Finished]) -> Result<Vec<Recording>> {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
         let recorded = self.record(&rows).await?;
         self.track_failing(finished).await?;
-        Ok(recorded)
+        if recorded.iter().all(|recorded| *recorded) {
+            return Ok(vec![Recording::Recorded; recorded.len()]);
+        }
+        // Rare: tell a delivery deleted with its webhook (a 410 meanwhile, a
+        // delete) from one another worker took over.
+        let missing: Vec<String> = rows
+            .iter()
+            .zip(&recorded)
+            .filter(|(_, recorded)| !**recorded)
+            .map(|(row, _)| row.event_id.clone())
+            .collect();
+        let present: std::collections::HashSet<(String, String)> = with_conn!(self.db, |conn| {
+            deliveries::table
+                .filter(text_in(deliveries::event_id, missing))
+                .select((deliveries::event_id, deliveries::webhook_id))
+                .load::<(String, String)>(conn)
+                .await?
+        })
+        .into_iter()
+        .collect();
+        Ok(rows
+            .iter()
+            .zip(recorded)
+            .map(|(row, recorded)| {
+                let key = (row.event_id.clone(), row.webhook_id.clone());
+                match recorded {
+                    true => Recording::Recorded,
+                    false if present.contains(&key) => Recording::TakenOver,
+                    false => Recording::Deleted,
+                }
+            })
+            .collect())
     }
 
     async fn record(&self, rows: &[FinishRow]) -> Result<Vec<bool>> {
