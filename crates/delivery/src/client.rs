@@ -270,24 +270,72 @@ impl tower_service::Service<Uri> for GuardedConnector {
                     ),
                 ));
             }
-            let mut last_error = None;
-            for addr in allowed {
-                match tokio::time::timeout(connect_timeout, TcpStream::connect(addr)).await {
-                    Ok(Ok(stream)) => {
-                        let _ = stream.set_nodelay(true);
-                        return Ok(TokioIo::new(stream));
-                    }
-                    Ok(Err(error)) => last_error = Some(error),
-                    Err(_) => {
-                        last_error = Some(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!("connecting to {addr} timed out"),
-                        ))
-                    }
-                }
-            }
-            Err(last_error.unwrap_or_else(|| io::Error::other("no address to connect to")))
+            let stream = connect_happily(allowed, connect_timeout).await?;
+            let _ = stream.set_nodelay(true);
+            Ok(TokioIo::new(stream))
         })
+    }
+}
+
+/// How long an attempt to connect runs alone before the next address is tried
+/// beside it (RFC 8305's Connection Attempt Delay; it recommends 250 ms).
+const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
+
+/// Connects to one of `addrs` (all checked by the guard already) as Happy Eyeballs
+/// does (RFC 8305): the addresses alternate between families, each attempt gets a
+/// head start of [`ATTEMPT_DELAY`] (or less, when it fails sooner) before the next
+/// starts beside it, the first connection wins and the others are dropped. A dead
+/// first address costs a quarter second, not the whole timeout; `timeout` bounds
+/// them all together.
+async fn connect_happily(addrs: Vec<SocketAddr>, timeout: Duration) -> io::Result<TcpStream> {
+    let mut waiting = interleave_families(addrs).into_iter();
+    let mut attempts = tokio::task::JoinSet::new();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last_error = None;
+    loop {
+        if let Some(addr) = waiting.next() {
+            attempts.spawn(async move {
+                TcpStream::connect(addr)
+                    .await
+                    .map_err(|error| io::Error::new(error.kind(), format!("{addr}: {error}")))
+            });
+        }
+        let more = waiting.len() > 0;
+        tokio::select! {
+            finished = attempts.join_next(), if !attempts.is_empty() => match finished {
+                Some(Ok(Ok(stream))) => return Ok(stream),
+                Some(Ok(Err(error))) => last_error = Some(error),
+                Some(Err(join)) => last_error = Some(io::Error::other(join.to_string())),
+                None => {}
+            },
+            () = tokio::time::sleep(ATTEMPT_DELAY), if more => {}
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connecting timed out after {} ms", timeout.as_millis()),
+                ));
+            }
+        }
+        if !more && attempts.is_empty() {
+            return Err(last_error.unwrap_or_else(|| io::Error::other("no address to connect to")));
+        }
+    }
+}
+
+/// The addresses with their families alternating, starting with the first
+/// address's family, each family in the resolver's order (RFC 8305, section 4).
+fn interleave_families(addrs: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    let first_is_v6 = addrs.first().is_some_and(SocketAddr::is_ipv6);
+    let (first, second): (Vec<_>, Vec<_>) = addrs
+        .into_iter()
+        .partition(|addr| addr.is_ipv6() == first_is_v6);
+    let mut out = Vec::with_capacity(first.len() + second.len());
+    let (mut first, mut second) = (first.into_iter(), second.into_iter());
+    loop {
+        match (first.next(), second.next()) {
+            (None, None) => return out,
+            (a, b) => out.extend(a.into_iter().chain(b)),
+        }
     }
 }
 
@@ -316,6 +364,65 @@ mod tests {
         );
         let url = WebhookUrl::parse("https://[::1]/", TargetPolicy::AllowPrivate).unwrap();
         assert_eq!(target_uri(&url).unwrap().host(), Some("[::1]"));
+    }
+
+    #[test]
+    fn families_alternate_from_the_first_one() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let resolved = vec![
+            addr("[::1]:1"),
+            addr("[::2]:1"),
+            addr("[::3]:1"),
+            addr("10.0.0.1:1"),
+        ];
+        assert_eq!(
+            interleave_families(resolved),
+            [addr("[::1]:1"), addr("10.0.0.1:1"), addr("[::2]:1"), addr("[::3]:1")]
+        );
+    }
+
+    /// A listener whose accept queue is full: the kernel drops further SYNs, so a
+    /// connection to it hangs like one to a black-holed address.
+    async fn unanswering_addr() -> (tokio::net::TcpListener, Vec<TcpStream>, SocketAddr) {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(1).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut filling = Vec::new();
+        for _ in 0..4 {
+            if let Ok(Ok(stream)) =
+                tokio::time::timeout(Duration::from_millis(200), TcpStream::connect(addr)).await
+            {
+                filling.push(stream);
+            }
+        }
+        (listener, filling, addr)
+    }
+
+    #[tokio::test]
+    async fn an_unanswering_first_address_costs_a_head_start_not_the_timeout() {
+        let (_full, _filling, dead) = unanswering_addr().await;
+        let alone = connect_happily(vec![dead], Duration::from_millis(500)).await;
+        let error = alone.expect_err("the first address never answers");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut, "{error}");
+        let alive = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let alive_addr = alive.local_addr().unwrap();
+        let timeout = Duration::from_secs(30);
+        let connected = tokio::time::timeout(
+            Duration::from_secs(10),
+            connect_happily(vec![dead, alive_addr], timeout),
+        )
+        .await
+        .expect("the second address was tried beside the first")
+        .unwrap();
+        assert_eq!(connected.peer_addr().unwrap(), alive_addr);
+        // Refused everywhere: the last error, at once.
+        let refused = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let refused_addr = refused.local_addr().unwrap();
+        drop(refused);
+        let error = connect_happily(vec![refused_addr], timeout).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused, "{error}");
+        assert!(error.to_string().contains(&refused_addr.to_string()), "{error}");
     }
 
     #[test]
