@@ -140,6 +140,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "HOOKLINE_RATE_WINDOW", default_value = "60s", value_parser = parse_duration)]
     pub(crate) rate_window: Duration,
 
+    /// Open connections of both listeners together, at most; when full, the one
+    /// idle longest is closed to make room. Default: the open-file limit less 256.
+    #[arg(long, env = "HOOKLINE_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections: Option<u32>,
+
     #[command(flatten)]
     pub(crate) key: KeyPrefixArg,
 

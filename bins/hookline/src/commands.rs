@@ -105,11 +105,17 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             rate_limit: args.rate_limit,
             rate_window: args.rate_window,
         },
+        max_connections: args
+            .max_connections
+            .map_or_else(hookline_http::default_max_connections, |max| {
+                usize::try_from(max).unwrap_or(usize::MAX)
+            }),
         ..HttpConfig::default()
     };
     http.auth
         .validate()
         .context("HOOKLINE_RATE_LIMIT / HOOKLINE_RATE_WINDOW")?;
+    let max_connections = http.max_connections;
     let store = config.open_store().await?;
     let worker = Worker::new(
         store.queue(),
@@ -118,7 +124,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let app = App::new(&store, worker.outbox(store.events()), config.app.clone());
     let server = Server::bind(http, app, store.key_check(), store.admin_tokens()).await?;
     if let Some(addr) = server.local_addr() {
-        tracing::info!(%addr, backend = config.store.backend()?.as_str(), "listening on {addr}");
+        tracing::info!(%addr, backend = config.store.backend()?.as_str(), max_connections, "listening on {addr}");
     }
     if let Some(addr) = server.admin_addr() {
         tracing::info!(%addr, "admin API listening on {addr}");

@@ -46,8 +46,34 @@ async fn serve(db: &TestDb, rate_limit: u32) -> Served {
 /// Starts `hookline COMMAND` with `env`, and waits for a log line holding `ready`;
 /// answers the process and that line.
 async fn start(db: &TestDb, command: &str, env: &[(&str, &str)], ready: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
-        .arg(command)
+    let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
+    program.arg(command);
+    start_program(program, db, command, env, ready).await
+}
+
+/// [`start`] under a lowered open-file limit (`ulimit -n files`).
+async fn start_with_file_limit(
+    db: &TestDb,
+    files: u32,
+    env: &[(&str, &str)],
+    ready: &str,
+) -> (Child, String) {
+    let mut program = Command::new("sh");
+    program
+        .arg("-c")
+        .arg(format!("ulimit -n {files} && exec \"$0\" serve"))
+        .arg(env!("CARGO_BIN_EXE_hookline"));
+    start_program(program, db, "serve", env, ready).await
+}
+
+async fn start_program(
+    mut program: Command,
+    db: &TestDb,
+    command: &str,
+    env: &[(&str, &str)],
+    ready: &str,
+) -> (Child, String) {
+    let mut child = program
         .env("DATABASE_URL", db.url())
         .env("HOOKLINE_LISTEN", "127.0.0.1:0")
         .env("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0")
@@ -400,6 +426,72 @@ backend_tests! {
         assert!(gone[0].contains("webhook deleted") && gone[0].contains(&hook.id.to_string()), "{}", gone[0]);
         assert!(!log.iter().any(|line| line.contains("claim ran out")), "{log:#?}");
         assert!(!log.iter().any(|line| line.contains("RetryAt(") || line.contains("Timestamp(")), "{log:#?}");
+    }
+}
+
+/// The address in a `listening on <addr>` line.
+fn listening_addr(line: &str) -> SocketAddr {
+    line.split("listening on ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+backend_tests! {
+    async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db) {
+        let (_, key) = studio_key(&db).await;
+        let (child, line) = start_with_file_limit(&db, 512, &[], "listening on ").await;
+        assert!(line.contains("max_connections=256"), "{line}");
+        let addr = listening_addr(&line);
+        // More idle connections than the process has files: none sends a byte.
+        let mut idle = Vec::new();
+        for _ in 0..1_100 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let answered = tokio::time::timeout(Duration::from_secs(5), request(addr, "GET", "/api/v1/me", &key, "")).await;
+        let (status, _) = answered.expect("a client got through the idle crowd").unwrap();
+        assert_eq!(status, 200);
+        // Each idle connection is closed by its first-request deadline or to make
+        // room, and the server never ran out of files.
+        let mut closed = 0;
+        for mut stream in idle {
+            let mut byte = [0u8; 1];
+            if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut byte)).await {
+                closed += 1;
+            }
+        }
+        assert_eq!(closed, 1_100, "every idle connection was closed");
+        let mut child = child;
+        let pid = child.id().unwrap().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+        assert!(status.success());
+    }
+
+    async fn a_stalled_body_is_answered_408_and_its_connection_closed(db) {
+        let (_, key) = studio_key(&db).await;
+        let (child, line) = start(&db, "serve", &[], "listening on ").await;
+        let addr = listening_addr(&line);
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /api/v1/hooks HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"url\":"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        // The rest never comes.
+        let mut answer = String::new();
+        let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut answer)).await;
+        read.expect("the server answered and closed").unwrap();
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.to_lowercase().contains("connection: close"), "{answer}");
+        let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(body["success"], false);
+        assert!(body["error"].as_str().unwrap().contains("did not arrive"), "{body}");
+        assert!(signal(child, "-TERM").await.success());
     }
 }
 

@@ -377,7 +377,12 @@ mod tests {
         ];
         assert_eq!(
             interleave_families(resolved),
-            [addr("[::1]:1"), addr("10.0.0.1:1"), addr("[::2]:1"), addr("[::3]:1")]
+            [
+                addr("[::1]:1"),
+                addr("10.0.0.1:1"),
+                addr("[::2]:1"),
+                addr("[::3]:1")
+            ]
         );
     }
 
@@ -420,9 +425,14 @@ mod tests {
         let refused = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let refused_addr = refused.local_addr().unwrap();
         drop(refused);
-        let error = connect_happily(vec![refused_addr], timeout).await.unwrap_err();
+        let error = connect_happily(vec![refused_addr], timeout)
+            .await
+            .unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused, "{error}");
-        assert!(error.to_string().contains(&refused_addr.to_string()), "{error}");
+        assert!(
+            error.to_string().contains(&refused_addr.to_string()),
+            "{error}"
+        );
     }
 
     #[test]

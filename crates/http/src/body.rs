@@ -10,7 +10,13 @@ use serde_json::Value;
 /// Why a body could not be read as JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BodyError {
-    TooLarge { limit: usize },
+    TooLarge {
+        limit: usize,
+    },
+    /// Not all there within the body deadline: 408, and the connection closes.
+    TimedOut {
+        after: std::time::Duration,
+    },
     Unreadable,
     NotJson(String),
 }
@@ -19,24 +25,33 @@ pub(crate) enum BodyError {
 /// `Content-Length` alone, or as soon as it outgrows the limit.
 pub(crate) async fn read_json(
     request: Request<Incoming>,
-    limit: usize,
+    limits: BodyLimits,
 ) -> Result<Value, BodyError> {
-    read(request, limit, false).await
+    read(request, limits, false).await
 }
 
 /// [`read_json`] of a body whose fields are all optional: an empty body is `{}`.
 pub(crate) async fn read_optional_json(
     request: Request<Incoming>,
-    limit: usize,
+    limits: BodyLimits,
 ) -> Result<Value, BodyError> {
-    read(request, limit, true).await
+    read(request, limits, true).await
+}
+
+/// How much of a body is read, and for how long.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    pub(crate) max_bytes: usize,
+    /// The whole body, from when its reading starts.
+    pub(crate) timeout: std::time::Duration,
 }
 
 async fn read(
     request: Request<Incoming>,
-    limit: usize,
+    limits: BodyLimits,
     empty_is_object: bool,
 ) -> Result<Value, BodyError> {
+    let limit = limits.max_bytes;
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -45,9 +60,12 @@ async fn read(
     if declared.is_some_and(|length| length > limit as u64) {
         return Err(BodyError::TooLarge { limit });
     }
-    let bytes = Limited::new(request.into_body(), limit)
-        .collect()
+    let collect = Limited::new(request.into_body(), limit).collect();
+    let bytes = tokio::time::timeout(limits.timeout, collect)
         .await
+        .map_err(|_| BodyError::TimedOut {
+            after: limits.timeout,
+        })?
         .map_err(|error| {
             if error.is::<http_body_util::LengthLimitError>() {
                 BodyError::TooLarge { limit }

@@ -5,7 +5,9 @@ use hookline_auth::RateLimit;
 use hookline_domain::{ApiKeyId, EventName, Plan, WorkspaceId};
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{ALLOW, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::header::{
+    ALLOW, CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
+};
 use hyper::{Response, StatusCode};
 
 use crate::body::BodyError;
@@ -31,6 +33,10 @@ pub(crate) enum ApiError {
     PayloadTooLarge {
         limit: usize,
     },
+    /// The body did not all arrive in time (408; the connection closes).
+    BodyTimedOut {
+        after: std::time::Duration,
+    },
     /// A failure of ours; the cause is logged where it happened, never sent.
     Internal,
 }
@@ -45,6 +51,7 @@ impl ApiError {
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::InvalidHook(_) | ApiError::InvalidId(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::BodyTimedOut { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -76,6 +83,10 @@ impl ApiError {
             ApiError::PayloadTooLarge { limit } => {
                 format!("The request body is larger than {limit} bytes.")
             }
+            ApiError::BodyTimedOut { after } => format!(
+                "The request body did not arrive within {} s; send it whole, promptly.",
+                after.as_secs()
+            ),
             ApiError::Internal => {
                 "Internal error on the service side; retry with backoff.".to_owned()
             }
@@ -103,6 +114,10 @@ impl ApiError {
             ApiError::MethodNotAllowed { allow } => {
                 headers.insert(ALLOW, HeaderValue::from_static(allow));
             }
+            // What is left of the body may still come: this connection is done.
+            ApiError::BodyTimedOut { .. } => {
+                headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            }
             ApiError::RateLimited(rate) => {
                 rate_limit_headers(headers, &rate);
                 headers.insert(RETRY_AFTER, HeaderValue::from(rate.retry_after_secs()));
@@ -117,6 +132,7 @@ impl From<BodyError> for ApiError {
     fn from(error: BodyError) -> Self {
         match error {
             BodyError::TooLarge { limit } => ApiError::PayloadTooLarge { limit },
+            BodyError::TimedOut { after } => ApiError::BodyTimedOut { after },
             BodyError::Unreadable => {
                 ApiError::InvalidHook("The request body could not be read.".into())
             }

@@ -53,7 +53,7 @@ pub(crate) async fn create_hook(
         .get(USER_AGENT)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let body = read_json(request, api.config.max_body_bytes)
+    let body = read_json(request, api.config.body_limits())
         .await
         .map_err(ApiError::from)?;
     let spec = parse_new_hook(body, user_agent.as_deref(), api.app.config().target_policy)?;

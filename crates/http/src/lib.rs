@@ -3,6 +3,8 @@
 //!
 //! - `server.rs`: the accept loop: HTTP/1.1 keep-alive and HTTP/2 cleartext on one
 //!   port, header and body limits, a header read timeout, graceful shutdown.
+//! - `connections.rs`: the cap on open connections (the one idle longest makes
+//!   room), the first-request and idle timeouts.
 //! - `router.rs`: the routes, one `match` on method and path segments.
 //! - `handlers.rs`: one function per endpoint.
 //! - `wire.rs`: the JSON this API speaks (also used by the CLI's `--json`).
@@ -15,6 +17,7 @@
 
 mod admin;
 mod body;
+mod connections;
 mod error;
 mod handlers;
 mod openapi;
@@ -22,7 +25,7 @@ mod router;
 mod server;
 pub mod wire;
 
-pub use server::{HttpConfig, Server};
+pub use server::{HttpConfig, Server, default_max_connections};
 
 /// Why the server could not start or stop cleanly. (How a request fails is
 /// private: see `error.rs`.)

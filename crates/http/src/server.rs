@@ -15,12 +15,14 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tracing::{Instrument as _, field};
 
 use crate::admin::AdminApi;
+use crate::body::BodyLimits;
+use crate::connections::Connections;
 use crate::error::{ApiError, rate_limit_headers};
 use crate::handlers;
 use crate::router::{Route, route};
@@ -39,13 +41,31 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Request headers, in all, at most this large (431 on HTTP/1.1).
     pub max_header_bytes: usize,
-    /// A client that has not sent its request headers by then is disconnected.
+    /// A client that has not sent its request headers by then is disconnected;
+    /// the clock starts at the accept, whether a byte comes or not.
     pub header_read_timeout: Duration,
+    /// A kept-alive connection with no request for this long is closed.
+    pub idle_timeout: Duration,
+    /// A request body that has not all arrived by then is answered 408, and its
+    /// connection closed.
+    pub body_read_timeout: Duration,
+    /// Open connections of both listeners together, at most
+    /// (`HOOKLINE_MAX_CONNECTIONS`; see [`default_max_connections`]).
+    pub max_connections: usize,
     /// On shutdown, how long in-flight requests may take to finish.
     pub shutdown_grace: Duration,
     /// Where the process records its metrics, rendered by the admin listener's
     /// `GET /metrics`; `None`: that endpoint answers 404.
     pub metrics: Option<PrometheusHandle>,
+}
+
+impl HttpConfig {
+    pub(crate) fn body_limits(&self) -> BodyLimits {
+        BodyLimits {
+            max_bytes: self.max_body_bytes,
+            timeout: self.body_read_timeout,
+        }
+    }
 }
 
 impl Default for HttpConfig {
@@ -57,6 +77,9 @@ impl Default for HttpConfig {
             max_body_bytes: 64 * 1024,
             max_header_bytes: 64 * 1024,
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(10),
+            max_connections: 1024,
             shutdown_grace: Duration::from_secs(10),
             metrics: None,
         }
@@ -97,7 +120,7 @@ impl Server {
         let admin_api = AdminApi::new(
             app.clone(),
             AdminAuthenticator::new(tokens),
-            config.max_body_bytes,
+            config.body_limits(),
             config.metrics.clone(),
         );
         Ok(Server {
@@ -126,17 +149,35 @@ impl Server {
     /// Serves until `shutdown` completes; then stops accepting, lets in-flight
     /// requests finish for at most the configured grace, and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let wait = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = stopped.wait_for(|stopped| *stopped).await;
-        };
-        let public = serve(self.public, self.api, &self.config, wait(stopped.clone()));
-        let admin = serve(self.admin, self.admin_api, &self.config, wait(stopped));
+        let (stop, stopped) = watch::channel(false);
+        let connections = Connections::new(self.config.max_connections);
+        let public = serve(
+            self.public,
+            self.api,
+            &self.config,
+            &connections,
+            stopped.clone(),
+        );
+        let admin = serve(
+            self.admin,
+            self.admin_api,
+            &self.config,
+            &connections,
+            stopped,
+        );
         let signal = async {
             shutdown.await;
             let _ = stop.send(true);
         };
         tokio::join!(public, admin, signal);
+        tracing::info!("shutting down: finishing in-flight requests");
+        let grace = self.config.shutdown_grace;
+        if !connections.all_closed(grace).await {
+            tracing::warn!(
+                ?grace,
+                "in-flight requests still running after the grace period; closing them"
+            );
+        }
     }
 }
 
@@ -157,13 +198,18 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     ) -> impl Future<Output = (&'static str, Response<Full<Bytes>>)> + Send;
 }
 
+/// How long a connection asked to close gracefully (idle, evicted) may take
+/// before it is dropped.
+const CLOSING_GRACE: Duration = Duration::from_secs(1);
+
 /// The accept loop of one listener: HTTP/1.1 keep-alive and HTTP/2 cleartext, the
-/// header limits and timeout, graceful shutdown.
+/// header limits and timeouts, the connection cap, graceful shutdown.
 async fn serve<D: Dispatch>(
     listener: TcpListener,
     api: Arc<D>,
     config: &HttpConfig,
-    shutdown: impl Future<Output = ()>,
+    connections: &Arc<Connections>,
+    mut stopped: watch::Receiver<bool>,
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -175,49 +221,127 @@ async fn serve<D: Dispatch>(
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX))
-        .max_concurrent_streams(256);
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
+        .max_concurrent_streams(256)
+        // A peer that stops answering pings is gone: its connection is closed.
+        .keep_alive_interval(Some(H2_PING_INTERVAL))
+        .keep_alive_timeout(H2_PING_TIMEOUT);
+    let builder = Arc::new(builder);
     loop {
-        tokio::select! {
+        let permit = tokio::select! {
+            permit = connections.room() => permit,
+            () = stopping(&mut stopped) => break,
+        };
+        let Some(permit) = permit else { break };
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let api = Arc::clone(&api);
-                    let service = service_fn(move |request| {
-                        let api = Arc::clone(&api);
-                        async move { Ok::<_, Infallible>(handle(&*api, request).await) }
-                    });
-                    let connection = builder
-                        .serve_connection(TokioIo::new(stream), service)
-                        .into_owned();
-                    let connection = graceful.watch(connection);
-                    tokio::spawn(async move {
-                        if let Err(error) = connection.await {
-                            tracing::debug!(%peer, %error, "connection closed with an error");
-                        }
-                    });
-                }
+                Ok(accepted) => accepted,
                 // Out of file descriptors and the like: wait, do not spin or die.
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
                 }
             },
-            () = &mut shutdown => break,
-        }
+            () = stopping(&mut stopped) => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let tracked = connections.open();
+        let service = {
+            let (api, connections, tracked) = (
+                Arc::clone(&api),
+                Arc::clone(connections),
+                Arc::clone(&tracked),
+            );
+            service_fn(move |request| {
+                let in_flight = connections.request(&tracked);
+                let api = Arc::clone(&api);
+                async move {
+                    let response = handle(&*api, request).await;
+                    drop(in_flight);
+                    Ok::<_, Infallible>(response)
+                }
+            })
+        };
+        let builder = Arc::clone(&builder);
+        let connections = Arc::clone(connections);
+        let stopped = stopped.clone();
+        let (first_request, idle, grace) = (
+            config.header_read_timeout,
+            config.idle_timeout,
+            config.shutdown_grace,
+        );
+        let mut stopped = stopped;
+        // Drives the connection until it ends, closing it gracefully when it idles
+        // past its deadline, is evicted, or the server stops; one that does not
+        // close within its grace after that is dropped.
+        tokio::spawn(async move {
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            let grace = tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(%peer, %error, "connection closed with an error");
+                    }
+                    None
+                }
+                closing = tracked.should_close(first_request, idle) => {
+                    tracing::debug!(%peer, ?closing, "closing a connection");
+                    Some(CLOSING_GRACE)
+                }
+                () = stopping(&mut stopped) => Some(grace),
+            };
+            if let Some(grace) = grace {
+                connection.as_mut().graceful_shutdown();
+                if tokio::time::timeout(grace, connection).await.is_err() {
+                    tracing::debug!(%peer, "a closing connection outlived its grace; dropped");
+                }
+            }
+            connections.close(&tracked);
+            drop(permit);
+        });
     }
     drop(listener);
-    tracing::info!("shutting down: finishing in-flight requests");
-    let grace = config.shutdown_grace;
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            ?grace,
-            "in-flight requests still running after the grace period; closing them"
-        );
+}
+
+/// Completes when the server is stopping (the guard `wait_for` answers is dropped
+/// here, so that it is never held across an await).
+async fn stopping(stopped: &mut watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stopped| *stopped).await;
+}
+
+/// HTTP/2 pings go out after this long without a frame from the peer…
+const H2_PING_INTERVAL: Duration = Duration::from_secs(20);
+/// …and an unanswered one closes the connection after this.
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default cap on open connections: the process's soft limit on open files
+/// (`ulimit -n`), less what the rest of the process needs (database connections,
+/// deliveries' connections, files), so that accepting never fails for want of a
+/// descriptor. Read from `/proc/self/limits`; 1024 files assumed where there is
+/// none.
+pub fn default_max_connections() -> usize {
+    const FOR_THE_REST: u64 = 256;
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| soft_open_files(&limits))
+        .unwrap_or(1024);
+    let reserve = FOR_THE_REST.min(soft / 2);
+    usize::try_from(soft.saturating_sub(reserve).clamp(16, 1 << 20)).unwrap_or(1 << 20)
+}
+
+/// The soft limit of `Max open files` in a `/proc/<pid>/limits` text; `None` when
+/// absent ("unlimited" counts as a million).
+fn soft_open_files(limits: &str) -> Option<u64> {
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))?;
+    let soft = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?;
+    match soft {
+        "unlimited" => Some(1 << 20),
+        number => number.parse().ok(),
     }
 }
 

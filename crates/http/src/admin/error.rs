@@ -3,7 +3,7 @@
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{ALLOW, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{ALLOW, CONNECTION, HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
 use crate::body::BodyError;
@@ -28,6 +28,10 @@ pub(crate) enum AdminError {
     PayloadTooLarge {
         limit: usize,
     },
+    /// The body did not all arrive in time (408; the connection closes).
+    BodyTimedOut {
+        after: std::time::Duration,
+    },
     /// A failure of ours; the cause is logged where it happened, never sent.
     Internal,
 }
@@ -41,6 +45,7 @@ impl AdminError {
             AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
             AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            AdminError::BodyTimedOut { .. } => StatusCode::REQUEST_TIMEOUT,
             AdminError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -63,6 +68,10 @@ impl AdminError {
             AdminError::PayloadTooLarge { limit } => {
                 format!("The request body is larger than {limit} bytes.")
             }
+            AdminError::BodyTimedOut { after } => format!(
+                "The request body did not arrive within {} s; send it whole, promptly.",
+                after.as_secs()
+            ),
             AdminError::Internal => {
                 "Internal error on the service side; retry with backoff.".to_owned()
             }
@@ -87,6 +96,10 @@ impl AdminError {
             }
             AdminError::MethodNotAllowed { allow } => {
                 headers.insert(ALLOW, HeaderValue::from_static(allow));
+            }
+            // What is left of the body may still come: this connection is done.
+            AdminError::BodyTimedOut { .. } => {
+                headers.insert(CONNECTION, HeaderValue::from_static("close"));
             }
             _ => {}
         }
@@ -149,6 +162,7 @@ impl From<BodyError> for AdminError {
     fn from(error: BodyError) -> Self {
         match error {
             BodyError::TooLarge { limit } => AdminError::PayloadTooLarge { limit },
+            BodyError::TimedOut { after } => AdminError::BodyTimedOut { after },
             BodyError::Unreadable => {
                 AdminError::Invalid("The request body could not be read.".into())
             }

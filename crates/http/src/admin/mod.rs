@@ -42,7 +42,7 @@ use crate::admin::error::AdminError;
 use crate::admin::handlers::Answer;
 use crate::admin::operations::Operations;
 use crate::admin::router::{AdminRoute, route};
-use crate::body::{read_json, read_optional_json};
+use crate::body::{BodyLimits, read_json, read_optional_json};
 use crate::server::{Dispatch, UNMATCHED};
 
 /// What every admin request shares.
@@ -50,7 +50,7 @@ use crate::server::{Dispatch, UNMATCHED};
 pub(crate) struct AdminApi {
     app: App,
     auth: AdminAuthenticator,
-    max_body_bytes: usize,
+    body_limits: BodyLimits,
     operations: Operations,
 }
 
@@ -58,14 +58,14 @@ impl AdminApi {
     pub(crate) fn new(
         app: App,
         auth: AdminAuthenticator,
-        max_body_bytes: usize,
+        body_limits: BodyLimits,
         metrics: Option<PrometheusHandle>,
     ) -> AdminApi {
         AdminApi {
             operations: Operations::new(app.clone(), metrics),
             app,
             auth,
-            max_body_bytes,
+            body_limits,
         }
     }
 
@@ -93,13 +93,13 @@ impl AdminApi {
             DeleteHook { hook } => h::delete_hook(app, hook).await,
             ListAttempts { hook } => h::list_attempts(app, hook, query).await,
             RotateSecret { hook } => {
-                let body = read_optional_json(request, self.max_body_bytes).await?;
+                let body = read_optional_json(request, self.body_limits).await?;
                 h::rotate_secret(app, hook, body).await
             }
             TestHook { hook } => h::test_hook(app, hook, self.body(request).await?).await,
             RecoverHook { hook } => h::recover_hook(app, hook, self.body(request).await?).await,
             Redeliver { event } => {
-                let body = read_optional_json(request, self.max_body_bytes).await?;
+                let body = read_optional_json(request, self.body_limits).await?;
                 h::redeliver(app, event, body).await
             }
             EmitEvent { ws } => {
@@ -120,7 +120,7 @@ impl AdminApi {
     }
 
     async fn body(&self, request: Request<Incoming>) -> Result<serde_json::Value, AdminError> {
-        Ok(read_json(request, self.max_body_bytes).await?)
+        Ok(read_json(request, self.body_limits).await?)
     }
 }
 
