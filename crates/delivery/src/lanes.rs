@@ -404,6 +404,19 @@ impl Lanes {
             .collect()
     }
 
+    /// Webhooks whose receivers answer quickly (and whose breaker is closed): a
+    /// claim may take as many of theirs as it likes.
+    pub(crate) fn fast(&self, now: Instant) -> Vec<WebhookId> {
+        self.lanes
+            .iter()
+            .filter(|(_, lane)| {
+                matches!(lane.breaker, Breaker::Closed { .. })
+                    && lane.speed(now, self.config.slow_after) == Speed::Fast
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Ready deliveries that have waited since before `cutoff`: the worker hands
     /// them back before their lease can run out. Lanes long idle are forgotten.
     pub(crate) fn waited_since(&mut self, cutoff: Instant, now: Instant) -> Vec<ClaimedDelivery> {

@@ -228,7 +228,8 @@ impl Worker {
                     .min(self.config.batch_size);
                 let skip = lanes.skip(now);
                 held_back = !skip.is_empty();
-                claiming = Some(Box::pin(self.claim(wanted, per_webhook, skip)));
+                let fast = lanes.fast(now);
+                claiming = Some(Box::pin(self.claim(wanted, per_webhook, skip, fast)));
             }
             tokio::select! {
                 () = &mut shutdown => break,
@@ -236,7 +237,7 @@ impl Worker {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
-                            let limited = reached_a_webhook_limit(&batch, per_webhook);
+                            let limited = reached_a_webhook_limit(&batch, per_webhook, &lanes.fast(Instant::now()));
                             held_back |= limited;
                             // A full batch means more may be due, and so does a webhook
                             // that filled its share: claim again at once.
@@ -310,12 +311,14 @@ impl Worker {
     }
 
     /// Claims up to `wanted` due deliveries under this worker's lease, at most
-    /// `per_webhook` of one webhook and none of `skip`'s; answers `wanted` with them.
+    /// `per_webhook` of one webhook (any number of a `fast` one) and none of
+    /// `skip`'s; answers `wanted` with them.
     async fn claim(
         &self,
         wanted: u32,
         per_webhook: u32,
         skip: Vec<WebhookId>,
+        fast: Vec<WebhookId>,
     ) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
         let now = Timestamp::now();
         let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
@@ -325,6 +328,7 @@ impl Worker {
             limit: wanted,
             per_webhook,
             skip: &skip,
+            fast: &fast,
             lease_token: &self.lease_token,
         };
         (wanted, self.queue.claim(&request).await)
@@ -406,15 +410,22 @@ impl Worker {
 /// How often ready deliveries are checked for waiting too long.
 const WAIT_CHECK: Duration = Duration::from_secs(1);
 
-/// Whether a claim took `per_webhook` deliveries of some webhook (so that one may
-/// have more due).
-fn reached_a_webhook_limit(batch: &[ClaimedDelivery], per_webhook: u32) -> bool {
+/// Whether a claim took `per_webhook` deliveries of some webhook not known to be
+/// fast (so that one may have more due).
+fn reached_a_webhook_limit(
+    batch: &[ClaimedDelivery],
+    per_webhook: u32,
+    fast: &[WebhookId],
+) -> bool {
     let mut counts: HashMap<WebhookId, u32> = HashMap::new();
-    batch.iter().any(|delivery| {
-        let count = counts.entry(delivery.webhook_id).or_default();
-        *count += 1;
-        *count >= per_webhook
-    })
+    batch
+        .iter()
+        .filter(|delivery| !fast.contains(&delivery.webhook_id))
+        .any(|delivery| {
+            let count = counts.entry(delivery.webhook_id).or_default();
+            *count += 1;
+            *count >= per_webhook
+        })
 }
 
 /// An attempt's end, as its lane books it.

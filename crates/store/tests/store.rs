@@ -69,6 +69,7 @@ async fn claim(
         limit: 10,
         per_webhook: 10,
         skip: &[],
+        fast: &[],
         lease_token: token,
     };
     store.queue().claim(&request).await.unwrap()
@@ -90,7 +91,7 @@ backend_tests! {
         }
         let now = Timestamp::now().plus_millis(1);
         let lease_until = now.plus_millis(60_000);
-        let request = ClaimRequest { now, lease_until, limit: 100, per_webhook: 2, skip: &hooks[..1], lease_token: "t" };
+        let request = ClaimRequest { now, lease_until, limit: 100, per_webhook: 2, skip: &hooks[..1], fast: &[], lease_token: "t" };
         let claimed = store.queue().claim(&request).await.unwrap();
         let count = |hook: WebhookId| claimed.iter().filter(|c| c.webhook_id == hook).count();
         assert_eq!((count(hooks[0]), count(hooks[1]), count(hooks[2])), (0, 2, 2));
@@ -98,8 +99,14 @@ backend_tests! {
         let request = ClaimRequest { limit: 3, per_webhook: 4, skip: &[], ..request };
         let claimed = store.queue().claim(&request).await.unwrap();
         assert_eq!(claimed.len(), 3);
-        let request = ClaimRequest { limit: 100, per_webhook: 100, ..request };
-        assert_eq!(store.queue().claim(&request).await.unwrap().len(), 18 - 4 - 3);
+        // A webhook known to be fast is not limited to its share.
+        let fast = [hooks[2]];
+        let request = ClaimRequest { limit: 100, per_webhook: 1, fast: &fast, ..request };
+        let claimed = store.queue().claim(&request).await.unwrap();
+        let count = |hook: WebhookId| claimed.iter().filter(|c| c.webhook_id == hook).count();
+        assert_eq!((count(hooks[0]), count(hooks[1]), count(hooks[2])), (1, 1, 4), "all the fast one has left");
+        let request = ClaimRequest { limit: 100, per_webhook: 100, fast: &[], ..request };
+        assert_eq!(store.queue().claim(&request).await.unwrap().len(), 18 - 4 - 3 - 6);
     }
 
     async fn workspaces_are_created_read_and_moved_between_plans(db) {

@@ -156,6 +156,7 @@ impl TestDb {
                 limit: u32::MAX,
                 per_webhook: u32::MAX,
                 skip: &[],
+                fast: &[],
                 lease_token: TOKEN,
             })
             .await

@@ -75,6 +75,8 @@ pub struct ClaimRequest<'a> {
     /// Webhooks whose deliveries stay where they are (the worker cannot start them
     /// soon: their lanes are full, or their receiver is resting).
     pub skip: &'a [WebhookId],
+    /// Webhooks whose receivers answer quickly: `per_webhook` does not limit them.
+    pub fast: &'a [WebhookId],
     pub lease_token: &'a str,
 }
 
@@ -89,12 +91,14 @@ impl Queue {
     /// crashed worker's) are due again.
     pub async fn claim(&self, request: &ClaimRequest<'_>) -> Result<Vec<ClaimedDelivery>> {
         let skip: Vec<String> = request.skip.iter().map(ToString::to_string).collect();
+        let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
         let claim = Claim {
             lease_until: request.lease_until.unix_millis(),
             token: request.lease_token,
             now: request.now.unix_millis(),
             limit: i64::from(request.limit),
             skip: &skip,
+            fast: &fast,
             // Rows looked at for the per-webhook limit: enough that one webhook's
             // backlog ahead in time does not leave the claim empty, few enough to stay
             // cheap. A skipped webhook's rows are passed over by the scan itself.
@@ -501,6 +505,7 @@ pub(crate) struct Claim<'a> {
     pub(crate) now: i64,
     pub(crate) limit: i64,
     pub(crate) skip: &'a [String],
+    pub(crate) fast: &'a [String],
     /// Due rows looked at, oldest first.
     pub(crate) scan: i64,
     pub(crate) per_webhook: i64,
@@ -587,41 +592,44 @@ fn recorded_attempts<'a>(
     (recorded, attempts)
 }
 
-/// A [`Claim`]'s parameters, in the order the statements number them; `Skip` is
+/// A [`Claim`]'s parameters, in the order the statements number them; `Ids` is
 /// how the dialect takes a list of ids.
-type ClaimBinds<'a, Skip> = (
+type ClaimBinds<'a, Ids> = (
     Bind<BigInt, i64>,
     Bind<Text, &'a str>,
     Bind<BigInt, i64>,
     Bind<BigInt, i64>,
-    Skip,
+    Ids,
     Bind<BigInt, i64>,
     Bind<BigInt, i64>,
+    Ids,
 );
 
-/// A claim statement with its [`Claim`] bound, the skipped webhooks as `skip`.
-fn claim_statement<'a, Skip>(
+/// A claim statement with its [`Claim`] bound, the skipped and the fast webhooks
+/// as the dialect binds a list.
+fn claim_statement<'a, Ids>(
     sql: &'static str,
     claim: &Claim<'a>,
-    skip: Skip,
-) -> Prepared<ClaimBinds<'a, Skip>> {
+    ids: impl Fn(&'a [String]) -> Ids,
+) -> Prepared<ClaimBinds<'a, Ids>> {
     prepared(sql).binds((
         bind(claim.lease_until),
         bind(claim.token),
         bind(claim.now),
         bind(claim.limit),
-        skip,
+        ids(claim.skip),
         bind(claim.scan),
         bind(claim.per_webhook),
+        ids(claim.fast),
     ))
 }
 
 /// The due rows a claim picks from, oldest first, at most `$6` of them, and of
-/// those at most `$7` per webhook: the part of the claim both dialects share.
-/// `{skipped}` is the dialect's test for a webhook in the skip list `$5`; `{lock}`
-/// what the scan locks.
+/// those at most `$7` per webhook but for the fast ones (`$8`): the part of the
+/// claim both dialects share. `{skipped}` and `{fast}` are the dialect's tests for
+/// a webhook in the lists `$5` and `$8`; `{lock}` what the scan locks.
 macro_rules! picked_due {
-    ($skipped:literal, $lock:literal) => {
+    ($skipped:literal, $fast:literal, $lock:literal) => {
         concat!(
             "SELECT event_id, webhook_id FROM ( \
                  SELECT event_id, webhook_id, next_attempt_at, \
@@ -634,7 +642,9 @@ macro_rules! picked_due {
             " ORDER BY next_attempt_at LIMIT $6 ",
             $lock,
             ") AS due) AS ranked \
-             WHERE nth <= $7 ORDER BY next_attempt_at LIMIT $4"
+             WHERE (nth <= $7 OR ",
+            $fast,
+            ") ORDER BY next_attempt_at LIMIT $4"
         )
     };
 }
@@ -644,12 +654,16 @@ impl QueueSql for SqliteConn {
         const SQL: &str = concat!(
             "UPDATE deliveries SET lease_until = $1, lease_token = $2 \
              WHERE (event_id, webhook_id) IN (",
-            picked_due!("(webhook_id IN (SELECT value FROM json_each($5)))", ""),
+            picked_due!(
+                "(webhook_id IN (SELECT value FROM json_each($5)))",
+                "webhook_id IN (SELECT value FROM json_each($8))",
+                ""
+            ),
             ") RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
-        claim_statement(SQL, claim, bind::<Text, _>(json_string_array(claim.skip)))
+        claim_statement(SQL, claim, |ids| bind::<Text, _>(json_string_array(ids)))
             .load(self)
             .await
     }
@@ -710,14 +724,18 @@ impl QueueSql for PgConn {
         use diesel::pg::sql_types::Array;
         const SQL: &str = concat!(
             "UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM (",
-            picked_due!("(webhook_id = ANY($5::text[]))", "FOR UPDATE SKIP LOCKED"),
+            picked_due!(
+                "(webhook_id = ANY($5::text[]))",
+                "webhook_id = ANY($8::text[])",
+                "FOR UPDATE SKIP LOCKED"
+            ),
             ") AS picked, events AS e \
              WHERE d.event_id = picked.event_id AND d.webhook_id = picked.webhook_id \
                AND e.id = d.event_id \
              RETURNING d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
                  e.event, e.payload"
         );
-        claim_statement(SQL, claim, bind::<Array<Text>, _>(claim.skip))
+        claim_statement(SQL, claim, bind::<Array<Text>, _>)
             .load(self)
             .await
     }
