@@ -209,6 +209,29 @@ backend_tests! {
         assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await.as_array().unwrap().len(), 1);
     }
 
+    async fn delivery_operations_print_their_answers(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let created = ok_json(&db, &["hook", "create", &ws, "--url", "https://hooks.example.com/in", "--event", "dm.sent", "--json"]).await;
+        let id = text(&created["id"]).to_owned();
+        let rotated = ok_json(&db, &["hook", "rotate-secret", &id, "--grace", "1h", "--json"]).await;
+        assert_eq!(rotated["id"], id.as_str());
+        let secret = text(&rotated["secret"]);
+        assert!(secret.starts_with("whsec_") && secret != text(&created["secret"]));
+        fails(&db, &["hook", "rotate-secret", &id, "--grace", "8d"], "at most").await;
+
+        let test = ok_json(&db, &["hook", "test", &id, "--event", "link.clicked", "--json"]).await;
+        let event = text(&test["eventId"]).to_owned();
+        assert!(event.starts_with("evt_"), "{test}");
+        let again = ok_json(&db, &["event", "redeliver", &event, "--json"]).await;
+        assert_eq!(again, json!({"queued": 0}), "still pending: left alone");
+        let recovered = ok_json(&db, &["hook", "recover", &id, "--since", "2026-01-01T00:00:00Z", "--json"]).await;
+        assert_eq!(recovered, json!({"queued": 0}));
+        fails(&db, &["hook", "recover", &id, "--since", "yesterday"], "RFC 3339").await;
+        fails(&db, &["event", "redeliver", "evt_01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "no event").await;
+        ok_json(&db, &["hook", "disable", &id, "--json"]).await;
+        fails(&db, &["hook", "test", &id, "--event", "dm.sent"], "disabled").await;
+    }
+
     async fn a_mistyped_command_keeps_the_suggestion(db) {
         let out = hookline(&db, &["serv"]).await;
         assert_eq!(out.status.code(), Some(2));

@@ -299,6 +299,57 @@ backend_tests! {
         assert!(signal(worker, "-TERM").await.success());
     }
 
+    async fn after_a_kill_delivery_resumes_within_seconds(db) {
+        let receiver = Receiver::start().await;
+        let slow = Reply { delay: Duration::from_secs(1), ..Reply::status(200) };
+        receiver.script("/slow", std::iter::repeat_n(slow, 200));
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
+            hookline_domain::WebhookSource::Api).await.unwrap();
+        let outbox = hookline_delivery::Outbox::new(db.store().events());
+        let mut events = Vec::new();
+        for n in 0..40 {
+            events.push(outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({"n": n})).await.unwrap().payload.id);
+        }
+        let env = delivery_env(&receiver);
+        let env = as_env(&env);
+        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
+        receiver.wait_for(10, Duration::from_secs(20)).await;
+        assert!(!signal(worker, "-KILL").await.success());
+        // Every request that arrived may have been in flight, unrecorded.
+        let before_kill = receiver.count();
+        let restarted_at = std::time::SystemTime::now();
+        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        for event in &events {
+            loop {
+                let deliveries = db.store().events().deliveries(*event).await.unwrap();
+                if deliveries.iter().all(|d| d.state == DeliveryState::Delivered) {
+                    break;
+                }
+                assert!(tokio::time::Instant::now() < deadline, "not delivered after the restart: {deliveries:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        assert!(signal(worker, "-TERM").await.success());
+        let received = receiver.received();
+        let resumed_after = received
+            .iter()
+            .filter_map(|request| request.at.duration_since(restarted_at).ok())
+            .min()
+            .unwrap();
+        let unique: std::collections::HashSet<String> = received
+            .iter()
+            .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
+            .collect();
+        let duplicates = received.len() - unique.len();
+        println!("recovery: resumed {resumed_after:?} after the restart; {duplicates} duplicates of {before_kill} requests before the kill; lost 0 of 40");
+        assert_eq!(unique.len(), 40, "nothing lost");
+        assert!(duplicates <= before_kill, "{duplicates} duplicates, {before_kill} could have been in flight");
+        // The claims of the dead worker ran out within their 4 s lease, not 65 s.
+        assert!(resumed_after < Duration::from_secs(10), "resumed only {resumed_after:?} after the restart");
+    }
+
     async fn what_serve_acknowledged_survives_sigkill(db) {
         let (key_id, key) = studio_key(&db).await;
         let served = serve(&db, 1_000_000).await;

@@ -88,11 +88,78 @@ impl DeliveryConfig {
             .min(self.poll_interval)
     }
 
-    /// A claim outlives its wait in the ready queue (at most [`AHEAD_ROUNDS`] rounds
-    /// of attempts on every slot, each at most `timeout`) and the attempt it is for,
-    /// plus recording it; after that, a crashed worker's claims fall due again.
-    fn lease(&self) -> Duration {
-        self.timeout * (AHEAD_ROUNDS + 2) + Duration::from_secs(5)
+    /// How long a claimed delivery may wait in its lane for a slot before it is
+    /// handed back: [`AHEAD_ROUNDS`] rounds of attempts, each at most `timeout`.
+    fn longest_wait(&self) -> Duration {
+        self.timeout * AHEAD_ROUNDS
+    }
+}
+
+/// A claim's lease. The worker renews the leases of everything it holds every
+/// [`RENEW_EVERY`], so a live worker keeps its claims however long they wait or
+/// their attempts take, and a dead one's fall due again within this long.
+const LEASE: Duration = Duration::from_secs(4);
+/// How often held leases are renewed: a renewal or two may be late or fail before
+/// a lease runs out.
+const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+/// The deliveries this worker holds under its lease: claimed, and not yet
+/// recorded, cancelled or handed back. Their leases are renewed.
+#[derive(Debug, Default)]
+struct Held(std::sync::Mutex<std::collections::HashSet<(EventId, WebhookId)>>);
+
+impl Held {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<(EventId, WebhookId)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn hold(&self, deliveries: &[ClaimedDelivery]) {
+        self.lock()
+            .extend(deliveries.iter().map(|d| (d.event_id, d.webhook_id)));
+    }
+
+    fn let_go<'a>(&self, deliveries: impl IntoIterator<Item = &'a ClaimedDelivery>) {
+        let mut held = self.lock();
+        for delivery in deliveries {
+            held.remove(&(delivery.event_id, delivery.webhook_id));
+        }
+    }
+
+    fn snapshot(&self) -> Vec<(EventId, WebhookId)> {
+        self.lock().iter().copied().collect()
+    }
+}
+
+/// Renews the leases of what `held` holds every [`RENEW_EVERY`] until `stopped`.
+async fn renew_leases(
+    queue: Queue,
+    held: Arc<Held>,
+    token: String,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval(RENEW_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let keys = held.snapshot();
+        let until =
+            Timestamp::now().plus_millis(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
+        match queue.renew(&keys, &token, until).await {
+            Ok(renewed) if renewed < keys.len() => tracing::debug!(
+                held = keys.len(),
+                renewed,
+                "some claims were no longer ours to renew (recorded meanwhile, or taken over)"
+            ),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, held = keys.len(), "cannot renew the claims' leases; they run out unless a renewal gets through")
+            }
+        }
     }
 }
 
@@ -110,6 +177,7 @@ pub struct Worker {
     config: DeliveryConfig,
     wakeup: Arc<Notify>,
     lease_token: String,
+    held: Arc<Held>,
 }
 
 impl Worker {
@@ -145,6 +213,7 @@ impl Worker {
             config,
             wakeup: Arc::new(Notify::new()),
             lease_token: URL_SAFE_NO_PAD.encode(token),
+            held: Arc::default(),
         })
     }
 
@@ -172,8 +241,16 @@ impl Worker {
         let per_webhook = u32::try_from(self.config.isolation.per_webhook)
             .unwrap_or(u32::MAX)
             .saturating_mul(AHEAD_ROUNDS + 1);
+        let held = Arc::clone(&self.held);
+        let (stop_renewing, renewing_stopped) = watch::channel(false);
+        let renewing = tokio::spawn(renew_leases(
+            self.queue.clone(),
+            Arc::clone(&held),
+            self.lease_token.clone(),
+            renewing_stopped,
+        ));
         let (recorder, outcomes) = mpsc::channel::<Finished>(concurrency);
-        let recording = tokio::spawn(record(self.queue.clone(), outcomes));
+        let recording = tokio::spawn(record(self.queue.clone(), outcomes, Arc::clone(&held)));
         let (done, mut attempts_done) = mpsc::unbounded_channel::<Done>();
         // What every attempt shares, made once: attempts are the hot path.
         let attempt = Arc::new(Attempt {
@@ -182,6 +259,7 @@ impl Worker {
             recorder,
             queue: self.queue.clone(),
             done,
+            held: Arc::clone(&held),
         });
         let mut listener = match self.queue.listen().await {
             Ok(listener) => listener,
@@ -237,6 +315,7 @@ impl Worker {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
+                            held.hold(&batch);
                             let limited = reached_a_webhook_limit(&batch, per_webhook, &lanes.fast(Instant::now()));
                             held_back |= limited;
                             // A full batch means more may be due, and so does a webhook
@@ -276,9 +355,9 @@ impl Worker {
                 }
                 _ = waits.tick() => {
                     let now = Instant::now();
-                    let cutoff = now.checked_sub(self.config.lease() / 2).unwrap_or(now);
+                    let cutoff = now.checked_sub(self.config.longest_wait()).unwrap_or(now);
                     let waited = lanes.waited_since(cutoff, now);
-                    self.hand_back(waited, "it waited for a slot for half its lease");
+                    self.hand_back(waited, "it waited for a slot two rounds of attempts long");
                 }
             }
         }
@@ -290,10 +369,14 @@ impl Worker {
         {
             unstarted.extend(batch);
         }
-        if !unstarted.is_empty()
-            && let Err(error) = self.queue.release(&unstarted).await
-        {
-            tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends");
+        if !unstarted.is_empty() {
+            held.hold(&unstarted);
+            match self.queue.release(&unstarted).await {
+                Ok(_) => held.let_go(&unstarted),
+                Err(error) => {
+                    tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends")
+                }
+            }
         }
         self.drain(&mut lanes, &mut attempts_done).await;
         let _ = upkeep.await;
@@ -308,6 +391,9 @@ impl Worker {
                 "outcomes not recorded in time at shutdown; those deliveries will be made again"
             );
         }
+        // What is still held now ends with its lease, seconds from now.
+        let _ = stop_renewing.send(true);
+        let _ = renewing.await;
     }
 
     /// Claims up to `wanted` due deliveries under this worker's lease, at most
@@ -321,7 +407,7 @@ impl Worker {
         fast: Vec<WebhookId>,
     ) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
         let now = Timestamp::now();
-        let lease = i64::try_from(self.config.lease().as_millis()).unwrap_or(i64::MAX);
+        let lease = i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX);
         let request = ClaimRequest {
             now,
             lease_until: now.plus_millis(lease),
@@ -371,9 +457,13 @@ impl Worker {
             return;
         }
         let queue = self.queue.clone();
+        let held = Arc::clone(&self.held);
         tokio::spawn(async move {
             match queue.release(&deliveries).await {
-                Ok(count) => tracing::debug!(count, why, "handed back claimed deliveries"),
+                Ok(count) => {
+                    held.let_go(&deliveries);
+                    tracing::debug!(count, why, "handed back claimed deliveries");
+                }
                 Err(error) => {
                     tracing::warn!(%error, why, "cannot hand back claimed deliveries; they fall due when their lease ends")
                 }
@@ -550,7 +640,7 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
 /// batches, paying a commit for each.
 const RECORD_BATCH: usize = 256;
 
-async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>) {
+async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>, held: Arc<Held>) {
     let mut batch = Vec::with_capacity(RECORD_BATCH);
     while receiver.recv_many(&mut batch, RECORD_BATCH).await > 0 {
         match queue.finish(&batch).await {
@@ -571,6 +661,8 @@ async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>) {
                 "cannot record attempts; their deliveries will be made again when the claims end"
             ),
         }
+        // Recorded, or not (its lease then runs out): either way no longer renewed.
+        held.let_go(batch.iter().map(|finished| &finished.claimed));
         batch.clear();
     }
 }
@@ -622,6 +714,7 @@ struct Attempt {
     queue: Queue,
     recorder: mpsc::Sender<Finished>,
     done: mpsc::UnboundedSender<Done>,
+    held: Arc<Held>,
 }
 
 impl Attempt {
@@ -654,6 +747,7 @@ impl Attempt {
                     tracing::error!(%error, "cannot cancel the delivery of a disabled webhook")
                 }
             }
+            self.held.let_go([&delivery]);
             return (Reach::NotSent, Duration::ZERO);
         }
         let at = Timestamp::now();

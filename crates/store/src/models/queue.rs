@@ -9,8 +9,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
 use hookline_domain::{
-    ClaimedDelivery, DeliveryState, DisabledReason, Finished, GoneAction, Outcome, Timestamp,
-    WebhookId, WebhookSecret,
+    ClaimedDelivery, DeliveryState, DisabledReason, EventId, Finished, GoneAction, Outcome,
+    Timestamp, WebhookId, WebhookSecret,
 };
 
 use crate::db::Db;
@@ -20,7 +20,9 @@ use crate::models::webhook::{WebhookRow, disable_webhook};
 use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{deliveries, delivery_attempts, webhooks};
-use crate::text_in::{column, json_array, json_string_array, push_json_row, text_in};
+use crate::text_in::{
+    column, json_array, json_string_array, push_json_row, push_json_string, text_in,
+};
 use crate::{Backend, Error, Result};
 
 /// A [`Finished`] as the statements that record it take it.
@@ -323,6 +325,33 @@ impl Queue {
         Ok(updated > 0)
     }
 
+    /// Extends this worker's leases on `held` deliveries to `lease_until`: a live
+    /// worker renews its claims while it holds them, so that a dead one's run out
+    /// within seconds. A claim another worker has taken over is left alone.
+    /// Answers how many were renewed.
+    pub async fn renew(
+        &self,
+        held: &[(EventId, WebhookId)],
+        lease_token: &str,
+        lease_until: Timestamp,
+    ) -> Result<usize> {
+        if held.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<(String, String)> = held
+            .iter()
+            .map(|(event, webhook)| (event.to_string(), webhook.to_string()))
+            .collect();
+        let renewal = Renewal {
+            lease_until: lease_until.unix_millis(),
+            token: lease_token,
+            keys: &keys,
+        };
+        Ok(write_conn!(self.db, |conn| conn
+            .renew_leases(&renewal)
+            .await?))
+    }
+
     /// Hands back claims that were never attempted: those deliveries are due again
     /// at once. A claim whose lease was since taken over is left alone. Answers how
     /// many were handed back.
@@ -511,6 +540,14 @@ pub(crate) struct Claim<'a> {
     pub(crate) per_webhook: i64,
 }
 
+/// The arguments of [`QueueSql::renew_leases`].
+pub(crate) struct Renewal<'a> {
+    pub(crate) lease_until: i64,
+    pub(crate) token: &'a str,
+    /// `(event_id, webhook_id)` of each delivery.
+    pub(crate) keys: &'a [(String, String)],
+}
+
 /// A claimed delivery with its event's name and payload, read by the claim itself
 /// (one statement fewer per claim).
 #[derive(Debug, diesel::QueryableByName)]
@@ -567,6 +604,10 @@ pub(crate) trait QueueSql {
     /// wraps it in one; PostgreSQL's one statement needs none, which saves the
     /// `BEGIN` and `COMMIT` round trips.
     async fn record_outcomes_atomically(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>>;
+
+    /// Sets `lease_until` of the deliveries named that `token` still holds; one
+    /// statement, the keys as one JSON text (SQLite) or two arrays (PostgreSQL).
+    async fn renew_leases(&mut self, renewal: &Renewal<'_>) -> QueryResult<usize>;
 }
 
 /// Which outcomes were recorded (their lease was still held), given the keys the
@@ -717,6 +758,30 @@ impl QueueSql for SqliteConn {
         self.immediate_transaction(async |conn| conn.record_outcomes(rows).await)
             .await
     }
+
+    async fn renew_leases(&mut self, renewal: &Renewal<'_>) -> QueryResult<usize> {
+        // `[[event_id, webhook_id], …]`
+        let keys = json_array(renewal.keys, |json, (event, webhook)| {
+            json.push('[');
+            push_json_string(json, event);
+            json.push(',');
+            push_json_string(json, webhook);
+            json.push(']');
+        });
+        prepared(
+            "UPDATE deliveries SET lease_until = $1 \
+             WHERE lease_token = $2 AND (event_id, webhook_id) IN ( \
+                 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') \
+                 FROM json_each($3))",
+        )
+        .binds((
+            bind::<BigInt, _>(renewal.lease_until),
+            bind::<Text, _>(renewal.token),
+            bind::<Text, _>(keys),
+        ))
+        .execute(self)
+        .await
+    }
 }
 
 impl QueueSql for PgConn {
@@ -787,5 +852,23 @@ impl QueueSql for PgConn {
 
     async fn record_outcomes_atomically(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
         self.record_outcomes(rows).await
+    }
+
+    async fn renew_leases(&mut self, renewal: &Renewal<'_>) -> QueryResult<usize> {
+        use diesel::pg::sql_types::Array;
+        prepared(
+            "UPDATE deliveries AS d SET lease_until = $1 \
+             FROM unnest($3::text[], $4::text[]) AS k(event_id, webhook_id) \
+             WHERE d.event_id = k.event_id AND d.webhook_id = k.webhook_id \
+               AND d.lease_token = $2",
+        )
+        .binds((
+            bind::<BigInt, _>(renewal.lease_until),
+            bind::<Text, _>(renewal.token),
+            bind::<Array<Text>, _>(column(renewal.keys, |(event, _)| event.as_str())),
+            bind::<Array<Text>, _>(column(renewal.keys, |(_, webhook)| webhook.as_str())),
+        ))
+        .execute(self)
+        .await
     }
 }
