@@ -101,10 +101,11 @@ impl Queue {
             limit: i64::from(request.limit),
             skip: &skip,
             fast: &fast,
-            // Rows looked at for the per-webhook limit: enough that one webhook's
-            // backlog ahead in time does not leave the claim empty, few enough to stay
-            // cheap. A skipped webhook's rows are passed over by the scan itself.
-            scan: i64::from(request.limit).saturating_mul(2),
+            // Rows looked at for the per-webhook limit: as many as the claim may
+            // take, the rows a claim without the limit would lock. A backlog ahead in
+            // time leaves this claim short; the next skips its webhook (its lane is
+            // full by then), so others wait at most one claim for it.
+            scan: i64::from(request.limit),
             per_webhook: i64::from(request.per_webhook.max(1)),
         };
         let claimed = write_conn!(self.db, |conn| conn.claim_due(&claim).await?);
