@@ -48,7 +48,7 @@ async fn serve(db: &TestDb, rate_limit: u32) -> Served {
 async fn start(db: &TestDb, command: &str, env: &[(&str, &str)], ready: &str) -> (Child, String) {
     let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
     program.arg(command);
-    start_program(program, db, command, env, ready).await
+    start_program(program, db.url(), command, env, ready).await
 }
 
 /// [`start`] under a lowered open-file limit (`ulimit -n files`).
@@ -63,18 +63,18 @@ async fn start_with_file_limit(
         .arg("-c")
         .arg(format!("ulimit -n {files} && exec \"$0\" serve"))
         .arg(env!("CARGO_BIN_EXE_hookline"));
-    start_program(program, db, "serve", env, ready).await
+    start_program(program, db.url(), "serve", env, ready).await
 }
 
 async fn start_program(
     mut program: Command,
-    db: &TestDb,
+    database_url: &str,
     command: &str,
     env: &[(&str, &str)],
     ready: &str,
 ) -> (Child, String) {
     let mut child = program
-        .env("DATABASE_URL", db.url())
+        .env("DATABASE_URL", database_url)
         .env("HOOKLINE_LISTEN", "127.0.0.1:0")
         .env("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0")
         .env("RUST_LOG", "info")
@@ -752,4 +752,157 @@ backend_tests! {
         assert!(!after.contains(token.expose()));
         terminate(Served { child, addr: admin }).await;
     }
+}
+
+/// A free loopback port (bound, then let go).
+fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// One request; the whole raw answer (head and body), or the I/O error.
+async fn raw_request(addr: SocketAddr, path: &str, key: &str) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+#[tokio::test]
+async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_is_back() {
+    let cluster = hookline_testdb::PrivateCluster::start().await;
+    let url = cluster.url().to_owned();
+    let receiver = Receiver::start().await;
+    let env = delivery_env(&receiver);
+    let cli = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        command
+            .args(args)
+            .arg("--json")
+            .env("DATABASE_URL", &url)
+            .envs(as_env(&env));
+        let shown = format!("{args:?}");
+        async move {
+            let out = command.output().await.unwrap();
+            assert!(
+                out.status.success(),
+                "{shown}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        }
+    };
+    let ws = cli(&["workspace", "create", "--name", "Acme", "--plan", "STUDIO"]).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = cli(&["key", "create", &ws, "--name", "k"]).await["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    cli(&[
+        "hook",
+        "create",
+        &ws,
+        "--url",
+        &receiver.url("/in"),
+        "--event",
+        "dm.sent",
+    ])
+    .await;
+    let (public, admin) = (free_addr(), free_addr());
+    let (public_text, admin_text) = (public.to_string(), admin.to_string());
+    let mut serve_env = as_env(&env);
+    serve_env.extend([
+        ("HOOKLINE_LISTEN", public_text.as_str()),
+        ("HOOKLINE_ADMIN_LISTEN", admin_text.as_str()),
+    ]);
+    let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
+    program.arg("serve");
+    let (child, _) = start_program(
+        program,
+        &url,
+        "serve",
+        &serve_env,
+        "delivery worker started",
+    )
+    .await;
+    for n in 0..3 {
+        cli(&[
+            "event",
+            "emit",
+            &ws,
+            "dm.sent",
+            "--data",
+            &format!(r#"{{"n":{n}}}"#),
+        ])
+        .await;
+    }
+    assert_eq!(receiver.wait_for(3, Duration::from_secs(20)).await.len(), 3);
+    // Their outcomes recorded (an attempt in flight at the outage is made again).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    cluster.stop();
+    // The API says so, at once and in the envelope; the probe says not ready.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(25),
+        raw_request(public, "/api/v1/me", &key),
+    )
+    .await
+    .expect("an answer, not a hang")
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
+    assert!(
+        answer.contains(r#""success":false"#) && answer.contains("not answering"),
+        "{answer}"
+    );
+    let ready = raw_request(admin, "/readyz", "").await.unwrap();
+    assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    cluster.start_again();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = raw_request(public, "/api/v1/me", &key).await.unwrap();
+        if answer.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not back: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        raw_request(admin, "/readyz", "")
+            .await
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+    for n in 3..6 {
+        cli(&[
+            "event",
+            "emit",
+            &ws,
+            "dm.sent",
+            "--data",
+            &format!(r#"{{"n":{n}}}"#),
+        ])
+        .await;
+    }
+    let received = receiver.wait_for(6, Duration::from_secs(30)).await;
+    let ids: std::collections::HashSet<String> = received
+        .iter()
+        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        (ids.len(), received.len()),
+        (6, 6),
+        "each event once: nothing lost, no attempt spent twice"
+    );
+    assert!(signal(child, "-TERM").await.success());
 }

@@ -288,6 +288,8 @@ impl Worker {
         // Whether the last claim left deliveries behind that a slot freed since may
         // now take: it skipped webhooks, or took all it could of one.
         let mut held_back = false;
+        // Claims in a row that failed (the database out of reach).
+        let mut failed_claims: u32 = 0;
         // Ready deliveries are handed back before their lease can run out.
         let mut waits = tokio::time::interval(WAIT_CHECK);
         waits.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -315,6 +317,10 @@ impl Worker {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
+                            if failed_claims > 0 {
+                                tracing::info!(failed_claims, "the database answers again; delivery resumed");
+                                failed_claims = 0;
+                            }
                             held.hold(&batch);
                             let limited = reached_a_webhook_limit(&batch, per_webhook, &lanes.fast(Instant::now()));
                             held_back |= limited;
@@ -336,9 +342,17 @@ impl Worker {
                             self.hand_back(resting, "its receiver is resting");
                         }
                         Err(error) => {
-                            tracing::error!(%error, "cannot claim deliveries");
+                            // Paused, not failing: nothing is attempted while the
+                            // database is out of reach, so no attempt is spent. Said
+                            // once, then quietly retried, less and less often.
+                            if failed_claims == 0 {
+                                tracing::error!(%error, "cannot claim deliveries; delivery paused until the database answers");
+                            } else {
+                                tracing::debug!(%error, failed_claims, "cannot claim deliveries");
+                            }
+                            failed_claims = failed_claims.saturating_add(1);
                             maybe_due = false;
-                            poll_at = Instant::now() + self.config.poll_interval;
+                            poll_at = Instant::now() + claim_retry(self.config.poll_interval, failed_claims);
                         }
                     }
                 }
@@ -495,6 +509,14 @@ impl Worker {
         }
         tracing::info!("delivery worker stopped");
     }
+}
+
+/// When to try claiming again after `failures` failed claims in a row: the poll
+/// interval doubling with each, up to 5 s.
+fn claim_retry(poll_interval: Duration, failures: u32) -> Duration {
+    poll_interval
+        .saturating_mul(1 << failures.min(16))
+        .min(Duration::from_secs(5))
 }
 
 /// How often ready deliveries are checked for waiting too long.

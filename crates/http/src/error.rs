@@ -37,6 +37,8 @@ pub(crate) enum ApiError {
     BodyTimedOut {
         after: std::time::Duration,
     },
+    /// The database is out of reach for now (503 with `Retry-After`).
+    Unavailable,
     /// A failure of ours; the cause is logged where it happened, never sent.
     Internal,
 }
@@ -52,6 +54,7 @@ impl ApiError {
             ApiError::InvalidHook(_) | ApiError::InvalidId(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimedOut { .. } => StatusCode::REQUEST_TIMEOUT,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -87,6 +90,7 @@ impl ApiError {
                 "The request body did not arrive within {} s; send it whole, promptly.",
                 after.as_secs()
             ),
+            ApiError::Unavailable => UNAVAILABLE.to_owned(),
             ApiError::Internal => {
                 "Internal error on the service side; retry with backoff.".to_owned()
             }
@@ -113,6 +117,9 @@ impl ApiError {
             }
             ApiError::MethodNotAllowed { allow } => {
                 headers.insert(ALLOW, HeaderValue::from_static(allow));
+            }
+            ApiError::Unavailable => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
             }
             // What is left of the body may still come: this connection is done.
             ApiError::BodyTimedOut { .. } => {
@@ -168,6 +175,7 @@ impl From<hookline_auth::Error> for ApiError {
                 record_caller(key, workspace);
                 ApiError::RateLimited(rate)
             }
+            Error::Store(store) if unavailable(&store, Some(&store)) => ApiError::Unavailable,
             other => {
                 tracing::error!(error = %other, "authentication failed");
                 ApiError::Internal
@@ -181,6 +189,35 @@ pub(crate) fn record_caller(key: ApiKeyId, workspace: WorkspaceId) {
     let span = tracing::Span::current();
     span.record("key_id", tracing::field::display(key));
     span.record("workspace", tracing::field::display(workspace));
+}
+
+/// What a 503 says, in both APIs.
+pub(crate) const UNAVAILABLE: &str =
+    "The service's database is not answering; nothing was changed. Retry in a few seconds.";
+/// `Retry-After` of a 503.
+pub(crate) const RETRY_UNAVAILABLE_SECS: u32 = 5;
+
+/// Whether a failure of the service is the database being out of reach, logged
+/// once here either way.
+pub(crate) fn unavailable(
+    error: &dyn std::fmt::Display,
+    store: Option<&hookline_store::Error>,
+) -> bool {
+    if store.is_some_and(hookline_store::Error::is_unavailable) {
+        tracing::warn!(%error, "the database is not answering; answered 503");
+        true
+    } else {
+        tracing::error!(%error, "request failed");
+        false
+    }
+}
+
+/// The store failure inside a use case's failure, if that is what it is.
+pub(crate) fn store_error(error: &hookline_app::Error) -> Option<&hookline_store::Error> {
+    match error {
+        hookline_app::Error::Store(store) => Some(store),
+        _ => None,
+    }
 }
 
 impl From<hookline_app::Error> for ApiError {
@@ -198,10 +235,8 @@ impl From<hookline_app::Error> for ApiError {
             }
             // The caller's own workspace, found by its key a moment ago: gone since,
             // or a failure of ours.
-            other => {
-                tracing::error!(error = %other, "request failed");
-                ApiError::Internal
-            }
+            other if unavailable(&other, store_error(&other)) => ApiError::Unavailable,
+            _ => ApiError::Internal,
         }
     }
 }

@@ -49,6 +49,9 @@ pub struct HttpConfig {
     /// A request body that has not all arrived by then is answered 408, and its
     /// connection closed.
     pub body_read_timeout: Duration,
+    /// A request not answered by then (its body read included) is answered 503:
+    /// the database stopped answering.
+    pub request_deadline: Duration,
     /// Open connections of both listeners together, at most
     /// (`HOOKLINE_MAX_CONNECTIONS`; see [`default_max_connections`]).
     pub max_connections: usize,
@@ -79,6 +82,7 @@ impl Default for HttpConfig {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(10),
+            request_deadline: Duration::from_secs(20),
             max_connections: 1024,
             shutdown_grace: Duration::from_secs(10),
             metrics: None,
@@ -246,6 +250,7 @@ async fn serve<D: Dispatch>(
         };
         let _ = stream.set_nodelay(true);
         let tracked = connections.open();
+        let deadline = config.request_deadline;
         let service = {
             let (api, connections, tracked) = (
                 Arc::clone(&api),
@@ -256,7 +261,7 @@ async fn serve<D: Dispatch>(
                 let in_flight = connections.request(&tracked);
                 let api = Arc::clone(&api);
                 async move {
-                    let response = handle(&*api, request).await;
+                    let response = handle(&*api, request, deadline).await;
                     drop(in_flight);
                     Ok::<_, Infallible>(response)
                 }
@@ -359,7 +364,11 @@ fn request_id(headers: &hyper::HeaderMap) -> String {
 }
 
 /// One request, in a span carrying its route and workspace, logged once at the end.
-async fn handle<D: Dispatch>(api: &D, request: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle<D: Dispatch>(
+    api: &D,
+    request: Request<Incoming>,
+    deadline: Duration,
+) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let request_id = request_id(request.headers());
     let span = tracing::info_span!(
@@ -371,7 +380,15 @@ async fn handle<D: Dispatch>(api: &D, request: Request<Incoming>) -> Response<Fu
         key_id = field::Empty,
     );
     async move {
-        let (route, mut response) = api.dispatch(request).await;
+        // A backstop for a database that stops answering without closing its
+        // connections (a network partition): the caller hears 503, not silence.
+        let (route, mut response) = match tokio::time::timeout(deadline, api.dispatch(request)).await {
+            Ok(answered) => answered,
+            Err(_) => {
+                tracing::warn!(?deadline, "no answer within the request deadline; answered 503");
+                (TIMED_OUT, unavailable_response())
+            }
+        };
         if let Ok(value) = HeaderValue::from_str(&request_id) {
             response.headers_mut().insert(X_REQUEST_ID, value);
         }
@@ -405,6 +422,20 @@ impl Dispatch for Api {
 
 /// The route of a request no endpoint takes, in logs and metrics.
 pub(crate) const UNMATCHED: &str = "unmatched";
+/// The route of a request that outlived its deadline (its own route is unknown).
+const TIMED_OUT: &str = "timed out";
+
+/// 503 in the envelope with `Retry-After`, as both APIs answer it.
+fn unavailable_response() -> Response<Full<Bytes>> {
+    let body = serde_json::json!({ "success": false, "error": crate::error::UNAVAILABLE });
+    let mut response =
+        crate::error::json_response(hyper::StatusCode::SERVICE_UNAVAILABLE, body.to_string());
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        HeaderValue::from(crate::error::RETRY_UNAVAILABLE_SECS),
+    );
+    response
+}
 
 impl Api {
     async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<Full<Bytes>> {

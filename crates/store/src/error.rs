@@ -40,6 +40,37 @@ impl Error {
     pub(crate) fn not_found(kind: &'static str, id: impl ToString) -> Self {
         Error::Refused(Refusal::not_found(kind, id))
     }
+
+    /// Whether the database is out of reach for now (down, restarting, too busy,
+    /// its file locked by another program, its disk full): the same call may
+    /// succeed in a few seconds. Front ends answer 503 with `Retry-After`.
+    pub fn is_unavailable(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error as Diesel};
+        match self {
+            Error::Connect(_) | Error::Pool(_) => true,
+            Error::Shared(shared) => shared.is_unavailable(),
+            Error::Database(Diesel::DatabaseError(DatabaseErrorKind::ClosedConnection, _))
+            | Error::Database(Diesel::BrokenTransactionManager) => true,
+            Error::Database(Diesel::DatabaseError(_, info)) => {
+                let message = info.message();
+                // SQLite's busy, locked and full conditions; PostgreSQL's "the
+                // server is shutting down, starting up, or lost the connection".
+                [
+                    "database is locked",
+                    "database table is locked",
+                    "disk is full",
+                    "disk I/O error",
+                    "terminating connection",
+                    "the database system is",
+                    "connection closed",
+                    "server closed the connection",
+                ]
+                .iter()
+                .any(|transient| message.contains(transient))
+            }
+            _ => false,
+        }
+    }
 }
 
 impl From<hookline_batch::Error<Error>> for Error {

@@ -76,8 +76,11 @@ fn configure<M: Manager>(
     builder
         .max_size(size.max(1))
         .runtime(deadpool::Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(30)))
-        .create_timeout(Some(Duration::from_secs(10)))
+        // A database out of reach answers within seconds (callers then say 503),
+        // never holding a request until the client gives up.
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(5)))
+        .recycle_timeout(Some(Duration::from_secs(5)))
         .build()
         .map_err(|e| Error::Connect(e.to_string()))
 }

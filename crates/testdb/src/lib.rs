@@ -356,6 +356,52 @@ fn with_database(admin_url: &str, database: &str) -> String {
     }
 }
 
+/// A PostgreSQL cluster of a test's own, to stop and start under the service
+/// (the shared one serves every other test of the process). Removed when the
+/// process exits.
+pub struct PrivateCluster(cluster::Cluster);
+
+impl std::fmt::Debug for PrivateCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PrivateCluster")
+            .field(&self.0.url())
+            .finish()
+    }
+}
+
+impl PrivateCluster {
+    /// # Panics
+    /// When no cluster can be made (no PostgreSQL binaries).
+    pub async fn start() -> PrivateCluster {
+        let cluster = tokio::task::spawn_blocking(cluster::Cluster::start)
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+            .unwrap_or_else(|e| panic!("cannot start a PostgreSQL cluster: {e}"));
+        PrivateCluster(cluster)
+    }
+
+    /// The `postgres` database's URL.
+    pub fn url(&self) -> &str {
+        self.0.url()
+    }
+
+    /// Stops the server, cutting its sessions (`pg_ctl stop -m fast`).
+    ///
+    /// # Panics
+    /// When `pg_ctl` fails.
+    pub fn stop(&self) {
+        self.0.stop_server().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Starts the server again on the same port and data.
+    ///
+    /// # Panics
+    /// When `pg_ctl` fails.
+    pub fn start_again(&self) {
+        self.0.start_server().unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 static ADMIN_URL: OnceCell<String> = OnceCell::const_new();
 
 async fn admin_url() -> String {
@@ -389,28 +435,143 @@ mod cluster {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Stdio};
 
+    /// A PostgreSQL cluster in a temporary directory, stopped and removed when the
+    /// process exits in any way.
+    pub(crate) struct Cluster {
+        bin: PathBuf,
+        owner: Option<(u32, u32)>,
+        dir: PathBuf,
+        data: PathBuf,
+        options: String,
+        url: String,
+    }
+
     /// Starts a cluster for this process; answers its admin URL.
     pub(super) fn start() -> Result<String, String> {
-        let bin = bindir()?;
-        let dir = std::env::temp_dir().join(format!(
-            "hookline-pg-{}-{}",
-            std::process::id(),
-            super::unique_suffix()
-        ));
-        std::fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-        // PostgreSQL refuses to run as root: run it as the `postgres` user then.
-        let owner = if is_root() {
-            Some(postgres_user()?)
-        } else {
-            None
-        };
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
-                .map_err(|e| format!("chown {}: {e}", dir.display()))?;
+        Cluster::start().map(|cluster| cluster.url)
+    }
+
+    impl Cluster {
+        pub(crate) fn start() -> Result<Cluster, String> {
+            let bin = bindir()?;
+            let dir = std::env::temp_dir().join(format!(
+                "hookline-pg-{}-{}",
+                std::process::id(),
+                super::unique_suffix()
+            ));
+            std::fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+            // PostgreSQL refuses to run as root: run it as the `postgres` user then.
+            let owner = if is_root() {
+                Some(postgres_user()?)
+            } else {
+                None
+            };
+            if let Some((uid, gid)) = owner {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                    .map_err(|e| format!("chown {}: {e}", dir.display()))?;
+            }
+            let data = dir.join("data");
+            let mut cluster = Cluster {
+                bin,
+                owner,
+                dir,
+                data,
+                options: String::new(),
+                url: String::new(),
+            };
+            run(cluster
+                .as_owner("initdb")
+                .arg("-D")
+                .arg(&cluster.data)
+                .args([
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--no-locale",
+                    "-N",
+                ]))?;
+
+            // Watchdog: stops the cluster and removes its directory when this
+            // process's end of the pipe closes, that is when the process exits in
+            // any way.
+            let script = format!(
+                "read _; {stop} >/dev/null 2>&1; rm -rf '{dir}'",
+                stop = shell_words(&cluster.pg_ctl_stop("immediate")),
+                dir = cluster.dir.display()
+            );
+            let watchdog = Command::new("sh")
+                .args(["-c", &script])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .map_err(|e| format!("start the watchdog: {e}"))?;
+            // Kept open for the life of the process, on purpose.
+            std::mem::forget(watchdog);
+
+            let mut last_error = String::new();
+            for _ in 0..3 {
+                let port = free_port()?;
+                // Tests need no durability; benchmarks (HOOKLINE_TEST_PG_DURABLE=1)
+                // do, to measure what production pays for it.
+                let durability = if std::env::var_os("HOOKLINE_TEST_PG_DURABLE").is_some() {
+                    ""
+                } else {
+                    " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                };
+                // More server settings for a look inside, e.g. `HOOKLINE_TEST_PG_OPTIONS=
+                // "-c shared_preload_libraries=pg_stat_statements"` (docs/PERFORMANCE.md).
+                let extra = std::env::var("HOOKLINE_TEST_PG_OPTIONS").unwrap_or_default();
+                cluster.options = format!(
+                    "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability} {extra}",
+                    dir = cluster.dir.display()
+                );
+                match cluster.start_server() {
+                    Ok(()) => {
+                        cluster.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+                        return Ok(cluster);
+                    }
+                    Err(e) => last_error = e,
+                }
+            }
+            Err(last_error)
         }
-        let as_owner = |program: &str| -> Command {
-            let path = bin.join(program);
-            match owner {
+
+        pub(crate) fn url(&self) -> &str {
+            &self.url
+        }
+
+        /// Starts the server (again), on its port, and waits until it answers.
+        pub(crate) fn start_server(&self) -> Result<(), String> {
+            run(self
+                .as_owner("pg_ctl")
+                .arg("-D")
+                .arg(&self.data)
+                .arg("-l")
+                .arg(self.dir.join("log"))
+                .args(["-w", "-o", &self.options, "start"]))
+        }
+
+        /// Stops the server as `pg_ctl -m fast` does: sessions are cut.
+        pub(crate) fn stop_server(&self) -> Result<(), String> {
+            run(&mut self.pg_ctl_stop("fast"))
+        }
+
+        fn pg_ctl_stop(&self, mode: &str) -> Command {
+            let mut stop = self.as_owner("pg_ctl");
+            stop.arg("-D")
+                .arg(&self.data)
+                .args(["-w", "-m", mode, "stop"]);
+            stop
+        }
+
+        fn as_owner(&self, program: &str) -> Command {
+            let path = self.bin.join(program);
+            match self.owner {
                 Some(_) => {
                     let mut command = Command::new("runuser");
                     command.args(["-u", "postgres", "--"]).arg(path);
@@ -418,68 +579,7 @@ mod cluster {
                 }
                 None => Command::new(path),
             }
-        };
-        let data = dir.join("data");
-        run(as_owner("initdb").arg("-D").arg(&data).args([
-            "-U",
-            "postgres",
-            "-A",
-            "trust",
-            "-E",
-            "UTF8",
-            "--no-locale",
-            "-N",
-        ]))?;
-
-        // Watchdog: stops the cluster and removes its directory when this process's
-        // end of the pipe closes, that is when the process exits in any way.
-        let mut stop = as_owner("pg_ctl");
-        stop.arg("-D").arg(&data).args(["-m", "immediate", "stop"]);
-        let script = format!(
-            "read _; {stop} >/dev/null 2>&1; rm -rf '{dir}'",
-            stop = shell_words(&stop),
-            dir = dir.display()
-        );
-        let watchdog = Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("start the watchdog: {e}"))?;
-        // Kept open for the life of the process, on purpose.
-        std::mem::forget(watchdog);
-
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            let port = free_port()?;
-            // Tests need no durability; benchmarks (HOOKLINE_TEST_PG_DURABLE=1) do,
-            // to measure what production pays for it.
-            let durability = if std::env::var_os("HOOKLINE_TEST_PG_DURABLE").is_some() {
-                ""
-            } else {
-                " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            };
-            // More server settings for a look inside, e.g. `HOOKLINE_TEST_PG_OPTIONS=
-            // "-c shared_preload_libraries=pg_stat_statements"` (docs/PERFORMANCE.md).
-            let extra = std::env::var("HOOKLINE_TEST_PG_OPTIONS").unwrap_or_default();
-            let options = format!(
-                "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability} {extra}",
-                dir = dir.display()
-            );
-            let started = run(as_owner("pg_ctl")
-                .arg("-D")
-                .arg(&data)
-                .arg("-l")
-                .arg(dir.join("log"))
-                .args(["-w", "-o", &options, "start"]));
-            match started {
-                Ok(()) => return Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres")),
-                Err(e) => last_error = e,
-            }
         }
-        Err(last_error)
     }
 
     fn bindir() -> Result<PathBuf, String> {

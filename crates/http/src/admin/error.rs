@@ -3,11 +3,12 @@
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{ALLOW, CONNECTION, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{ALLOW, CONNECTION, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
 use crate::body::BodyError;
 use crate::error::json_response;
+use crate::error::{RETRY_UNAVAILABLE_SECS, UNAVAILABLE, store_error, unavailable};
 use crate::wire::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub(crate) enum AdminError {
     BodyTimedOut {
         after: std::time::Duration,
     },
+    /// The database is out of reach for now (503 with `Retry-After`).
+    Unavailable,
     /// A failure of ours; the cause is logged where it happened, never sent.
     Internal,
 }
@@ -46,6 +49,7 @@ impl AdminError {
             AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AdminError::BodyTimedOut { .. } => StatusCode::REQUEST_TIMEOUT,
+            AdminError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             AdminError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -72,6 +76,7 @@ impl AdminError {
                 "The request body did not arrive within {} s; send it whole, promptly.",
                 after.as_secs()
             ),
+            AdminError::Unavailable => UNAVAILABLE.to_owned(),
             AdminError::Internal => {
                 "Internal error on the service side; retry with backoff.".to_owned()
             }
@@ -96,6 +101,9 @@ impl AdminError {
             }
             AdminError::MethodNotAllowed { allow } => {
                 headers.insert(ALLOW, HeaderValue::from_static(allow));
+            }
+            AdminError::Unavailable => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
             }
             // What is left of the body may still come: this connection is done.
             AdminError::BodyTimedOut { .. } => {
@@ -135,10 +143,8 @@ impl From<hookline_app::Error> for AdminError {
                 AdminError::Conflict(format!("{refusal}."))
             }
             Error::Invalid(error) => invalid(&error),
-            other => {
-                tracing::error!(error = %other, "admin request failed");
-                AdminError::Internal
-            }
+            other if unavailable(&other, store_error(&other)) => AdminError::Unavailable,
+            _ => AdminError::Internal,
         }
     }
 }
@@ -149,6 +155,9 @@ impl From<hookline_auth::Error> for AdminError {
             hookline_auth::Error::Unauthenticated(reason) => {
                 tracing::debug!(reason, "admin request refused");
                 AdminError::Unauthenticated
+            }
+            hookline_auth::Error::Store(store) if unavailable(&store, Some(&store)) => {
+                AdminError::Unavailable
             }
             other => {
                 tracing::error!(error = %other, "admin authentication failed");

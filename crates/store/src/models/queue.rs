@@ -857,11 +857,17 @@ impl QueueSql for PgConn {
 
     async fn renew_leases(&mut self, renewal: &Renewal<'_>) -> QueryResult<usize> {
         use diesel::pg::sql_types::Array;
+        // Rows another statement holds (the recorder finishing them) are skipped,
+        // not waited for: a renewal that waited could deadlock with a recording
+        // locking the same rows in another order, and each deadlock costs a second.
         prepared(
             "UPDATE deliveries AS d SET lease_until = $1 \
-             FROM unnest($3::text[], $4::text[]) AS k(event_id, webhook_id) \
-             WHERE d.event_id = k.event_id AND d.webhook_id = k.webhook_id \
-               AND d.lease_token = $2",
+             FROM (SELECT h.event_id, h.webhook_id FROM deliveries AS h \
+                 JOIN unnest($3::text[], $4::text[]) AS k(event_id, webhook_id) \
+                   ON h.event_id = k.event_id AND h.webhook_id = k.webhook_id \
+                 WHERE h.lease_token = $2 \
+                 FOR UPDATE OF h SKIP LOCKED) AS held \
+             WHERE d.event_id = held.event_id AND d.webhook_id = held.webhook_id",
         )
         .binds((
             bind::<BigInt, _>(renewal.lease_until),
