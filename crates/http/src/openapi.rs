@@ -84,6 +84,10 @@ fn failures(statuses: &[(&str, &str)]) -> Map<String, Value> {
         .collect()
 }
 
+/// What every operation's 503 means.
+const UNAVAILABLE_WHY: &str =
+    "The database is not answering; nothing was changed. Retry after `Retry-After` seconds.";
+
 /// An operation: its summary, parameters, request body (if any) and responses,
 /// with the failures every operation of its API answers.
 fn operation(
@@ -102,6 +106,10 @@ fn operation(
                 "The body or one of its fields is wrong; the message names it.",
             ),
             ("413", "The body is larger than 64 KiB."),
+            (
+                "408",
+                "The body did not arrive within 10 s; the connection is closed.",
+            ),
         ]));
     }
     let mut operation = json!({
@@ -232,6 +240,7 @@ fn public() -> Value {
         ("401", "No valid API key."),
         ("403", "The workspace's plan does not include the API."),
         ("429", "The key's rate window is spent; see Retry-After."),
+        ("503", UNAVAILABLE_WHY),
     ];
     let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
     let hook_id = json!([path_parameter("id", "A webhook id, `wh_…`.")]);
@@ -336,6 +345,7 @@ fn admin() -> Value {
             "400",
             "A parameter or the body is wrong; the message names it.",
         ),
+        ("503", UNAVAILABLE_WHY),
     ];
     let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
     let ws = || path_parameter("ws", "A workspace id, `ws_…`.");
