@@ -906,3 +906,58 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     );
     assert!(signal(child, "-TERM").await.success());
 }
+
+#[tokio::test]
+async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intact() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (_, key) = studio_key(&db).await;
+    let path = db.url().trim_start_matches("sqlite://").to_owned();
+    let (child, line) = start(&db, "serve", &[], "listening on ").await;
+    let addr = listening_addr(&line);
+    assert!(
+        raw_request(addr, "/api/v1/me", &key)
+            .await
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+    // Another program takes the database's write lock and keeps it for 8 s.
+    let script = "import sqlite3, sys, time\n\
+        c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+        c.execute('BEGIN EXCLUSIVE')\n\
+        print('locked', flush=True)\n\
+        time.sleep(8)\n\
+        c.execute('COMMIT')\n";
+    let mut locker = Command::new("python3")
+        .args(["-c", script, &path])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(locker.stdout.take().unwrap()).lines();
+    assert_eq!(said.next_line().await.unwrap().as_deref(), Some("locked"));
+    // Every request counts in its key's window, a write: it waits out SQLite's
+    // busy timeout, then hears 503 with Retry-After.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(25),
+        raw_request(addr, "/api/v1/me", &key),
+    )
+    .await
+    .expect("an answer, not a hang")
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
+    assert!(locker.wait().await.unwrap().success());
+    assert!(
+        raw_request(addr, "/api/v1/me", &key)
+            .await
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+    assert!(signal(child, "-TERM").await.success());
+    let check = Command::new("python3")
+        .args(["-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])", &path])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok");
+}
