@@ -163,8 +163,9 @@ impl Authenticator {
 
 /// The credential a request presents: its one `Authorization` header, a bearer
 /// token of the form the API's `prefix` gives (API keys, admin tokens). Anything
-/// else is no credential.
-pub(crate) fn presented<'a>(
+/// else is no credential. Nothing is looked up: this is the parser alone (also
+/// what `fuzz/` feeds).
+pub fn presented<'a>(
     mut authorization: impl Iterator<Item = &'a [u8]>,
     prefix: &KeyPrefix,
 ) -> Result<ApiKey> {

@@ -15,7 +15,7 @@ mod authenticate;
 mod batch;
 
 pub use admin::AdminAuthenticator;
-pub use authenticate::{AuthConfig, Authenticator, Caller, RateLimit};
+pub use authenticate::{AuthConfig, Authenticator, Caller, RateLimit, presented};
 use hookline_domain::{ApiKey, ApiKeyId, KeyHash, KeyPrefix, Plan, WebhookSecret, WorkspaceId};
 use ring::digest::{SHA256, digest};
 use ring::rand::{SecureRandom, SystemRandom};

@@ -162,9 +162,7 @@ impl HttpsClient {
         let retry_after = response
             .headers()
             .get(hyper::header::RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(|value| parse_retry_after(value.as_bytes()));
         let mut body = response.into_body();
         let mut kept = Vec::new();
         while kept.len() < MAX_KEPT_BODY && !body.is_end_stream() {
@@ -181,6 +179,20 @@ impl HttpsClient {
         kept.truncate(MAX_KEPT_BODY);
         Ok((status, retry_after, kept_text(&kept)))
     }
+}
+
+/// The wait a `Retry-After` value asks for, in its seconds form (an HTTP-date, or
+/// anything else, is no answer: the schedule's wait applies). At most a day: a
+/// receiver cannot park a delivery for longer than the schedule's span with it.
+pub fn parse_retry_after(value: &[u8]) -> Option<Duration> {
+    const AT_MOST: u64 = 86_400;
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // All digits: too many of them is simply a very long wait.
+    let seconds = text.parse::<u64>().unwrap_or(u64::MAX).min(AT_MOST);
+    Some(Duration::from_secs(seconds))
 }
 
 /// The kept bytes as text of at most [`MAX_KEPT_BODY`] bytes: invalid UTF-8 (such
@@ -433,6 +445,19 @@ mod tests {
             error.to_string().contains(&refused_addr.to_string()),
             "{error}"
         );
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_capped_at_a_day() {
+        let read = |text: &str| parse_retry_after(text.as_bytes()).map(|d| d.as_secs());
+        assert_eq!(read("120"), Some(120));
+        assert_eq!(read(" 7 "), Some(7));
+        assert_eq!(read("99999999999999999999999"), Some(86_400));
+        assert_eq!(read("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(read("-5"), None);
+        assert_eq!(read("+5"), None);
+        assert_eq!(read(""), None);
+        assert_eq!(parse_retry_after(&[0xff, b'1']), None);
     }
 
     #[test]

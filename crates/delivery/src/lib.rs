@@ -32,7 +32,7 @@ mod worker;
 
 use std::sync::Arc;
 
-pub use client::{HttpsClient, MAX_KEPT_BODY, Response};
+pub use client::{HttpsClient, MAX_KEPT_BODY, Response, parse_retry_after};
 use hookline_domain::{
     EventId, EventName, EventPayload, IdempotencyKey, Timestamp, WebhookId, WorkspaceId,
 };

@@ -111,7 +111,7 @@ pub(crate) async fn sample(
 const URL_FIELDS: [&str; 4] = ["url", "target_url", "targetUrl", "hookUrl"];
 
 /// A `POST /hooks` body, checked.
-fn parse_new_hook(
+pub(crate) fn parse_new_hook(
     body: Value,
     user_agent: Option<&str>,
     policy: hookline_domain::TargetPolicy,

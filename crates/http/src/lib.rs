@@ -19,6 +19,8 @@ mod admin;
 mod body;
 mod connections;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handlers;
 mod openapi;
 mod router;

@@ -246,6 +246,18 @@ pub(crate) async fn list_attempts(app: &App, hook: &str, query: Option<&str>) ->
     Ok(listed(data, page.next_cursor))
 }
 
+/// An ingest body: `{event, data?}`, the data an object checked by the event's
+/// rules when the payload is made (`EventPayload::new`).
+pub(crate) fn emit_body(body: Value) -> Result<(EventName, Value), AdminError> {
+    let body = Body::object(body, &["event", "data"])?;
+    let event: EventName = body.required_string("event")?.parse()?;
+    let data = body
+        .value("data")
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()));
+    Ok((event, data))
+}
+
 /// HTTP ingest: the same outbox write as `Outbox::emit`, with an optional
 /// `Idempotency-Key`. 202 with the event's payload, byte for byte as delivered.
 pub(crate) async fn emit_event(
@@ -256,12 +268,7 @@ pub(crate) async fn emit_event(
 ) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
     let key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
-    let body = Body::object(body, &["event", "data"])?;
-    let event: EventName = body.required_string("event")?.parse()?;
-    let data = body
-        .value("data")
-        .cloned()
-        .unwrap_or(Value::Object(Default::default()));
+    let (event, data) = emit_body(body)?;
     let payload = match app.ingest(id, event, data, key).await? {
         Emission::Emitted(emitted) => emitted.payload.to_json(),
         Emission::Replayed(first) => first,

@@ -18,6 +18,8 @@ mod operations;
 mod router;
 mod wire;
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use handlers::emit_body;
 #[cfg(test)]
 pub(crate) use router::ROUTE_NAMES;
 
