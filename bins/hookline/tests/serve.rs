@@ -258,47 +258,8 @@ backend_tests! {
         assert!(signal(child, "-TERM").await.success());
     }
 
-    async fn deliveries_survive_a_worker_killed_with_sigkill(db) {
-        let receiver = Receiver::start().await;
-        // Slow answers, so the worker is mid-attempt when it is killed.
-        let slow = Reply { delay: Duration::from_secs(2), ..Reply::status(200) };
-        receiver.script("/slow", std::iter::repeat_n(slow, 5));
-        let ws = db.workspace(Plan::Studio).await;
-        db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
-            hookline_domain::WebhookSource::Api).await.unwrap();
-        let outbox = hookline_delivery::Outbox::new(db.store().events());
-        let mut events = Vec::new();
-        for n in 0..5 {
-            events.push(outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({"n": n})).await.unwrap().payload.id);
-        }
-        let env = delivery_env(&receiver);
-        let env = as_env(&env);
-        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
-        receiver.wait_for(1, Duration::from_secs(20)).await;
-        let killed = signal(worker, "-KILL").await;
-        assert!(!killed.success());
-
-        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        for event in events {
-            loop {
-                let deliveries = db.store().events().deliveries(event).await.unwrap();
-                if deliveries.iter().all(|d| d.state == DeliveryState::Delivered) {
-                    break;
-                }
-                assert!(tokio::time::Instant::now() < deadline, "not delivered after the restart: {deliveries:?}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-        let ids: std::collections::HashSet<String> = receiver
-            .received()
-            .iter()
-            .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(ids.len(), 5, "every event arrived at least once");
-        assert!(signal(worker, "-TERM").await.success());
-    }
-
+    // Deliveries survive a worker killed with SIGKILL mid-attempt, and come back
+    // within seconds.
     async fn after_a_kill_delivery_resumes_within_seconds(db) {
         let receiver = Receiver::start().await;
         let slow = Reply { delay: Duration::from_secs(1), ..Reply::status(200) };
