@@ -922,3 +922,124 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok");
 }
+
+/// A TCP proxy that can stop passing bytes, as a network partition does: while
+/// frozen, what is sent waits and no new connection reaches the upstream.
+struct Partition {
+    addr: SocketAddr,
+    frozen: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Partition {
+    async fn start(upstream: SocketAddr) -> Partition {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (frozen, watching) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let watching = watching.clone();
+                tokio::spawn(async move {
+                    thawed(&mut watching.clone()).await;
+                    let Ok(server) = TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    tokio::join!(
+                        pass(client_read, server_write, watching.clone()),
+                        pass(server_read, client_write, watching),
+                    );
+                });
+            }
+        });
+        Partition { addr, frozen, task }
+    }
+
+    fn freeze(&self, frozen: bool) {
+        let _ = self.frozen.send(frozen);
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn thawed(frozen: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = frozen.wait_for(|frozen| !*frozen).await;
+}
+
+/// Copies `from` to `to`, holding what it read while the partition is frozen.
+async fn pass(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut frozen: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        thawed(&mut frozen).await;
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        thawed(&mut frozen).await;
+        if to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
+    let db = TestDb::new(Backend::Postgres).await;
+    let (_, key) = studio_key(&db).await;
+    // postgres://user@host:port/db: the same database through the proxy.
+    let (before, after) = db.url().split_once('@').unwrap();
+    let (host_port, database) = after.split_once('/').unwrap();
+    let upstream: SocketAddr = host_port.parse().unwrap();
+    let partition = Partition::start(upstream).await;
+    let url = format!("{before}@{}/{database}", partition.addr);
+    let public = free_addr();
+    let public_text = public.to_string();
+    let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
+    program.arg("serve");
+    let env = [("HOOKLINE_LISTEN", public_text.as_str())];
+    let (child, _) = start_program(program, &url, "serve", &env, "listening on ").await;
+    assert!(
+        raw_request(public, "/api/v1/me", &key)
+            .await
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+
+    partition.freeze(true);
+    let started = tokio::time::Instant::now();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(40),
+        raw_request(public, "/api/v1/me", &key),
+    )
+    .await
+    .expect("an answer, not a hang")
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "answered after {:?}",
+        started.elapsed()
+    );
+
+    partition.freeze(false);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = raw_request(public, "/api/v1/me", &key).await.unwrap();
+        if answer.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not back: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(signal(child, "-TERM").await.success());
+}
