@@ -667,14 +667,8 @@ async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>, held: Arc<
     while receiver.recv_many(&mut batch, RECORD_BATCH).await > 0 {
         match queue.finish(&batch).await {
             Ok(recorded) => {
-                // Several attempts in a batch may meet the same 410: one line says it.
-                let mut gone = std::collections::HashSet::new();
                 for (finished, recording) in batch.iter().zip(recorded) {
-                    let first_gone = finished.outcome != Outcome::Gone
-                        || gone.insert(finished.claimed.webhook_id);
-                    if first_gone {
-                        log_recording(finished, recording);
-                    }
+                    log_recording(finished, recording);
                 }
             }
             Err(error) => tracing::error!(
@@ -695,8 +689,8 @@ async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>, held: Arc<
 fn log_recording(finished: &Finished, recording: Recording) {
     let claimed = &finished.claimed;
     match recording {
-        Recording::Recorded if finished.outcome == Outcome::Gone => {
-            let (done, why) = match claimed.webhook.source.when_gone() {
+        Recording::Gone(action) => {
+            let (done, why) = match action {
                 GoneAction::Delete => (
                     "deleted",
                     "made through the API: its automation platform has unsubscribed",

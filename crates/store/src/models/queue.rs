@@ -57,6 +57,9 @@ impl From<&Finished> for FinishRow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recording {
     Recorded,
+    /// Recorded, and this outcome's `410 Gone` deleted or disabled its webhook
+    /// (only the first of a webhook's 410s to do so says it).
+    Gone(GoneAction),
     /// The delivery is gone with its webhook (deleted meanwhile, by a person or a
     /// 410): there is nothing to record.
     Deleted,
@@ -181,15 +184,15 @@ impl Queue {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
         let recorded = self.record(&rows).await?;
         self.track_failing(finished).await?;
-        if recorded.iter().all(|recorded| *recorded) {
-            return Ok(vec![Recording::Recorded; recorded.len()]);
+        if recorded.iter().all(Option::is_some) {
+            return Ok(recorded.into_iter().flatten().collect());
         }
         // Rare: tell a delivery deleted with its webhook (a 410 meanwhile, a
         // delete) from one another worker took over.
         let missing: Vec<String> = rows
             .iter()
             .zip(&recorded)
-            .filter(|(_, recorded)| !**recorded)
+            .filter(|(_, recorded)| recorded.is_none())
             .map(|(row, _)| row.event_id.clone())
             .collect();
         let present: std::collections::HashSet<(String, String)> = with_conn!(self.db, |conn| {
@@ -205,43 +208,57 @@ impl Queue {
             .iter()
             .zip(recorded)
             .map(|(row, recorded)| {
-                let key = (row.event_id.clone(), row.webhook_id.clone());
-                match recorded {
-                    true => Recording::Recorded,
-                    false if present.contains(&key) => Recording::TakenOver,
-                    false => Recording::Deleted,
-                }
+                recorded.unwrap_or_else(|| {
+                    let key = (row.event_id.clone(), row.webhook_id.clone());
+                    if present.contains(&key) {
+                        Recording::TakenOver
+                    } else {
+                        Recording::Deleted
+                    }
+                })
             })
             .collect())
     }
 
-    async fn record(&self, rows: &[FinishRow]) -> Result<Vec<bool>> {
+    /// Records the outcomes whose lease is still held (`None` for the others), and
+    /// carries out what a 410 does to its webhook.
+    async fn record(&self, rows: &[FinishRow]) -> Result<Vec<Option<Recording>>> {
+        let recorded_as = |recorded: Vec<bool>| {
+            recorded
+                .into_iter()
+                .map(|recorded| recorded.then_some(Recording::Recorded))
+                .collect()
+        };
         if rows.iter().all(|row| row.gone.is_none()) {
             // No 410 to act on: recording alone, atomic without a transaction of
             // ours on PostgreSQL (see `Dialect::record_outcomes_atomically`).
-            return Ok(write_conn!(self.db, |conn| conn
+            let recorded = write_conn!(self.db, |conn| conn
                 .record_outcomes_atomically(rows)
-                .await?));
+                .await?);
+            return Ok(recorded_as(recorded));
         }
         write_tx!(self.db, |conn| {
-            let recorded = conn.record_outcomes(rows).await?;
-            // A 410 is rare: its webhook is dealt with one by one.
-            for (row, _) in rows
-                .iter()
-                .zip(&recorded)
-                .filter(|(_, recorded)| **recorded)
-            {
-                match row.gone {
-                    None => {}
-                    Some(GoneAction::Delete) => {
+            let mut recorded: Vec<Option<Recording>> =
+                recorded_as(conn.record_outcomes(rows).await?);
+            // A 410 is rare: its webhook is dealt with one by one. Only the outcome
+            // that changed the webhook says so; others of the batch find it done.
+            for (row, recording) in rows.iter().zip(recorded.iter_mut()) {
+                let (Some(action), Some(recording)) = (row.gone, recording.as_mut()) else {
+                    continue;
+                };
+                let changed = match action {
+                    GoneAction::Delete => {
                         diesel::delete(webhooks::table.find(&row.webhook_id))
                             .execute(conn)
-                            .await?;
+                            .await?
                     }
-                    Some(GoneAction::Disable) => {
+                    GoneAction::Disable => {
                         let now = Timestamp::now().unix_millis();
-                        disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now);
+                        disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now)
                     }
+                };
+                if changed > 0 {
+                    *recording = Recording::Gone(action);
                 }
             }
             Ok(recorded)

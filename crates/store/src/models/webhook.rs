@@ -125,12 +125,13 @@ pub struct NewWebhook<'a> {
 /// Disables the webhook of id `$id` for `$reason` at `$now` and cancels its pending
 /// deliveries, retries included, on `$conn` (inside the caller's transaction): what
 /// disabling a webhook means wherever it happens (by hand, or a `410 Gone`). A
-/// webhook disabled already keeps the reason it was first disabled for.
+/// webhook disabled already keeps the reason it was first disabled for. Evaluates to
+/// the number of webhooks it disabled (0 when it was disabled already).
 macro_rules! disable_webhook {
     ($conn:expr, $id:expr, $reason:expr, $now:expr) => {{
         use hookline_domain::DeliveryState;
         use $crate::schema::{deliveries, webhooks};
-        diesel::update(webhooks::table.find($id))
+        let disabled = diesel::update(webhooks::table.find($id))
             .filter(webhooks::enabled.eq(true))
             .set((
                 webhooks::enabled.eq(false),
@@ -145,6 +146,7 @@ macro_rules! disable_webhook {
             .set(deliveries::state.eq(DeliveryState::Cancelled.as_str()))
             .execute($conn)
             .await?;
+        disabled
     }};
 }
 pub(crate) use disable_webhook;
@@ -297,7 +299,9 @@ impl Webhooks {
                 .execute(conn)
                 .await?;
             match change.enabled {
-                Some(false) => disable_webhook!(conn, &id, DisabledReason::Manual, now),
+                Some(false) => {
+                    disable_webhook!(conn, &id, DisabledReason::Manual, now);
+                }
                 Some(true) => {
                     diesel::update(webhooks::table.find(&id))
                         .set((
