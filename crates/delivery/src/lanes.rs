@@ -264,7 +264,7 @@ impl Lanes {
                 active_at: now,
             });
         lane.active_at = now;
-        if !lane.breaker_allows(now) && matches!(lane.breaker, Breaker::Open { .. }) {
+        if matches!(lane.breaker, Breaker::Open { until, .. } if now < until) {
             return Some(delivery);
         }
         lane.ready.push_back(Waiting {

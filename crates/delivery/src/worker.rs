@@ -83,9 +83,7 @@ impl DeliveryConfig {
     /// once left the next bursts waiting a whole interval, see PERFORMANCE.md); an
     /// idle worker still polls at the interval.
     fn next_poll(&self, empty_claims: u32) -> Duration {
-        let fast = self.poll_interval / 10;
-        fast.saturating_mul(1 << empty_claims.min(16))
-            .min(self.poll_interval)
+        doubled(self.poll_interval / 10, empty_claims, self.poll_interval)
     }
 
     /// How long a claimed delivery may wait in its lane for a slot before it is
@@ -290,6 +288,8 @@ impl Worker {
         let mut held_back = false;
         // Claims in a row that failed (the database out of reach).
         let mut failed_claims: u32 = 0;
+        // The webhooks the claim in flight was told are fast (exempt from the share).
+        let mut claimed_fast: Vec<WebhookId> = Vec::new();
         // Ready deliveries are handed back before their lease can run out.
         let mut waits = tokio::time::interval(WAIT_CHECK);
         waits.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -308,8 +308,13 @@ impl Worker {
                     .min(self.config.batch_size);
                 let skip = lanes.skip(now);
                 held_back = !skip.is_empty();
-                let fast = lanes.fast(now);
-                claiming = Some(Box::pin(self.claim(wanted, per_webhook, skip, fast)));
+                claimed_fast = lanes.fast(now);
+                claiming = Some(Box::pin(self.claim(
+                    wanted,
+                    per_webhook,
+                    skip,
+                    claimed_fast.clone(),
+                )));
             }
             tokio::select! {
                 () = &mut shutdown => break,
@@ -322,7 +327,7 @@ impl Worker {
                                 failed_claims = 0;
                             }
                             held.hold(&batch);
-                            let limited = reached_a_webhook_limit(&batch, per_webhook, &lanes.fast(Instant::now()));
+                            let limited = reached_a_webhook_limit(&batch, per_webhook, &claimed_fast);
                             held_back |= limited;
                             // A full batch means more may be due, and so does a webhook
                             // that filled its share: claim again at once.
@@ -514,9 +519,12 @@ impl Worker {
 /// When to try claiming again after `failures` failed claims in a row: the poll
 /// interval doubling with each, up to 5 s.
 fn claim_retry(poll_interval: Duration, failures: u32) -> Duration {
-    poll_interval
-        .saturating_mul(1 << failures.min(16))
-        .min(Duration::from_secs(5))
+    doubled(poll_interval, failures, Duration::from_secs(5))
+}
+
+/// `start` doubled `times` times, at most `cap`: the worker's back-offs.
+fn doubled(start: Duration, times: u32, cap: Duration) -> Duration {
+    start.saturating_mul(1 << times.min(16)).min(cap)
 }
 
 /// How often ready deliveries are checked for waiting too long.
