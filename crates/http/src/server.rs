@@ -386,7 +386,8 @@ async fn handle<D: Dispatch>(
             Ok(answered) => answered,
             Err(_) => {
                 tracing::warn!(?deadline, "no answer within the request deadline; answered 503");
-                (TIMED_OUT, unavailable_response())
+                // Both APIs answer a 503 alike: the public API's error says it.
+                (TIMED_OUT, ApiError::Unavailable.into_response())
             }
         };
         if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -425,17 +426,6 @@ pub(crate) const UNMATCHED: &str = "unmatched";
 /// The route of a request that outlived its deadline (its own route is unknown).
 const TIMED_OUT: &str = "timed out";
 
-/// 503 in the envelope with `Retry-After`, as both APIs answer it.
-fn unavailable_response() -> Response<Full<Bytes>> {
-    let body = serde_json::json!({ "success": false, "error": crate::error::UNAVAILABLE });
-    let mut response =
-        crate::error::json_response(hyper::StatusCode::SERVICE_UNAVAILABLE, body.to_string());
-    response.headers_mut().insert(
-        hyper::header::RETRY_AFTER,
-        HeaderValue::from(crate::error::RETRY_UNAVAILABLE_SECS),
-    );
-    response
-}
 
 impl Api {
     async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<Full<Bytes>> {
