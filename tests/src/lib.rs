@@ -296,11 +296,12 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Byte
     response
 }
 
-/// A loopback address where nothing listens: connections are refused.
+/// A loopback address where nothing listens: connections to it are refused, and
+/// it is free to listen on.
 ///
 /// # Panics
 /// When no port can be had.
-pub fn refusing_addr() -> SocketAddr {
+pub fn free_addr() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
     listener.local_addr().expect("its address")
 }

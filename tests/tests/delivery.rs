@@ -10,7 +10,7 @@ use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookSource};
 use hookline_store::Store;
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
-use hookline_tests::{BlackHole, Receiver, Reply, refusing_addr};
+use hookline_tests::{BlackHole, Receiver, Reply, free_addr};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -343,7 +343,7 @@ backend_tests! {
     async fn dead_receivers_rest_without_spending_attempts_and_a_probe_brings_them_back(db) {
         let receiver = Receiver::start().await;
         let hole = BlackHole::start().await;
-        let down = refusing_addr();
+        let down = free_addr();
         let ws = db.workspace(Plan::Studio).await;
         let refusing_url = format!("https://localhost:{}/back", down.port());
         let (refusing, _) = db.webhook(ws, &refusing_url, &[EventName::DmSent], WebhookSource::Api).await.unwrap();

@@ -31,16 +31,10 @@ async fn serve(db: &TestDb, rate_limit: u32) -> Served {
         "listening on ",
     )
     .await;
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    Served { child, addr }
+    Served {
+        child,
+        addr: listening_addr(&line),
+    }
 }
 
 /// Starts `hookline COMMAND` with `env`, and waits for a log line holding `ready`;
@@ -114,15 +108,7 @@ async fn request(
     key: &str,
     body: &str,
 ) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await?;
+    let answer = exchange(addr, method, path, key, body).await?;
     let status = answer
         .split_whitespace()
         .nth(1)
@@ -132,6 +118,44 @@ async fn request(
         .split_once("\r\n\r\n")
         .map(|(_, body)| body.to_owned());
     Ok((status, body.unwrap_or_default()))
+}
+
+/// One request on its own connection: the whole answer, head and body.
+async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: &str,
+) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+/// Waits until `GET /api/v1/me` answers 200 again, at most `within`.
+async fn answers_again(addr: SocketAddr, key: &str, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let answer = get(addr, "/api/v1/me", key).await.unwrap();
+        if answer.starts_with("HTTP/1.1 200") {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not back: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A `GET` on its own connection: the whole answer.
+async fn get(addr: SocketAddr, path: &str, key: &str) -> std::io::Result<String> {
+    exchange(addr, "GET", path, key, "").await
 }
 
 /// A STUDIO workspace's key: its id and its text.
@@ -666,15 +690,7 @@ backend_tests! {
         db.store().admin_tokens().create(&KeyName::parse("ops").unwrap(), &hash).await.unwrap();
         let env = delivery_env(&receiver);
         let (child, line) = start(&db, "serve", &as_env(&env), "admin API listening on ").await;
-        let admin: SocketAddr = line
-            .split("listening on ")
-            .nth(1)
-            .unwrap()
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let admin: SocketAddr = listening_addr(&line);
         // Probes need no token.
         assert_eq!(request(admin, "GET", "/healthz", "", "").await.unwrap(), (200, r#"{"status":"ok"}"#.to_owned()));
         assert_eq!(request(admin, "GET", "/readyz", "", "").await.unwrap().0, 200);
@@ -713,26 +729,6 @@ backend_tests! {
         assert!(!after.contains(token.expose()));
         terminate(Served { child, addr: admin }).await;
     }
-}
-
-/// A free loopback port (bound, then let go).
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// One request; the whole raw answer (head and body), or the I/O error.
-async fn raw_request(addr: SocketAddr, path: &str, key: &str) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await?;
-    Ok(answer)
 }
 
 #[tokio::test]
@@ -777,7 +773,7 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
         "dm.sent",
     ])
     .await;
-    let (public, admin) = (free_addr(), free_addr());
+    let (public, admin) = (hookline_tests::free_addr(), hookline_tests::free_addr());
     let (public_text, admin_text) = (public.to_string(), admin.to_string());
     let mut serve_env = as_env(&env);
     serve_env.extend([
@@ -811,35 +807,24 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
 
     cluster.stop();
     // The API says so, at once and in the envelope; the probe says not ready.
-    let answer = tokio::time::timeout(
-        Duration::from_secs(25),
-        raw_request(public, "/api/v1/me", &key),
-    )
-    .await
-    .expect("an answer, not a hang")
-    .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(25), get(public, "/api/v1/me", &key))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
     assert!(
         answer.contains(r#""success":false"#) && answer.contains("not answering"),
         "{answer}"
     );
-    let ready = raw_request(admin, "/readyz", "").await.unwrap();
+    let ready = get(admin, "/readyz", "").await.unwrap();
     assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     cluster.start_again();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let answer = raw_request(public, "/api/v1/me", &key).await.unwrap();
-        if answer.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not back: {answer}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    answers_again(public, &key, Duration::from_secs(30)).await;
     assert!(
-        raw_request(admin, "/readyz", "")
+        get(admin, "/readyz", "")
             .await
             .unwrap()
             .starts_with("HTTP/1.1 200")
@@ -876,7 +861,7 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
     let (child, line) = start(&db, "serve", &[], "listening on ").await;
     let addr = listening_addr(&line);
     assert!(
-        raw_request(addr, "/api/v1/me", &key)
+        get(addr, "/api/v1/me", &key)
             .await
             .unwrap()
             .starts_with("HTTP/1.1 200")
@@ -898,18 +883,15 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
     assert_eq!(said.next_line().await.unwrap().as_deref(), Some("locked"));
     // Every request counts in its key's window, a write: it waits out SQLite's
     // busy timeout, then hears 503 with Retry-After.
-    let answer = tokio::time::timeout(
-        Duration::from_secs(25),
-        raw_request(addr, "/api/v1/me", &key),
-    )
-    .await
-    .expect("an answer, not a hang")
-    .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(25), get(addr, "/api/v1/me", &key))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
     assert!(locker.wait().await.unwrap().success());
     assert!(
-        raw_request(addr, "/api/v1/me", &key)
+        get(addr, "/api/v1/me", &key)
             .await
             .unwrap()
             .starts_with("HTTP/1.1 200")
@@ -1001,14 +983,14 @@ async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
     let upstream: SocketAddr = host_port.parse().unwrap();
     let partition = Partition::start(upstream).await;
     let url = format!("{before}@{}/{database}", partition.addr);
-    let public = free_addr();
+    let public = hookline_tests::free_addr();
     let public_text = public.to_string();
     let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
     program.arg("serve");
     let env = [("HOOKLINE_LISTEN", public_text.as_str())];
     let (child, _) = start_program(program, &url, "serve", &env, "listening on ").await;
     assert!(
-        raw_request(public, "/api/v1/me", &key)
+        get(public, "/api/v1/me", &key)
             .await
             .unwrap()
             .starts_with("HTTP/1.1 200")
@@ -1016,13 +998,10 @@ async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
 
     partition.freeze(true);
     let started = tokio::time::Instant::now();
-    let answer = tokio::time::timeout(
-        Duration::from_secs(40),
-        raw_request(public, "/api/v1/me", &key),
-    )
-    .await
-    .expect("an answer, not a hang")
-    .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(40), get(public, "/api/v1/me", &key))
+        .await
+        .expect("an answer, not a hang")
+        .unwrap();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
     assert!(
@@ -1032,14 +1011,6 @@ async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
     );
 
     partition.freeze(false);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let answer = raw_request(public, "/api/v1/me", &key).await.unwrap();
-        if answer.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not back: {answer}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    answers_again(public, &key, Duration::from_secs(60)).await;
     assert!(signal(child, "-TERM").await.success());
 }

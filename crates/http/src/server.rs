@@ -426,7 +426,6 @@ pub(crate) const UNMATCHED: &str = "unmatched";
 /// The route of a request that outlived its deadline (its own route is unknown).
 const TIMED_OUT: &str = "timed out";
 
-
 impl Api {
     async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<Full<Bytes>> {
         // The document describes the API to whoever asks: no key.
