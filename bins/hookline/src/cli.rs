@@ -119,6 +119,53 @@ pub(crate) enum Command {
     /// Create, list and revoke the admin API's tokens.
     #[command(subcommand, name = "admin-token")]
     AdminToken(AdminTokenCommand),
+    /// Print a link to a workspace's Settings portal, for its owners: it opens a
+    /// session there until it expires.
+    #[command(
+        name = "portal-link",
+        after_help = "Example:\n  hookline portal-link ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R --ttl 1h --json"
+    )]
+    PortalLink(PortalLinkArgs),
+}
+
+impl PublicUrlArg {
+    pub(crate) fn parsed(
+        &self,
+    ) -> Result<Option<hookline_domain::PublicUrl>, hookline_domain::Error> {
+        self.public_url
+            .as_deref()
+            .map(hookline_domain::PublicUrl::parse)
+            .transpose()
+    }
+}
+
+/// What `portal-link` takes.
+#[derive(Debug, Args)]
+pub(crate) struct PortalLinkArgs {
+    /// The workspace whose portal the link opens.
+    pub(crate) workspace: String,
+
+    /// How long the link (and the session it opens) lasts, at most a day.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub(crate) ttl: Duration,
+
+    /// The public listen address of `serve`, for the default public URL.
+    #[arg(long, env = "HOOKLINE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub(crate) listen: SocketAddr,
+
+    #[command(flatten)]
+    pub(crate) public_url: PublicUrlArg,
+}
+
+/// Where users' browsers reach the public listener (`serve`, `portal-link`).
+#[derive(Debug, Args)]
+pub(crate) struct PublicUrlArg {
+    /// The origin users' browsers reach the public listener at, behind any proxy
+    /// (`https://hooks.example.com`); Settings portal links start with it, and
+    /// its forms are accepted only from it. Default: `http://` and the public
+    /// listen address.
+    #[arg(long, env = "HOOKLINE_PUBLIC_URL")]
+    pub(crate) public_url: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +194,9 @@ pub(crate) struct ServeArgs {
 
     #[command(flatten)]
     pub(crate) key: KeyPrefixArg,
+
+    #[command(flatten)]
+    pub(crate) public_url: PublicUrlArg,
 
     /// Its worker's settings: `serve` delivers too.
     #[command(flatten)]

@@ -7,8 +7,8 @@ use hookline_app::{App, AppConfig, WebhookSpec, WebhookUpdate};
 use hookline_auth::AuthConfig;
 use hookline_delivery::{DeliveryConfig, Emission, Isolation, Outbox, Worker};
 use hookline_domain::{
-    ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, TargetPolicy, Timestamp, Username,
-    WebhookDescription, WebhookSource, WebhookUrl, WorkspaceName,
+    ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, PublicUrl, TargetPolicy, Timestamp, Username,
+    WebhookDescription, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 use hookline_http::wire::{
     AccountObject, AttemptObject, CredentialObject, KeyCreatedObject, KeyObject, WebhookObject,
@@ -19,11 +19,11 @@ use hookline_store::{Store, StoreConfig};
 
 use crate::cli::{
     AccountCommand, AdminTokenCommand, Cli, Command, DeliveryArgs, EventCommand, HookCommand,
-    KeyCommand, ServeArgs, Settings, WorkerArgs, WorkspaceCommand,
+    KeyCommand, PortalLinkArgs, ServeArgs, Settings, WorkerArgs, WorkspaceCommand,
 };
 use crate::output::{
-    AdminTokenCreatedOut, AdminTokenRevokedOut, DeletedOut, KeyRevokedOut, MigratedOut, QueuedOut,
-    RotatedOut, TestSentOut, print, write_stdout,
+    AdminTokenCreatedOut, AdminTokenRevokedOut, DeletedOut, KeyRevokedOut, MigratedOut,
+    PortalLinkOut, QueuedOut, RotatedOut, TestSentOut, print, write_stdout,
 };
 
 /// [`Settings`] checked and turned into the library crates' configuration.
@@ -89,6 +89,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Hook(command) => hook(&config, json, command).await,
         Command::Event(command) => event(&config, json, command).await,
         Command::AdminToken(command) => admin_token(&config, json, command).await,
+        Command::PortalLink(args) => portal_link(&config, json, args).await,
     }
 }
 
@@ -105,6 +106,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             rate_limit: args.rate_limit,
             rate_window: args.rate_window,
         },
+        public_url: args.public_url.parsed().context("HOOKLINE_PUBLIC_URL")?,
         max_connections: args
             .max_connections
             .map_or_else(hookline_http::default_max_connections, |max| {
@@ -115,6 +117,13 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     http.auth
         .validate()
         .context("HOOKLINE_RATE_LIMIT / HOOKLINE_RATE_WINDOW")?;
+    if let Some(url) = http
+        .public_url
+        .as_ref()
+        .filter(|url| url.is_plain_http_elsewhere())
+    {
+        tracing::warn!(%url, "HOOKLINE_PUBLIC_URL is plain http to a host other than loopback: browsers will not keep the Settings portal's Secure cookie; put TLS in front");
+    }
     let max_connections = http.max_connections;
     let store = config.open_store().await?;
     let worker = Worker::new(
@@ -483,4 +492,23 @@ async fn admin_token(
             print(json, &out)
         }
     }
+}
+
+/// Prints a link to the workspace's Settings portal.
+async fn portal_link(config: &Config, json: bool, args: PortalLinkArgs) -> anyhow::Result<()> {
+    let workspace: WorkspaceId = args.workspace.parse()?;
+    let public_url = args
+        .public_url
+        .parsed()
+        .context("HOOKLINE_PUBLIC_URL")?
+        .unwrap_or_else(|| PublicUrl::of_listen_addr(args.listen));
+    let app = config.open_app().await?;
+    let link = app
+        .create_portal_link(workspace, Some(args.ttl.as_secs()))
+        .await?;
+    let out = PortalLinkOut {
+        url: public_url.portal_link(workspace, &link.token),
+        expires_at: link.expires_at,
+    };
+    print(json, &out)
 }

@@ -224,3 +224,19 @@ impl Render for AdminTokenRevokedOut {
         format!("{}  revoked", self.id)
     }
 }
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PortalLinkOut {
+    pub(crate) url: String,
+    pub(crate) expires_at: hookline_domain::Timestamp,
+}
+
+impl Render for PortalLinkOut {
+    fn human(&self) -> String {
+        format!(
+            "{}\n(opens the Settings portal until {})",
+            self.url, self.expires_at
+        )
+    }
+}

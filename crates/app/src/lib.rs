@@ -1,5 +1,5 @@
 //! hookline's use cases: every operation a front end offers (the public API, the
-//! CLI, and the admin API and Settings portal to come), each written once. Front
+//! CLI, the admin API and the Settings portal), each written once. Front
 //! ends parse their input into domain values, call one method here, and map its
 //! [`Error`] to their own statuses and messages in one place; none of them reaches
 //! the database any other way.
@@ -10,6 +10,9 @@
 //! - `events.rs`: the outbox events enter by (with idempotency keys), the API's
 //!   samples;
 //! - `admin.rs`: admin tokens;
+//! - `portal.rs`: Settings portal links and their sessions;
+//! - `settings.rs`: the use cases of one workspace, for the portal: another
+//!   workspace's ids are not found there;
 //! - `page.rs`: cursor pagination of lists.
 //!
 //! Rules that are pure decisions live in `hookline-domain` (the 410 policy is
@@ -36,18 +39,24 @@ mod error;
 mod events;
 mod keys;
 mod page;
+mod portal;
+mod settings;
 mod webhooks;
 mod workspaces;
 
 use hookline_delivery::Outbox;
 use hookline_domain::{KeyPrefix, TargetPolicy};
-use hookline_store::{Accounts, AdminTokens, ApiKeys, Events, Store, Webhooks, Workspaces};
+use hookline_store::{
+    Accounts, AdminTokens, ApiKeys, Events, PortalLinks, Store, Webhooks, Workspaces,
+};
 
 pub use admin::CreatedAdminToken;
 pub use error::{Error, Result};
 pub use events::SAMPLES;
 pub use keys::CreatedKey;
 pub use page::{DEFAULT_LIMIT, MAX_LIMIT, Page, PageRequest};
+pub use portal::{PortalLink, PortalSession};
+pub use settings::Settings;
 pub use webhooks::{CreatedWebhook, WebhookSpec, WebhookUpdate};
 pub use workspaces::WorkspaceUpdate;
 
@@ -70,6 +79,7 @@ pub struct App {
     webhooks: Webhooks,
     events: Events,
     admin_tokens: AdminTokens,
+    portal_links: PortalLinks,
     outbox: Outbox,
     config: AppConfig,
 }
@@ -85,6 +95,7 @@ impl App {
             webhooks: store.webhooks(),
             events: store.events(),
             admin_tokens: store.admin_tokens(),
+            portal_links: store.portal_links(),
             outbox,
             config,
         }

@@ -64,6 +64,23 @@ pub fn generate_admin_token() -> Result<(ApiKey, KeyHash)> {
     generate_api_key(&KeyPrefix::admin())
 }
 
+/// A new Settings portal link token (`hlportal_…`), and the hash to store for
+/// it. It is in the link, and then in the portal's session cookie.
+pub fn generate_portal_token() -> Result<(ApiKey, KeyHash)> {
+    generate_api_key(&KeyPrefix::portal())
+}
+
+/// The CSRF token of the portal session `token` opens: derived from it (a keyed
+/// digest no one without the session's cookie can compute), so every replica
+/// checks it with nothing stored.
+pub fn portal_csrf_token(token: &ApiKey) -> String {
+    let mut input = b"hookline portal csrf\0".to_vec();
+    input.extend_from_slice(token.expose().as_bytes());
+    let mut bytes = [0u8; 32];
+    bytes.copy_from_slice(digest(&SHA256, &input).as_ref());
+    KeyHash::from_digest(bytes).to_hex()
+}
+
 /// SHA-256 of the whole key text, prefix included: what is stored and looked up.
 pub fn hash_api_key(key: &ApiKey) -> KeyHash {
     let mut bytes = [0u8; 32];

@@ -605,6 +605,11 @@ async fn upkeep(
                 Ok(keys) => tracing::info!(keys, "removed idempotency keys older than a day"),
                 Err(error) => tracing::error!(%error, "idempotency key cleanup failed"),
             }
+            match queue.delete_expired_portal_links(Timestamp::now()).await {
+                Ok(0) => {}
+                Ok(links) => tracing::info!(links, "removed expired Settings portal links"),
+                Err(error) => tracing::error!(%error, "portal link cleanup failed"),
+            }
             next_retention = Instant::now() + RETENTION_CHECK;
         }
         tokio::select! {

@@ -47,6 +47,12 @@ impl KeyPrefix {
     pub fn admin() -> Self {
         KeyPrefix("hladmin".to_owned())
     }
+
+    /// The prefix of Settings portal links' tokens, `hlportal_…`: like admin
+    /// tokens, a kind of its own that opens nothing else.
+    pub fn portal() -> Self {
+        KeyPrefix("hlportal".to_owned())
+    }
 }
 
 impl Default for KeyPrefix {

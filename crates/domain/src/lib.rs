@@ -18,6 +18,7 @@ mod examples;
 mod id;
 mod net;
 mod plan;
+mod portal;
 mod refusal;
 mod text;
 mod time;
@@ -39,6 +40,9 @@ pub use id::{
 };
 pub use net::{TargetPolicy, reserved_range};
 pub use plan::Plan;
+pub use portal::{
+    DEFAULT_PORTAL_TTL_SECONDS, MAX_PORTAL_TTL_SECONDS, PublicUrl, portal_ttl_seconds,
+};
 pub use refusal::Refusal;
 pub use time::Timestamp;
 pub use url::{Host, WebhookUrl};

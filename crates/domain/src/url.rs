@@ -120,7 +120,7 @@ impl fmt::Display for WebhookUrl {
     }
 }
 
-fn parse_authority(authority: &str) -> Result<(Host, u16)> {
+pub(crate) fn parse_authority(authority: &str) -> Result<(Host, u16)> {
     let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
         let Some((literal, after)) = bracketed.split_once(']') else {
             return Err(invalid("has an unclosed IPv6 address bracket"));

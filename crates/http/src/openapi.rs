@@ -508,6 +508,16 @@ fn admin() -> Value {
             "post": with_404(op("Emit an event (HTTP ingest): stored with its deliveries before the answer.",
                 json!([ws(), idempotency]), Some(schema("Emit")), ("202", success(schema("EventPayload")))))
         },
+        "/admin/v1/workspaces/{ws}/portal": {
+            "post": optional_body(with_404(op("A link to the workspace's Settings portal: it opens a session on the \
+                portal until it expires (an hour by default, at most a day). Its token is stored only as a hash.",
+                json!([ws()]),
+                Some(json!({ "type": "object", "properties": {
+                    "ttlSeconds": { "type": "integer", "minimum": 1, "maximum": 86400 } } })),
+                ("201", success(json!({ "type": "object", "required": ["url", "expiresAt"],
+                    "properties": { "url": { "type": "string", "format": "uri" },
+                        "expiresAt": { "type": "string", "format": "date-time" } } }))))))
+        },
         "/admin/v1/openapi.json": { "get": op("This document.", json!([]), None,
             ("200", json!({ "type": "object" }))) }
     });

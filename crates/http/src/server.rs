@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use hookline_app::App;
 use hookline_auth::{AdminAuthenticator, AuthConfig, Authenticator};
-use hookline_domain::RequestId;
+use hookline_domain::{PublicUrl, RequestId};
 use hookline_store::{AdminTokens, KeyCheck};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -57,6 +57,10 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// On shutdown, how long in-flight requests may take to finish.
     pub shutdown_grace: Duration,
+    /// `HOOKLINE_PUBLIC_URL`: where users' browsers reach the public listener;
+    /// Settings portal links start with it. `None`: `http://` and the public
+    /// listener's bound address.
+    pub public_url: Option<PublicUrl>,
     /// Where the process records its metrics, rendered by the admin listener's
     /// `GET /metrics`; `None`: that endpoint answers 404.
     pub metrics: Option<PrometheusHandle>,
@@ -85,6 +89,7 @@ impl Default for HttpConfig {
             request_deadline: Duration::from_secs(20),
             max_connections: 1024,
             shutdown_grace: Duration::from_secs(10),
+            public_url: None,
             metrics: None,
         }
     }
@@ -121,11 +126,17 @@ impl Server {
         let auth = Authenticator::new(keys, config.auth.clone())?;
         let public = bind(config.listen).await?;
         let admin = bind(config.admin_listen).await?;
+        let public_url = match (&config.public_url, public.local_addr()) {
+            (Some(url), _) => url.clone(),
+            (None, Ok(addr)) => PublicUrl::of_listen_addr(addr),
+            (None, Err(_)) => PublicUrl::of_listen_addr(config.listen),
+        };
         let admin_api = AdminApi::new(
             app.clone(),
             AdminAuthenticator::new(tokens),
             config.body_limits(),
             config.metrics.clone(),
+            public_url.clone(),
         );
         Ok(Server {
             public,

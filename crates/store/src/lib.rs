@@ -42,6 +42,7 @@ pub use models::admin_token::AdminTokens;
 pub use models::api_key::ApiKeys;
 pub use models::event::{Events, IDEMPOTENCY_WINDOW_MS, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, UsedKey};
+pub use models::portal_link::PortalLinks;
 pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
 pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
@@ -110,6 +111,12 @@ impl Store {
 
     pub fn admin_tokens(&self) -> AdminTokens {
         AdminTokens {
+            db: self.db.clone(),
+        }
+    }
+
+    pub fn portal_links(&self) -> PortalLinks {
+        PortalLinks {
             db: self.db.clone(),
         }
     }

@@ -118,6 +118,15 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    portal_links (token_hash) {
+        token_hash -> Text,
+        workspace_id -> Text,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+    }
+}
+
 diesel::joinable!(accounts -> workspaces (workspace_id));
 diesel::joinable!(api_keys -> workspaces (workspace_id));
 diesel::joinable!(webhooks -> workspaces (workspace_id));
@@ -136,4 +145,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     rate_limit_windows,
     admin_tokens,
     idempotency_keys,
+    portal_links,
 );

@@ -6,8 +6,8 @@ use hookline_delivery::Emission;
 use hookline_domain::limits::DEFAULT_SECRET_GRACE_SECONDS;
 use hookline_domain::{
     AccountId, ApiKeyId, ApiKeyStatus, EventId, EventName, IdempotencyKey, KeyName, Plan,
-    Timestamp, Username, WebhookDescription, WebhookId, WebhookSource, WebhookUrl, WorkspaceId,
-    WorkspaceName, subscribed_events,
+    PublicUrl, Timestamp, Username, WebhookDescription, WebhookId, WebhookSource, WebhookUrl,
+    WorkspaceId, WorkspaceName, subscribed_events,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -344,4 +344,29 @@ pub(crate) async fn redeliver(app: &App, event: &str, body: Value) -> Answer {
         .transpose()?;
     let queued = app.redeliver(id, hook).await?;
     Ok(ok(StatusCode::ACCEPTED, Some(Queued { queued })))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PortalLinkMade {
+    url: String,
+    expires_at: Timestamp,
+}
+
+pub(crate) async fn portal_link(
+    app: &App,
+    public_url: &PublicUrl,
+    ws: &str,
+    body: Value,
+) -> Answer {
+    let workspace: WorkspaceId = path_id("workspace", ws)?;
+    let body = Body::object(body, &["ttlSeconds"])?;
+    let link = app
+        .create_portal_link(workspace, body.unsigned("ttlSeconds")?)
+        .await?;
+    let data = PortalLinkMade {
+        url: public_url.portal_link(workspace, &link.token),
+        expires_at: link.expires_at,
+    };
+    Ok(ok(StatusCode::CREATED, Some(data)))
 }

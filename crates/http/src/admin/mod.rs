@@ -1,6 +1,6 @@
 //! The admin API, `/admin/v1`, on its own listener: what the back office needs of
 //! "Settings" (workspaces and plans, accounts, keys, Settings-made webhooks, the
-//! attempt log) and HTTP ingest, behind admin tokens.
+//! attempt log, links to the Settings portal) and HTTP ingest, behind admin tokens.
 //!
 //! - `router.rs`: the whole surface, one `match`;
 //! - `handlers.rs`: one function per endpoint, over the use-case layer;
@@ -34,6 +34,7 @@ pub(crate) fn route_name(method: &hyper::Method, path: &str) -> Option<String> {
 
 use hookline_app::App;
 use hookline_auth::AdminAuthenticator;
+use hookline_domain::PublicUrl;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::AUTHORIZATION;
@@ -54,6 +55,8 @@ pub(crate) struct AdminApi {
     auth: AdminAuthenticator,
     body_limits: BodyLimits,
     operations: Operations,
+    /// What portal links start with.
+    public_url: PublicUrl,
 }
 
 impl AdminApi {
@@ -62,8 +65,10 @@ impl AdminApi {
         auth: AdminAuthenticator,
         body_limits: BodyLimits,
         metrics: Option<PrometheusHandle>,
+        public_url: PublicUrl,
     ) -> AdminApi {
         AdminApi {
+            public_url,
             operations: Operations::new(app.clone(), metrics),
             app,
             auth,
@@ -116,6 +121,10 @@ impl AdminApi {
                     .transpose()?;
                 let body = self.body(request).await?;
                 h::emit_event(app, ws, key.as_deref(), body).await
+            }
+            PortalLink { ws } => {
+                let body = read_optional_json(request, self.body_limits).await?;
+                h::portal_link(app, &self.public_url, ws, body).await
             }
             OpenApi => Ok(crate::openapi::admin_document()),
         }

@@ -28,6 +28,7 @@ pub(crate) enum AdminRoute<'a> {
     RecoverHook { hook: &'a str },
     EmitEvent { ws: &'a str },
     Redeliver { event: &'a str },
+    PortalLink { ws: &'a str },
     OpenApi,
 }
 
@@ -56,6 +57,7 @@ impl AdminRoute<'_> {
             AdminRoute::RecoverHook { .. } => "POST /admin/v1/hooks/:wh/recover",
             AdminRoute::EmitEvent { .. } => "POST /admin/v1/workspaces/:ws/events",
             AdminRoute::Redeliver { .. } => "POST /admin/v1/events/:evt/redeliver",
+            AdminRoute::PortalLink { .. } => "POST /admin/v1/workspaces/:ws/portal",
             AdminRoute::OpenApi => "GET /admin/v1/openapi.json",
         }
     }
@@ -63,7 +65,7 @@ impl AdminRoute<'_> {
 
 /// Every route's pattern, for the OpenAPI document's test.
 #[cfg(test)]
-pub(crate) const ROUTE_NAMES: [&str; 22] = [
+pub(crate) const ROUTE_NAMES: [&str; 23] = [
     "GET /admin/v1/workspaces",
     "POST /admin/v1/workspaces",
     "GET /admin/v1/workspaces/:ws",
@@ -85,6 +87,7 @@ pub(crate) const ROUTE_NAMES: [&str; 22] = [
     "POST /admin/v1/hooks/:wh/recover",
     "POST /admin/v1/workspaces/:ws/events",
     "POST /admin/v1/events/:evt/redeliver",
+    "POST /admin/v1/workspaces/:ws/portal",
     "GET /admin/v1/openapi.json",
 ];
 
@@ -144,6 +147,9 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<AdminRoute<'a>
         (_, ["workspaces", _, "events"]) => not_allowed("POST"),
         (&Method::POST, ["events", event, "redeliver"]) => Ok(Redeliver { event }),
         (_, ["events", _, "redeliver"]) => not_allowed("POST"),
+
+        (&Method::POST, ["workspaces", ws, "portal"]) => Ok(PortalLink { ws }),
+        (_, ["workspaces", _, "portal"]) => not_allowed("POST"),
 
         _ => Err(AdminError::NoRoute),
     }
@@ -240,6 +246,11 @@ mod tests {
                 Method::POST,
                 "/admin/v1/workspaces/w/events",
                 AdminRoute::EmitEvent { ws: "w" },
+            ),
+            (
+                Method::POST,
+                "/admin/v1/workspaces/w/portal",
+                AdminRoute::PortalLink { ws: "w" },
             ),
         ];
         for (method, path, expected) in cases {

@@ -9,6 +9,7 @@ pub(crate) mod api_key;
 pub(crate) mod delivery;
 pub(crate) mod event;
 pub(crate) mod key_check;
+pub(crate) mod portal_link;
 pub(crate) mod queue;
 pub(crate) mod rate_limit;
 pub(crate) mod webhook;

@@ -432,6 +432,18 @@ impl Queue {
         }))
     }
 
+    /// Forgets the Settings portal links that expired before `now`; answers how
+    /// many.
+    pub async fn delete_expired_portal_links(&self, now: Timestamp) -> Result<usize> {
+        use crate::schema::portal_links;
+        Ok(write_conn!(self.db, |conn| {
+            diesel::delete(portal_links::table)
+                .filter(portal_links::expires_at.lt(now.unix_millis()))
+                .execute(conn)
+                .await?
+        }))
+    }
+
     /// Gives PostgreSQL's planner statistics on the outbox when it has none yet and
     /// holds enough rows for that to matter; answers whether it gathered them.
     ///

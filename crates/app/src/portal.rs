@@ -1,0 +1,73 @@
+//! Settings portal links and sessions: a link opens one workspace's portal until
+//! it expires; its token, kept only as a hash, is then the session's cookie.
+
+use hookline_domain::{ApiKey, KeyPrefix, Timestamp, WorkspaceId, portal_ttl_seconds};
+
+use crate::{App, Result};
+
+/// A link's token just made: the only time it exists outside the link
+/// ([`hookline_domain::PublicUrl::portal_link`] writes the link).
+#[derive(Debug)]
+pub struct PortalLink {
+    pub token: ApiKey,
+    pub expires_at: Timestamp,
+}
+
+/// An open portal session: the workspace its link was made for, until when.
+#[derive(Debug, Clone)]
+pub struct PortalSession {
+    pub workspace: WorkspaceId,
+    pub expires_at: Timestamp,
+    /// The token every form of this session carries (see
+    /// [`hookline_auth::portal_csrf_token`]).
+    pub csrf_token: String,
+}
+
+impl App {
+    /// Makes a link to the workspace's portal, living `ttl_seconds` (an hour when
+    /// `None`, at most a day).
+    pub async fn create_portal_link(
+        &self,
+        workspace: WorkspaceId,
+        ttl_seconds: Option<u64>,
+    ) -> Result<PortalLink> {
+        let ttl = portal_ttl_seconds(ttl_seconds)?;
+        self.require_workspace(workspace).await?;
+        let (token, hash) = hookline_auth::generate_portal_token()?;
+        let expires_at =
+            Timestamp::now().plus_millis(i64::try_from(ttl * 1000).unwrap_or(i64::MAX));
+        self.portal_links
+            .create(workspace, &hash, expires_at)
+            .await?;
+        Ok(PortalLink { token, expires_at })
+    }
+
+    /// The session `token` opens on `workspace`'s portal; `None` when it opens
+    /// none: not a portal token, unknown, expired, or made for another workspace.
+    /// (The portal shows all of these alike; the reason is logged here.)
+    pub async fn portal_session(
+        &self,
+        workspace: WorkspaceId,
+        token: &str,
+    ) -> Result<Option<PortalSession>> {
+        let Ok(token) = ApiKey::parse(&KeyPrefix::portal(), token) else {
+            tracing::info!(%workspace, "portal refused: not a portal token");
+            return Ok(None);
+        };
+        let hash = hookline_auth::hash_api_key(&token);
+        let refused = match self.portal_links.find(&hash).await? {
+            None => "unknown token",
+            Some((owner, _)) if owner != workspace => "a token of another workspace",
+            Some((_, expires_at)) if expires_at <= Timestamp::now() => "expired",
+            Some((_, expires_at)) => {
+                return Ok(Some(PortalSession {
+                    workspace,
+                    expires_at,
+                    csrf_token: hookline_auth::portal_csrf_token(&token),
+                }));
+            }
+        };
+        tracing::info!(%workspace, reason = refused, "portal refused");
+        Ok(None)
+    }
+}

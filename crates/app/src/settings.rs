@@ -1,0 +1,115 @@
+//! What a workspace's owners do in the Settings portal: the use cases of keys and
+//! webhooks, each held to one workspace. An id of another workspace's key, webhook
+//! or event answers `NotFound`, exactly like an id of none, and changes nothing.
+
+use hookline_domain::{
+    ApiKeyId, ApiKeyRecord, DeliveryAttempt, EventId, EventName, KeyName, Refusal, Timestamp,
+    Webhook, WebhookId, WebhookSource, Workspace, WorkspaceId,
+};
+
+use crate::page::{Page, PageRequest};
+use crate::{App, CreatedKey, CreatedWebhook, Result, WebhookSpec, WebhookUpdate};
+
+/// The use cases of one workspace's Settings ([`App::settings`]).
+#[derive(Debug, Clone)]
+pub struct Settings<'a> {
+    app: &'a App,
+    workspace: WorkspaceId,
+}
+
+impl App {
+    /// The Settings of `workspace`, for its owners.
+    pub fn settings(&self, workspace: WorkspaceId) -> Settings<'_> {
+        Settings {
+            app: self,
+            workspace,
+        }
+    }
+}
+
+impl Settings<'_> {
+    pub async fn workspace(&self) -> Result<Workspace> {
+        self.app.workspace(self.workspace).await
+    }
+
+    /// The workspace's keys, active and revoked, newest first.
+    pub async fn api_keys(&self) -> Result<Vec<ApiKeyRecord>> {
+        let mut keys = self.app.api_keys(self.workspace).await?;
+        keys.reverse();
+        Ok(keys)
+    }
+
+    pub async fn create_api_key(&self, name: &KeyName) -> Result<CreatedKey> {
+        self.app.create_api_key(self.workspace, name).await
+    }
+
+    pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<ApiKeyRecord> {
+        let keys = self.app.api_keys(self.workspace).await?;
+        if !keys.iter().any(|key| key.id == id) {
+            return Err(Refusal::not_found("API key", id).into());
+        }
+        self.app.revoke_api_key(id).await
+    }
+
+    /// The workspace's webhooks, both sources, oldest first.
+    pub async fn webhooks(&self) -> Result<Vec<Webhook>> {
+        self.app.webhooks(self.workspace).await
+    }
+
+    pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {
+        self.app.workspace_webhook(self.workspace, id).await
+    }
+
+    /// Makes a webhook of the `settings` source.
+    pub async fn create_webhook(&self, spec: &WebhookSpec) -> Result<CreatedWebhook> {
+        self.app
+            .create_webhook(self.workspace, spec, WebhookSource::Settings)
+            .await
+    }
+
+    pub async fn update_webhook(&self, id: WebhookId, update: &WebhookUpdate) -> Result<Webhook> {
+        self.webhook(id).await?;
+        self.app.update_webhook(id, update).await
+    }
+
+    pub async fn delete_webhook(&self, id: WebhookId) -> Result<()> {
+        self.webhook(id).await?;
+        self.app.delete_webhook(id).await
+    }
+
+    pub async fn rotate_webhook_secret(
+        &self,
+        id: WebhookId,
+        grace_seconds: u64,
+    ) -> Result<CreatedWebhook> {
+        self.webhook(id).await?;
+        self.app.rotate_webhook_secret(id, grace_seconds).await
+    }
+
+    pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
+        self.webhook(id).await?;
+        self.app.send_test_event(id, event).await
+    }
+
+    pub async fn recover_webhook(&self, id: WebhookId, since: Timestamp) -> Result<u64> {
+        self.webhook(id).await?;
+        self.app.recover_webhook(id, since).await
+    }
+
+    /// Sends the event again to this webhook (the event must be of this
+    /// workspace: [`App::redeliver`] checks it against the webhook's).
+    pub async fn redeliver(&self, event: EventId, id: WebhookId) -> Result<u64> {
+        self.webhook(id).await?;
+        self.app.redeliver(event, Some(id)).await
+    }
+
+    /// The webhook's attempt log, newest first, a page at a time.
+    pub async fn attempt_page(
+        &self,
+        id: WebhookId,
+        page: &PageRequest,
+    ) -> Result<Page<DeliveryAttempt>> {
+        self.webhook(id).await?;
+        self.app.attempt_page(id, page).await
+    }
+}
