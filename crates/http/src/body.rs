@@ -1,9 +1,9 @@
-//! Reading a request's JSON body, bounded: shared by both APIs, each of which says
+//! Reading a request's body, bounded: shared by both APIs and the portal, each of which says
 //! what a failure means in its own words (`error.rs`, `admin/error.rs`).
 
 use http_body_util::{BodyExt as _, Limited};
 use hyper::Request;
-use hyper::body::Incoming;
+use hyper::body::{Bytes, Incoming};
 use hyper::header::CONTENT_LENGTH;
 use serde_json::Value;
 
@@ -51,6 +51,19 @@ async fn read(
     limits: BodyLimits,
     empty_is_object: bool,
 ) -> Result<Value, BodyError> {
+    let bytes = read_bytes(request, limits).await?;
+    if empty_is_object && bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_slice(&bytes).map_err(|error| BodyError::NotJson(error.to_string()))
+}
+
+/// Reads a body of at most `limits.max_bytes` within `limits.timeout`, whatever
+/// it holds (the portal's forms).
+pub(crate) async fn read_bytes(
+    request: Request<Incoming>,
+    limits: BodyLimits,
+) -> Result<Bytes, BodyError> {
     let limit = limits.max_bytes;
     let declared = request
         .headers()
@@ -74,8 +87,5 @@ async fn read(
             }
         })?
         .to_bytes();
-    if empty_is_object && bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Object(serde_json::Map::new()));
-    }
-    serde_json::from_slice(&bytes).map_err(|error| BodyError::NotJson(error.to_string()))
+    Ok(bytes)
 }

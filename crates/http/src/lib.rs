@@ -10,6 +10,8 @@
 //! - `wire.rs`: the JSON this API speaks (also used by the CLI's `--json`).
 //! - `error.rs`: every way a request fails, and the one place mapping each to a
 //!   status code and the `{success:false, error}` body.
+//! - `portal/`: the Settings portal, `/settings/` on the public listener:
+//!   server-rendered pages for a workspace's owners, behind a portal link.
 //!
 //! Every request is authenticated against the database (no cache; concurrent
 //! requests are checked in one batch), so a revocation or plan change made by any
@@ -23,6 +25,7 @@ mod error;
 pub mod fuzzing;
 mod handlers;
 mod openapi;
+mod portal;
 mod router;
 mod server;
 pub mod wire;

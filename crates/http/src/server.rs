@@ -25,6 +25,7 @@ use crate::body::BodyLimits;
 use crate::connections::Connections;
 use crate::error::{ApiError, rate_limit_headers};
 use crate::handlers;
+use crate::portal::Portal;
 use crate::router::{Route, route};
 use crate::{Error, Result};
 
@@ -101,6 +102,8 @@ pub(crate) struct Api {
     pub(crate) app: App,
     pub(crate) auth: Authenticator,
     pub(crate) config: HttpConfig,
+    /// The Settings portal, `/settings/`, on the same listener.
+    portal: Portal,
 }
 
 /// The two listeners, bound, ready to serve: the public API and the admin API.
@@ -138,6 +141,11 @@ impl Server {
             config.metrics.clone(),
             public_url.clone(),
         );
+        let portal = Portal {
+            app: app.clone(),
+            public_url,
+            body_limits: config.body_limits(),
+        };
         Ok(Server {
             public,
             admin,
@@ -145,6 +153,7 @@ impl Server {
                 app,
                 auth,
                 config: config.clone(),
+                portal,
             }),
             admin_api: Arc::new(admin_api),
             config,
@@ -425,6 +434,9 @@ async fn handle<D: Dispatch>(
 impl Dispatch for Api {
     async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<Full<Bytes>>) {
         let path = request.uri().path().to_owned();
+        if let Some(page) = crate::portal::route(request.method(), &path) {
+            return self.portal.answer(page, request).await;
+        }
         match route(request.method(), &path) {
             Ok(route) => (route.name(), self.answer(route, request).await),
             Err(error) => (UNMATCHED, error.into_response()),
