@@ -15,14 +15,18 @@ use crate::portal::pages;
 pub(crate) enum PortalError {
     /// No such page, or an id that is not this workspace's: they look the same.
     NotFound,
-    MethodNotAllowed { allow: &'static str },
+    MethodNotAllowed {
+        allow: &'static str,
+    },
     /// No session, or a link or session that opens nothing: expired, forged, of
     /// another workspace. The page names no workspace.
     Refused,
     /// A form sent from another site (its `Origin`), or without this session's
     /// CSRF token.
     ForeignForm,
-    TooLarge { limit: usize },
+    TooLarge {
+        limit: usize,
+    },
     BodyTimedOut,
     /// The body broke off.
     Unreadable,
@@ -55,9 +59,9 @@ impl PortalError {
                 "This form did not come from this Settings page, so nothing was changed. \
                  Open the page again and send the form from there.",
             ),
-            PortalError::TooLarge { limit } => {
-                pages::failure(&format!("The form is larger than {limit} bytes; nothing was changed."))
-            }
+            PortalError::TooLarge { limit } => pages::failure(&format!(
+                "The form is larger than {limit} bytes; nothing was changed."
+            )),
             PortalError::BodyTimedOut | PortalError::Unreadable => {
                 pages::failure("The form did not arrive whole; nothing was changed. Send it again.")
             }
@@ -138,7 +142,10 @@ mod tests {
 
     #[test]
     fn rules_read_as_sentences() {
-        assert_eq!(sentence("invalid url: must use https://"), "Invalid url: must use https://.");
+        assert_eq!(
+            sentence("invalid url: must use https://"),
+            "Invalid url: must use https://."
+        );
         assert_eq!(sentence("Done."), "Done.");
     }
 }

@@ -66,10 +66,7 @@ impl HookForm {
         }
     }
 
-    fn parts(
-        &self,
-        policy: TargetPolicy,
-    ) -> hookline_domain::Result<(WebhookUrl, Vec<EventName>)> {
+    fn parts(&self, policy: TargetPolicy) -> hookline_domain::Result<(WebhookUrl, Vec<EventName>)> {
         let url = WebhookUrl::parse(&self.url, policy)?;
         let events = subscribed_events(self.events.iter().map(String::as_str))?;
         Ok((url, events))
@@ -123,7 +120,9 @@ impl RecoverForm {
             _ => text.to_owned(),
         };
         Timestamp::parse_iso(&iso).map_err(|_| {
-            format!("“{text}” is not a time: give a date and time in UTC, such as 2026-11-24 09:00.")
+            format!(
+                "“{text}” is not a time: give a date and time in UTC, such as 2026-11-24 09:00."
+            )
         })
     }
 }
@@ -134,7 +133,9 @@ mod tests {
 
     #[test]
     fn fields_keep_repeats_and_decode() {
-        let fields = Fields::parse(b"url=https%3A%2F%2Fa.example&events=dm.sent&events=link.clicked&description=a+b");
+        let fields = Fields::parse(
+            b"url=https%3A%2F%2Fa.example&events=dm.sent&events=link.clicked&description=a+b",
+        );
         assert_eq!(fields.get("url"), "https://a.example");
         assert_eq!(fields.get("missing"), "");
         let form = HookForm::typed(&fields);
@@ -157,7 +158,12 @@ mod tests {
             events: vec!["dm.sent".into()],
             ..HookForm::default()
         };
-        assert!(http.spec(TargetPolicy::PublicOnly).unwrap_err().to_string().contains("https"));
+        assert!(
+            http.spec(TargetPolicy::PublicOnly)
+                .unwrap_err()
+                .to_string()
+                .contains("https")
+        );
     }
 
     #[test]
@@ -165,12 +171,24 @@ mod tests {
         let minute = RecoverForm {
             since: "2026-11-24T09:00".into(),
         };
-        assert_eq!(minute.since().unwrap().to_string(), "2026-11-24T09:00:00.000Z");
+        assert_eq!(
+            minute.since().unwrap().to_string(),
+            "2026-11-24T09:00:00.000Z"
+        );
         let full = RecoverForm {
             since: "2026-11-24T09:00:00Z".into(),
         };
-        assert_eq!(full.since().unwrap().to_string(), "2026-11-24T09:00:00.000Z");
-        assert!(RecoverForm { since: "yesterday".into() }.since().is_err());
+        assert_eq!(
+            full.since().unwrap().to_string(),
+            "2026-11-24T09:00:00.000Z"
+        );
+        assert!(
+            RecoverForm {
+                since: "yesterday".into()
+            }
+            .since()
+            .is_err()
+        );
         let now = Timestamp::parse_iso("2026-11-24T09:30:12Z").unwrap();
         assert_eq!(RecoverForm::a_day_before(now).since, "2026-11-23T09:30");
     }

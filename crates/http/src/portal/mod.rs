@@ -129,8 +129,7 @@ fn session_token(headers: &hyper::HeaderMap) -> Option<String> {
 /// Equal, in time that does not depend on where they differ.
 fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len()
-        && a
-            .bytes()
+        && a.bytes()
             .zip(b.bytes())
             .fold(0u8, |differ, (x, y)| differ | (x ^ y))
             == 0

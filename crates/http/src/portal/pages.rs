@@ -159,8 +159,16 @@ pub(crate) fn refused() -> Markup {
 pub(crate) fn not_found(frame: Option<&Frame<'_>>) -> Markup {
     let text = "There is no such page, key or webhook in this workspace.";
     match frame {
-        Some(frame) => frame.page(Tab::Hooks, "Not found", &Flash::None, html! { p { (text) } }),
-        None => document("Not found", html! { main #main { h1 { "Not found" } p { (text) } } }),
+        Some(frame) => frame.page(
+            Tab::Hooks,
+            "Not found",
+            &Flash::None,
+            html! { p { (text) } },
+        ),
+        None => document(
+            "Not found",
+            html! { main #main { h1 { "Not found" } p { (text) } } },
+        ),
     }
 }
 
@@ -285,7 +293,12 @@ fn status(webhook: &Webhook) -> Markup {
     }
 }
 
-pub(crate) fn hooks(frame: &Frame<'_>, hooks: &[Webhook], flash: &Flash, typed: &HookForm) -> Markup {
+pub(crate) fn hooks(
+    frame: &Frame<'_>,
+    hooks: &[Webhook],
+    flash: &Flash,
+    typed: &HookForm,
+) -> Markup {
     let base = frame.base();
     let content = html! {
         p { "Events of this workspace are sent to these URLs, signed. Webhooks made by integrations through the API are listed too." }
@@ -346,7 +359,12 @@ fn hook_fields(prefix: &str, typed: &HookForm) -> Markup {
     }
 }
 
-pub(crate) fn hook_created(frame: &Frame<'_>, webhook: &Webhook, secret: &str, title: &str) -> Markup {
+pub(crate) fn hook_created(
+    frame: &Frame<'_>,
+    webhook: &Webhook,
+    secret: &str,
+    title: &str,
+) -> Markup {
     let base = frame.base();
     let content = html! {
         p.warning { "Copy this signing secret now. It is shown only this once." }

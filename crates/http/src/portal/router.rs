@@ -11,16 +11,40 @@ use hyper::Method;
 pub(crate) enum PortalRoute<'a> {
     Asset(Asset),
     /// The link: opens a session.
-    Open { ws: &'a str },
-    Home { ws: &'a str },
-    Keys { ws: &'a str },
-    CreateKey { ws: &'a str },
-    RevokeKey { ws: &'a str, key: &'a str },
-    Hooks { ws: &'a str },
-    CreateHook { ws: &'a str },
-    Hook { ws: &'a str, hook: &'a str },
-    HookAction { ws: &'a str, hook: &'a str, action: HookAction },
-    Plan { ws: &'a str },
+    Open {
+        ws: &'a str,
+    },
+    Home {
+        ws: &'a str,
+    },
+    Keys {
+        ws: &'a str,
+    },
+    CreateKey {
+        ws: &'a str,
+    },
+    RevokeKey {
+        ws: &'a str,
+        key: &'a str,
+    },
+    Hooks {
+        ws: &'a str,
+    },
+    CreateHook {
+        ws: &'a str,
+    },
+    Hook {
+        ws: &'a str,
+        hook: &'a str,
+    },
+    HookAction {
+        ws: &'a str,
+        hook: &'a str,
+        action: HookAction,
+    },
+    Plan {
+        ws: &'a str,
+    },
 }
 
 /// The embedded files.
@@ -48,7 +72,9 @@ pub(crate) enum HookAction {
 pub(crate) enum NoPage {
     NotFound,
     /// The page exists; the method does not (the header names the allowed one).
-    MethodNotAllowed { allow: &'static str },
+    MethodNotAllowed {
+        allow: &'static str,
+    },
 }
 
 impl<'a> PortalRoute<'a> {
@@ -134,7 +160,9 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Option<Result<PortalR
                 hook,
                 action: self::HookAction::Edit,
             }),
-            _ => get(Hook { ws, hook }).map_err(|_| NoPage::MethodNotAllowed { allow: "GET, POST" }),
+            _ => {
+                get(Hook { ws, hook }).map_err(|_| NoPage::MethodNotAllowed { allow: "GET, POST" })
+            }
         },
         [ws, "hooks", hook, action] => {
             let action = match *action {
@@ -167,21 +195,57 @@ mod tests {
     #[test]
     fn routes_every_page() {
         let cases = [
-            (Method::GET, "/settings/assets/portal.css", PortalRoute::Asset(Asset::Stylesheet)),
-            (Method::GET, "/settings/assets/portal.js", PortalRoute::Asset(Asset::Script)),
-            (Method::GET, "/settings/w/open", PortalRoute::Open { ws: "w" }),
+            (
+                Method::GET,
+                "/settings/assets/portal.css",
+                PortalRoute::Asset(Asset::Stylesheet),
+            ),
+            (
+                Method::GET,
+                "/settings/assets/portal.js",
+                PortalRoute::Asset(Asset::Script),
+            ),
+            (
+                Method::GET,
+                "/settings/w/open",
+                PortalRoute::Open { ws: "w" },
+            ),
             (Method::GET, "/settings/w/", PortalRoute::Home { ws: "w" }),
-            (Method::GET, "/settings/w/keys", PortalRoute::Keys { ws: "w" }),
-            (Method::POST, "/settings/w/keys", PortalRoute::CreateKey { ws: "w" }),
+            (
+                Method::GET,
+                "/settings/w/keys",
+                PortalRoute::Keys { ws: "w" },
+            ),
+            (
+                Method::POST,
+                "/settings/w/keys",
+                PortalRoute::CreateKey { ws: "w" },
+            ),
             (
                 Method::POST,
                 "/settings/w/keys/k/revoke",
                 PortalRoute::RevokeKey { ws: "w", key: "k" },
             ),
-            (Method::GET, "/settings/w/hooks", PortalRoute::Hooks { ws: "w" }),
-            (Method::POST, "/settings/w/hooks", PortalRoute::CreateHook { ws: "w" }),
-            (Method::GET, "/settings/w/hooks/h", PortalRoute::Hook { ws: "w", hook: "h" }),
-            (Method::GET, "/settings/w/plan", PortalRoute::Plan { ws: "w" }),
+            (
+                Method::GET,
+                "/settings/w/hooks",
+                PortalRoute::Hooks { ws: "w" },
+            ),
+            (
+                Method::POST,
+                "/settings/w/hooks",
+                PortalRoute::CreateHook { ws: "w" },
+            ),
+            (
+                Method::GET,
+                "/settings/w/hooks/h",
+                PortalRoute::Hook { ws: "w", hook: "h" },
+            ),
+            (
+                Method::GET,
+                "/settings/w/plan",
+                PortalRoute::Plan { ws: "w" },
+            ),
         ];
         for (method, path, expected) in cases {
             assert_eq!(route(&method, path), Some(Ok(expected)), "{method} {path}");
@@ -196,7 +260,11 @@ mod tests {
             ("/settings/w/hooks/h/recover", HookAction::Recover),
             ("/settings/w/hooks/h/resend", HookAction::Resend),
         ] {
-            let expected = PortalRoute::HookAction { ws: "w", hook: "h", action };
+            let expected = PortalRoute::HookAction {
+                ws: "w",
+                hook: "h",
+                action,
+            };
             assert_eq!(route(&Method::POST, path), Some(Ok(expected)), "{path}");
         }
     }
@@ -228,7 +296,11 @@ mod tests {
             "/settings/assets/other.js",
             "/settings/w/a/b/c/d/e",
         ] {
-            assert_eq!(route(&Method::GET, path), Some(Err(NoPage::NotFound)), "{path}");
+            assert_eq!(
+                route(&Method::GET, path),
+                Some(Err(NoPage::NotFound)),
+                "{path}"
+            );
         }
         for path in ["/settings", "/api/v1/me", "/"] {
             assert_eq!(route(&Method::GET, path), None, "{path}");
