@@ -283,6 +283,8 @@ backend_tests! {
             (vec![], format!("csrf={}&name=c", session.csrf)),
             (vec![("origin", "https://evil.example")], format!("csrf={}&name=d", session.csrf)),
             (vec![("origin", "null")], format!("csrf={}&name=e", session.csrf)),
+            (vec![("origin", "null"), ("sec-fetch-site", "cross-site")], format!("csrf={}&name=g", session.csrf)),
+            (vec![("origin", "https://evil.example"), ("sec-fetch-site", "same-origin")], format!("csrf={}&name=h", session.csrf)),
         ];
         for (headers, body) in refused {
             let answer = session.post_as(&admin, "keys", &headers, &body).await;
@@ -297,6 +299,10 @@ backend_tests! {
         assert_eq!(admin.get(&format!("/admin/v1/workspaces/{ws}/keys")).await.body["data"], json!([]), "nothing was made");
         let made = session.post(&admin, "keys", "name=Zapier").await;
         assert_eq!(made.status, StatusCode::OK, "{}", made.html);
+        // What a browser sends under `Referrer-Policy: no-referrer`.
+        let body = format!("csrf={}&name=Make", session.csrf);
+        let no_referrer = session.post_as(&admin, "keys", &[("origin", "null"), ("sec-fetch-site", "same-origin")], &body).await;
+        assert_eq!(no_referrer.status, StatusCode::OK, "{}", no_referrer.html);
         admin.stop().await;
     }
 

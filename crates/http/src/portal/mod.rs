@@ -11,7 +11,8 @@
 //!
 //! Order of a request: route → workspace id → session (the `hookline_portal`
 //! cookie, checked against the database on every request, so every replica
-//! agrees) → for a form: its `Origin`, then its body and CSRF token → the handler,
+//! agrees) → for a form: its `Origin` (or, where the browser sends `null`, its
+//! `Sec-Fetch-Site`), then its body and CSRF token → the handler,
 //! which acts through [`hookline_app::Settings`], so another workspace's ids are
 //! not found. Every answer carries the headers of [`secure`].
 
@@ -42,6 +43,8 @@ use crate::portal::forms::{Fields, HookForm, RecoverForm};
 use crate::portal::pages::{Flash, Frame, HookPage};
 use crate::portal::router::{Asset, HookAction, NoPage, PortalRoute};
 
+const SEC_FETCH_SITE: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("sec-fetch-site");
 /// The session cookie's name; its value is the link's token.
 const COOKIE_NAME: &str = "hookline_portal";
 /// Attempts on one page of a webhook's log.
@@ -249,7 +252,19 @@ impl Portal {
         session: &PortalSession,
     ) -> Result<Fields, PortalError> {
         let origin = request.headers().get(ORIGIN).map(HeaderValue::as_bytes);
-        if origin != Some(self.public_url.origin().as_bytes()) {
+        let fetch_site = request
+            .headers()
+            .get(SEC_FETCH_SITE)
+            .map(HeaderValue::as_bytes);
+        // Under `Referrer-Policy: no-referrer` a browser sends a form's `Origin` as
+        // `null`; then the browser's own `Sec-Fetch-Site` (which no page can set)
+        // must say the form came from this origin.
+        let from_here = match origin {
+            Some(origin) if origin == self.public_url.origin().as_bytes() => true,
+            Some(b"null") => fetch_site == Some(b"same-origin"),
+            _ => false,
+        };
+        if !from_here {
             tracing::warn!(
                 origin = origin.map(String::from_utf8_lossy).as_deref(),
                 "portal form refused: not sent from the portal's origin"
