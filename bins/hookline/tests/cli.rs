@@ -20,7 +20,9 @@ fn command(db: &TestDb) -> tokio::process::Command {
     command
         .env("DATABASE_URL", db.url())
         .env_remove("HOOKLINE_KEY_PREFIX")
-        .env_remove("HOOKLINE_ALLOW_PRIVATE_TARGETS");
+        .env_remove("HOOKLINE_ALLOW_PRIVATE_TARGETS")
+        .env_remove("HOOKLINE_PUBLIC_URL")
+        .env_remove("HOOKLINE_LISTEN");
     command
 }
 
@@ -290,6 +292,27 @@ backend_tests! {
         assert_eq!(ok_json(&db, &["admin-token", "list", "--json"]).await[0]["status"], "revoked");
         fails(&db, &["admin-token", "revoke", "adm_01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "no admin token").await;
         fails(&db, &["admin-token", "create", "--name", " "], "name").await;
+    }
+
+    async fn portal_link_prints_a_link_that_expires(db) {
+        let ws = new_workspace(&db, "FREE").await;
+        let link = ok_json(&db, &["portal-link", &ws, "--json"]).await;
+        let url = text(&link["url"]);
+        assert!(url.starts_with(&format!("http://127.0.0.1:8080/settings/{ws}/open?token=hlportal_")), "{url}");
+        assert!(is_timestamp(&link["expiresAt"]));
+        assert_eq!(link.as_object().unwrap().len(), 2, "{link}");
+        let left = hookline_domain::Timestamp::parse_iso(text(&link["expiresAt"])).unwrap().unix_millis() - hookline_domain::Timestamp::now().unix_millis();
+        assert!((3_590_000..=3_600_000).contains(&left), "an hour by default: {left}");
+        let other = ok_json(&db, &["portal-link", &ws, "--ttl", "10m", "--public-url", "https://hooks.example.com", "--json"]).await;
+        let other_url = text(&other["url"]);
+        assert!(other_url.starts_with("https://hooks.example.com/settings/"), "{other_url}");
+        assert_ne!(other_url.split("token=").nth(1), url.split("token=").nth(1), "each link its own token");
+        let listening = ok_json(&db, &["portal-link", &ws, "--listen", "127.0.0.1:9999", "--json"]).await;
+        assert!(text(&listening["url"]).starts_with("http://127.0.0.1:9999/settings/"));
+        fails(&db, &["portal-link", &ws, "--ttl", "2d"], "--ttl").await;
+        fails(&db, &["portal-link", &ws, "--public-url", "https://hooks.example.com/base"], "origin only").await;
+        fails(&db, &["portal-link", "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "no workspace").await;
+        fails(&db, &["portal-link", "acme"], "workspace").await;
     }
 
     async fn event_emit_with_an_idempotency_key_emits_once(db) {

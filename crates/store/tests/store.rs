@@ -748,6 +748,22 @@ backend_tests! {
         assert_eq!(db.store().queue().delete_ended_idempotency_keys(later).await.unwrap(), 1);
     }
 
+    async fn portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired(db) {
+        let links = db.store().portal_links();
+        let ws = db.workspace(Plan::Studio).await;
+        let now = Timestamp::now();
+        links.create(ws, &key_hash(1), now.plus_millis(-1)).await.unwrap();
+        links.create(ws, &key_hash(2), now.plus_millis(3_600_000)).await.unwrap();
+        assert_eq!(links.find(&key_hash(2)).await.unwrap(), Some((ws, now.plus_millis(3_600_000))));
+        assert_eq!(links.find(&key_hash(1)).await.unwrap(), Some((ws, now.plus_millis(-1))), "expired, kept until the upkeep");
+        assert_eq!(links.find(&key_hash(3)).await.unwrap(), None);
+        let unknown = links.create(WorkspaceId::generate(), &key_hash(4), now).await;
+        assert!(unknown.is_err(), "a link needs its workspace");
+        assert_eq!(db.store().queue().delete_expired_portal_links(now).await.unwrap(), 1);
+        assert_eq!(links.find(&key_hash(1)).await.unwrap(), None);
+        assert!(links.find(&key_hash(2)).await.unwrap().is_some());
+    }
+
     async fn a_workspace_update_sets_what_it_is_given_at_once(db) {
         let workspaces = db.store().workspaces();
         let ws = db.workspace(Plan::Free).await;
