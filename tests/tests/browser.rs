@@ -200,19 +200,27 @@ impl Browser {
             .join("..")
             .join(dir);
         std::fs::create_dir_all(&dir).unwrap();
-        // The whole page: the window as tall as the document, for the picture.
+        // The whole page: the window made as tall as the document (the window's
+        // frame takes some of it, so measure again until the page fits).
         let (width, height) = self.client.get_window_size().await.unwrap();
-        let full = self
-            .client
-            .execute("return document.documentElement.scrollHeight;", vec![])
-            .await
-            .unwrap();
-        let full = u32::try_from(full.as_u64().unwrap()).unwrap();
         let width = u32::try_from(width).unwrap();
-        self.client
-            .set_window_size(width, full.max(600) + 120)
-            .await
-            .unwrap();
+        for _ in 0..4 {
+            let sizes = self
+                .client
+                .execute(
+                    "return [document.documentElement.scrollHeight, window.innerHeight];",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            let (page, inner) = (sizes[0].as_u64().unwrap(), sizes[1].as_u64().unwrap());
+            if inner >= page {
+                break;
+            }
+            let (_, outer) = self.client.get_window_size().await.unwrap();
+            let taller = u32::try_from(outer + page - inner).unwrap();
+            self.client.set_window_size(width, taller).await.unwrap();
+        }
         let png = self.client.screenshot().await.unwrap();
         self.client
             .set_window_size(width, u32::try_from(height).unwrap())

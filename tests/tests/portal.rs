@@ -7,9 +7,14 @@
 
 mod harness;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use hookline_app::{App, AppConfig};
+use hookline_delivery::Outbox;
 use hookline_domain::PublicUrl;
+use hookline_http::{HttpConfig, Server};
+use hookline_store::{Store, StoreConfig};
 use hookline_testdb::{TestDb, backend_tests};
 use hyper::{HeaderMap, Method, StatusCode};
 use serde_json::json;
@@ -362,6 +367,35 @@ backend_tests! {
         let saved = session.post(&admin, &format!("hooks/{id}"), "url=https%3A%2F%2Fhooks.example.com%2Fv2&events=dm.failed&description=v2").await;
         assert_eq!((saved.status, saved.headers["location"].to_str().unwrap()), (StatusCode::SEE_OTHER, format!("/settings/{ws}/hooks/{id}?notice=saved").as_str()));
         assert!(session.get(&admin, &format!("hooks/{id}?notice=saved")).await.html.contains("Changes saved."));
+        admin.stop().await;
+    }
+
+    async fn a_link_made_on_one_server_opens_on_another_of_the_same_database(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        // A second server, with its own pool on the same database: a replica.
+        let store = Store::connect(&StoreConfig::new(admin.db.url())).await.unwrap();
+        let app = App::new(&store, Outbox::new(store.events()), AppConfig::default());
+        let config = HttpConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..HttpConfig::default()
+        };
+        let replica = Server::bind(config, app, store.key_check(), store.admin_tokens()).await.unwrap();
+        let replica_addr = replica.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(replica.run(async { let _ = stopped.await; }));
+
+        let url = link(&admin, &ws, None).await;
+        let (status, headers, _) = Admin::exchange(replica_addr, Method::GET, path_of(&url), &[], String::new()).await;
+        assert_eq!(status, StatusCode::OK, "the replica knows the link");
+        let cookie = headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+        let keys = page(&admin, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], "").await;
+        assert_eq!(keys.status, StatusCode::OK, "and the first server its session");
+        let (status, _, _) = Admin::exchange(replica_addr, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], String::new()).await;
+        assert_eq!(status, StatusCode::OK);
+        let _ = stop.send(());
+        served.await.unwrap();
         admin.stop().await;
     }
 

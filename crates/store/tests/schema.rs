@@ -23,6 +23,7 @@ async fn both_backends_end_with_the_same_tables_and_columns() {
             "delivery_attempts",
             "events",
             "idempotency_keys",
+            "portal_links",
             "rate_limit_windows",
             "webhooks",
             "workspaces"
