@@ -19,7 +19,9 @@ use hookline_testdb::{TestDb, backend_tests};
 use hyper::{HeaderMap, Method, StatusCode};
 use serde_json::json;
 
-use crate::harness::{Admin, assert_error};
+use hookline_tests::Receiver;
+
+use crate::harness::{Admin, assert_error, attempts, delivery};
 
 /// An open portal session on a workspace of `admin`.
 struct Session {
@@ -396,6 +398,64 @@ backend_tests! {
         assert_eq!(status, StatusCode::OK);
         let _ = stop.send(());
         served.await.unwrap();
+        admin.stop().await;
+    }
+
+    async fn signing_out_ends_the_session_and_its_link(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let url = link(&admin, &ws, None).await;
+        let opened = page(&admin, Method::GET, path_of(&url), &[], "").await;
+        let cookie = opened.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+        let keys = page(&admin, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], "").await;
+        let session = Session { workspace: ws.clone(), cookie: cookie.clone(), csrf: csrf_of(&keys.html), origin: format!("http://{}", admin.public) };
+        let other = open(&admin, &ws).await;
+        let out = session.post(&admin, "sign-out", "").await;
+        assert_eq!(out.status, StatusCode::OK, "{}", out.html);
+        assert!(out.html.contains("signed out"));
+        let cleared = out.headers["set-cookie"].to_str().unwrap();
+        assert!(cleared.starts_with("hookline_portal=;") && cleared.contains("Max-Age=0") && cleared.contains(&format!("Path=/settings/{ws}/")), "{cleared}");
+        assert_refused(&session.get(&admin, "keys").await, &ws);
+        assert_refused(&page(&admin, Method::GET, path_of(&url), &[], "").await, &ws);
+        assert_eq!(other.get(&admin, "keys").await.status, StatusCode::OK, "another link's session goes on");
+        admin.stop().await;
+    }
+
+    async fn the_attempt_log_is_paged_newest_first(db) {
+        let receiver = Receiver::start().await;
+        let admin = Admin::delivering(db, delivery(&receiver, 1)).await;
+        let ws = admin.workspace("STUDIO").await;
+        let hook = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/log"), "event": "dm.sent"})).await;
+        let hook = hook.body["data"]["id"].as_str().unwrap().to_owned();
+        let mut events = Vec::new();
+        for _ in 0..21 {
+            let sent = admin.post(&format!("/admin/v1/hooks/{hook}/test"), json!({"event": "dm.sent"})).await;
+            events.push(sent.body["data"]["eventId"].as_str().unwrap().to_owned());
+            // One at a time, so that the log's order is the order sent.
+            attempts(&admin, &hook, events.len()).await;
+        }
+        let session = open(&admin, &ws).await;
+        let first = session.get(&admin, &format!("hooks/{hook}")).await;
+        let rows = |html: &str| html.matches("aria-label=\"Resend evt_").count();
+        assert_eq!(rows(&first.html), 20);
+        let newest = first.html.find(&format!("Resend {}", events[20])).unwrap();
+        let older = first.html.find(&format!("Resend {}", events[19])).unwrap();
+        assert!(newest < older, "newest first");
+        assert!(!first.html.contains(&format!("Resend {}", events[0])));
+        let at = first.html.find("?before=").expect("a link to older attempts");
+        let cursor = &first.html[at + "?before=".len()..];
+        let cursor = &cursor[..cursor.find('"').unwrap()];
+        let second = session.get(&admin, &format!("hooks/{hook}?before={cursor}")).await;
+        assert_eq!(rows(&second.html), 1);
+        assert!(second.html.contains(&format!("Resend {}", events[0])) && second.html.contains(">Newest<"));
+        assert!(!second.html.contains("?before="), "the oldest page links no further");
+        // A cursor that is not one shows the newest page.
+        assert_eq!(rows(&session.get(&admin, &format!("hooks/{hook}?before=nonsense")).await.html), 20);
+        // Resend one event from the log: a new attempt of it.
+        let resent = session.post(&admin, &format!("hooks/{hook}/resend"), &format!("event={}", events[0])).await;
+        assert_eq!(resent.status, StatusCode::SEE_OTHER, "{}", resent.html);
+        let log = attempts(&admin, &hook, 22).await;
+        assert_eq!(log[0]["eventId"].as_str(), Some(events[0].as_str()));
         admin.stop().await;
     }
 

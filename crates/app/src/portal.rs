@@ -70,4 +70,15 @@ impl App {
         tracing::info!(%workspace, reason = refused, "portal refused");
         Ok(None)
     }
+
+    /// Ends the portal's sessions of this token: its link opens nothing from now
+    /// on (signing out). A token that opens nothing already is left as it is.
+    pub async fn end_portal_session(&self, token: &str) -> Result<()> {
+        if let Ok(token) = ApiKey::parse(&KeyPrefix::portal(), token) {
+            self.portal_links
+                .delete(&hookline_auth::hash_api_key(&token))
+                .await?;
+        }
+        Ok(())
+    }
 }

@@ -207,6 +207,17 @@ impl Portal {
                 act.hook_action(id, action, &fields).await
             }
             PortalRoute::Plan { .. } => Ok(html(StatusCode::OK, pages::plan(&act.frame))),
+            PortalRoute::SignOut { .. } => {
+                self.app.end_portal_session(&token).await?;
+                let mut response = html(StatusCode::OK, pages::signed_out());
+                let expired = format!(
+                    "{COOKIE_NAME}=; Path=/settings/{workspace}/; Max-Age=0; HttpOnly; SameSite=Strict"
+                );
+                if let Ok(cookie) = HeaderValue::from_str(&expired) {
+                    response.headers_mut().insert(SET_COOKIE, cookie);
+                }
+                Ok(response)
+            }
             PortalRoute::Asset(_) | PortalRoute::Open { .. } => Err(PortalError::NotFound),
         }
     }

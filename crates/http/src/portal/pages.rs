@@ -70,7 +70,13 @@ impl Frame<'_> {
                             }
                         }
                     }
-                    p.session { "Session ends " (time(self.session.expires_at)) }
+                    div.session {
+                        span { "Session ends " (time(self.session.expires_at)) }
+                        form method="post" action={ (base) "sign-out" } {
+                            (self.csrf())
+                            button.link type="submit" { "Sign out" }
+                        }
+                    }
                 }
                 main #main {
                     h1 { (title) }
@@ -149,6 +155,19 @@ pub(crate) fn refused() -> Markup {
                      by default, a day at most, and your session ends when the link would have."
                 }
                 p { "Ask for a new link where you got this one." }
+            }
+        },
+    )
+}
+
+/// After signing out: the link that opened the session opens nothing now.
+pub(crate) fn signed_out() -> Markup {
+    document(
+        "Signed out of Settings",
+        html! {
+            main #main {
+                h1 { "You are signed out of Settings" }
+                p { "The link you came with no longer opens them. Ask for a new link to come back." }
             }
         },
     )

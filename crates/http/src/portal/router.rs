@@ -45,6 +45,10 @@ pub(crate) enum PortalRoute<'a> {
     Plan {
         ws: &'a str,
     },
+    /// Ends the session, and its link with it.
+    SignOut {
+        ws: &'a str,
+    },
 }
 
 /// The embedded files.
@@ -103,6 +107,7 @@ impl<'a> PortalRoute<'a> {
                 self::HookAction::Resend => "POST /settings/:ws/hooks/:wh/resend",
             },
             Plan { .. } => "GET /settings/:ws/plan",
+            SignOut { .. } => "POST /settings/:ws/sign-out",
         }
     }
 
@@ -120,7 +125,8 @@ impl<'a> PortalRoute<'a> {
             | CreateHook { ws }
             | Hook { ws, .. }
             | HookAction { ws, .. }
-            | Plan { ws } => Some(ws),
+            | Plan { ws }
+            | SignOut { ws } => Some(ws),
         }
     }
 }
@@ -178,6 +184,7 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Option<Result<PortalR
             post(HookAction { ws, hook, action })
         }
         [ws, "plan"] => get(Plan { ws }),
+        [ws, "sign-out"] => post(SignOut { ws }),
         _ => Err(NoPage::NotFound),
     };
     let empty = answer
@@ -245,6 +252,11 @@ mod tests {
                 Method::GET,
                 "/settings/w/plan",
                 PortalRoute::Plan { ws: "w" },
+            ),
+            (
+                Method::POST,
+                "/settings/w/sign-out",
+                PortalRoute::SignOut { ws: "w" },
             ),
         ];
         for (method, path, expected) in cases {

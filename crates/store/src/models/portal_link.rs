@@ -73,4 +73,16 @@ impl PortalLinks {
         })
         .transpose()
     }
+
+    /// Forgets the link of this hash: its token opens nothing from then on, on
+    /// every server. Answers whether there was one.
+    pub async fn delete(&self, hash: &KeyHash) -> Result<bool> {
+        let hash = hash.to_hex();
+        let deleted = write_conn!(self.db, |conn| {
+            diesel::delete(portal_links::table.find(&hash))
+                .execute(conn)
+                .await?
+        });
+        Ok(deleted > 0)
+    }
 }
