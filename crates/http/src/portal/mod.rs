@@ -210,12 +210,8 @@ impl Portal {
             PortalRoute::SignOut { .. } => {
                 self.app.end_portal_session(&token).await?;
                 let mut response = html(StatusCode::OK, pages::signed_out());
-                let expired = format!(
-                    "{COOKIE_NAME}=; Path=/settings/{workspace}/; Max-Age=0; HttpOnly; SameSite=Strict"
-                );
-                if let Ok(cookie) = HeaderValue::from_str(&expired) {
-                    response.headers_mut().insert(SET_COOKIE, cookie);
-                }
+                let cleared = self.cookie(workspace, "", 0)?;
+                response.headers_mut().insert(SET_COOKIE, cleared);
                 Ok(response)
             }
             PortalRoute::Asset(_) | PortalRoute::Open { .. } => Err(PortalError::NotFound),
@@ -238,22 +234,33 @@ impl Portal {
             .await?
             .ok_or(PortalError::Refused)?;
         let lifetime = (session.expires_at.unix_millis() - Timestamp::now().unix_millis()) / 1000;
+        let cookie = self.cookie(workspace, &token, lifetime.max(1))?;
+        let mut response = html(
+            StatusCode::OK,
+            pages::opening(&format!("/settings/{workspace}/keys")),
+        );
+        response.headers_mut().insert(SET_COOKIE, cookie);
+        Ok(response)
+    }
+
+    /// The session cookie of `workspace`'s portal, holding `value` for
+    /// `max_age` seconds (0 clears it).
+    fn cookie(
+        &self,
+        workspace: WorkspaceId,
+        value: &str,
+        max_age: i64,
+    ) -> Result<HeaderValue, PortalError> {
         let secure = if self.public_url.secure_cookies() {
             "; Secure"
         } else {
             ""
         };
         let cookie = format!(
-            "{COOKIE_NAME}={token}; Path=/settings/{workspace}/; Max-Age={}; HttpOnly; SameSite=Strict{secure}",
-            lifetime.max(1)
+            "{COOKIE_NAME}={value}; Path=/settings/{workspace}/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"
         );
-        let mut response = html(
-            StatusCode::OK,
-            pages::opening(&format!("/settings/{workspace}/keys")),
-        );
-        let cookie = HeaderValue::from_str(&cookie).map_err(|_| PortalError::Refused)?;
-        response.headers_mut().insert(SET_COOKIE, cookie);
-        Ok(response)
+        // A token is base64url: always a valid header value.
+        HeaderValue::from_str(&cookie).map_err(|_| PortalError::Refused)
     }
 
     /// A form's fields, once its origin and CSRF token are this session's.
