@@ -103,13 +103,15 @@ impl Settings<'_> {
         self.app.redeliver(event, Some(id)).await
     }
 
-    /// The webhook's attempt log, newest first, a page at a time.
-    pub async fn attempt_page(
+    /// The webhook, and a page of its attempt log (newest first): the webhook is
+    /// read once, for its workspace and its page.
+    pub async fn webhook_with_attempts(
         &self,
         id: WebhookId,
         page: &PageRequest,
-    ) -> Result<Page<DeliveryAttempt>> {
-        self.webhook(id).await?;
-        self.app.attempt_page(id, page).await
+    ) -> Result<(Webhook, Page<DeliveryAttempt>)> {
+        let webhook = self.webhook(id).await?;
+        let attempts = self.app.attempts_of(id, page).await?;
+        Ok((webhook, attempts))
     }
 }

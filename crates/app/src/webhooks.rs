@@ -158,14 +158,24 @@ impl App {
         id: WebhookId,
         page: &PageRequest,
     ) -> Result<Page<DeliveryAttempt>> {
+        let attempts = self.attempts_of(id, page).await?;
+        if attempts.items.is_empty() {
+            self.webhook(id).await?;
+        }
+        Ok(attempts)
+    }
+
+    /// [`App::attempt_page`] of a webhook known to exist (its caller read it).
+    pub(crate) async fn attempts_of(
+        &self,
+        id: WebhookId,
+        page: &PageRequest,
+    ) -> Result<Page<DeliveryAttempt>> {
         let before = page.cursor.as_deref().map(attempt_cursor).transpose()?;
         let read = self
             .webhooks
             .attempts_before(id, before, page.limit + 1)
             .await?;
-        if read.is_empty() {
-            self.webhook(id).await?;
-        }
         Ok(Page::of_read(read, page, |attempt| {
             format!("{}:{}", attempt.event_id, attempt.attempt)
         }))

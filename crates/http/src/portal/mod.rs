@@ -444,21 +444,20 @@ impl Act<'_> {
         failed: Option<Failed>,
         status: StatusCode,
     ) -> Answer {
-        let webhook = self.settings.webhook(id).await?;
         let paged = before.is_some();
         let request = PageRequest {
             cursor: before,
             limit: ATTEMPTS_PER_PAGE,
         };
-        let attempts = match self.settings.attempt_page(id, &request).await {
-            Ok(page) => page,
+        let (webhook, attempts) = match self.settings.webhook_with_attempts(id, &request).await {
+            Ok(read) => read,
             // A cursor that is not one: the newest page.
             Err(hookline_app::Error::Invalid(_)) => {
                 let newest = PageRequest {
                     cursor: None,
                     ..request
                 };
-                self.settings.attempt_page(id, &newest).await?
+                self.settings.webhook_with_attempts(id, &newest).await?
             }
             Err(other) => return Err(other.into()),
         };
