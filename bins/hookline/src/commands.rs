@@ -502,10 +502,9 @@ async fn portal_link(config: &Config, json: bool, args: PortalLinkArgs) -> anyho
         .parsed()
         .context("HOOKLINE_PUBLIC_URL")?
         .unwrap_or_else(|| PublicUrl::of_listen_addr(args.listen));
-    let ttl = args.ttl.as_secs();
-    if !(1..=hookline_domain::MAX_PORTAL_TTL_SECONDS).contains(&ttl) {
-        return Err(anyhow!("--ttl must be 1s to a day (24h)"));
-    }
+    // The domain's rule, checked before the database is opened, in the flag's name.
+    let ttl = hookline_domain::portal_ttl_seconds(Some(args.ttl.as_secs()))
+        .map_err(|_| anyhow!("--ttl must be 1s to a day (24h)"))?;
     let app = config.open_app().await?;
     let link = app.create_portal_link(workspace, Some(ttl)).await?;
     let out = PortalLinkOut {
