@@ -13,10 +13,10 @@ pub struct PortalLink {
     pub expires_at: Timestamp,
 }
 
-/// An open portal session: the workspace its link was made for, until when.
+/// An open portal session (of the workspace it was asked for): until when, and
+/// its forms' token.
 #[derive(Debug, Clone)]
 pub struct PortalSession {
-    pub workspace: WorkspaceId,
     pub expires_at: Timestamp,
     /// The token every form of this session carries (see
     /// [`hookline_auth::portal_csrf_token`]).
@@ -61,7 +61,6 @@ impl App {
             Some((_, expires_at)) if expires_at <= Timestamp::now() => "expired",
             Some((_, expires_at)) => {
                 return Ok(Some(PortalSession {
-                    workspace,
                     expires_at,
                     csrf_token: hookline_auth::portal_csrf_token(&token),
                 }));

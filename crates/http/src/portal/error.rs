@@ -53,7 +53,7 @@ impl PortalError {
     /// The page; the portal's headers are added by the caller, as on every page.
     pub(crate) fn into_response(self) -> Response<Full<Bytes>> {
         let page = match &self {
-            PortalError::NotFound | PortalError::MethodNotAllowed { .. } => pages::not_found(None),
+            PortalError::NotFound | PortalError::MethodNotAllowed { .. } => pages::not_found(),
             PortalError::Refused => pages::refused(),
             PortalError::ForeignForm => pages::failure(
                 "This form did not come from this Settings page, so nothing was changed. \

@@ -1,12 +1,13 @@
-//! Form bodies (`application/x-www-form-urlencoded`) read into what the use cases
-//! take. A form that fails keeps what was typed: the page shows it again.
+//! Form bodies and queries (`application/x-www-form-urlencoded`) read into what
+//! the use cases take. A form that fails keeps what was typed: the page shows it again.
 
 use hookline_app::{WebhookSpec, WebhookUpdate};
 use hookline_domain::{
     EventName, TargetPolicy, Timestamp, WebhookDescription, WebhookUrl, subscribed_events,
 };
 
-/// A form's fields in order; a name may repeat (checkboxes).
+/// A form's fields (or a query's parameters) in order; a name may repeat
+/// (checkboxes).
 #[derive(Debug, Default)]
 pub(crate) struct Fields(Vec<(String, String)>);
 

@@ -145,6 +145,7 @@ impl Portal {
         route: Result<PortalRoute<'_>, NoPage>,
         request: Request<Incoming>,
     ) -> (&'static str, Response<Full<Bytes>>) {
+        let cacheable = matches!(route, Ok(PortalRoute::Asset(_)));
         let (name, answer) = match route {
             Err(NoPage::NotFound) => (crate::server::UNMATCHED, Err(PortalError::NotFound)),
             Err(NoPage::MethodNotAllowed { allow }) => (
@@ -153,8 +154,6 @@ impl Portal {
             ),
             Ok(route) => (route.name(), self.page(route, request).await),
         };
-        let cacheable = matches!(&answer, Ok(response) if response.status() == StatusCode::OK)
-            && name.starts_with("GET /settings/assets/");
         let mut response = answer.unwrap_or_else(PortalError::into_response);
         secure(&mut response, cacheable);
         (name, response)
@@ -180,7 +179,7 @@ impl Portal {
             workspace: &found,
             session: &session,
         };
-        let query = request.uri().query().unwrap_or_default().to_owned();
+        let query = Fields::parse(request.uri().query().unwrap_or_default().as_bytes());
         let fields = if request.method() == Method::POST {
             self.form(request, &session).await?
         } else {
@@ -224,10 +223,9 @@ impl Portal {
         let Ok(workspace) = ws.parse::<WorkspaceId>() else {
             return Err(PortalError::Refused);
         };
-        let token = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-            .find(|(name, _)| name == "token")
-            .map(|(_, value)| value.into_owned())
-            .ok_or(PortalError::Refused)?;
+        let token = Fields::parse(query.unwrap_or_default().as_bytes())
+            .get("token")
+            .to_owned();
         let session = self
             .app
             .portal_session(workspace, &token)
@@ -260,7 +258,7 @@ impl Portal {
             "{COOKIE_NAME}={value}; Path=/settings/{workspace}/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"
         );
         // A token is base64url: always a valid header value.
-        HeaderValue::from_str(&cookie).map_err(|_| PortalError::Refused)
+        HeaderValue::from_str(&cookie).map_err(|_| PortalError::Internal)
     }
 
     /// A form's fields, once its origin and CSRF token are this session's.
@@ -301,29 +299,9 @@ impl Portal {
 
 /// The message a page shows after a form that worked (`?notice=`; the count of
 /// `&n=`). Only these fixed texts: nothing from the query is written on the page.
-fn notice(query: &str) -> Flash {
-    let mut notice = "";
-    let mut count = 0u64;
-    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-        match &*name {
-            "notice" if notice.is_empty() => {
-                notice = match &*value {
-                    "key-revoked" => "key-revoked",
-                    "deleted" => "deleted",
-                    "saved" => "saved",
-                    "enabled" => "enabled",
-                    "disabled" => "disabled",
-                    "test-sent" => "test-sent",
-                    "recovered" => "recovered",
-                    "resent" => "resent",
-                    _ => "",
-                };
-            }
-            "n" => count = value.parse().unwrap_or(0),
-            _ => {}
-        }
-    }
-    let text = match notice {
+fn notice(query: &Fields) -> Flash {
+    let count = query.get("n").parse::<u64>().unwrap_or(0);
+    let text = match query.get("notice") {
         "key-revoked" => "The key is revoked: requests with it are refused (401) from now on.".to_owned(),
         "deleted" => "The webhook is deleted, with its attempt log.".to_owned(),
         "saved" => "Changes saved.".to_owned(),
@@ -426,11 +404,11 @@ impl Act<'_> {
     }
 
     /// A webhook's page (`?before=` pages its attempt log).
-    async fn hook(&self, hook: &str, query: &str) -> Answer {
+    async fn hook(&self, hook: &str, query: &Fields) -> Answer {
         let id: WebhookId = hook.parse().map_err(|_| PortalError::NotFound)?;
-        let before = form_urlencoded::parse(query.as_bytes())
-            .find(|(name, _)| name == "before")
-            .map(|(_, value)| value.into_owned());
+        let before = Some(query.get("before"))
+            .filter(|cursor| !cursor.is_empty())
+            .map(str::to_owned);
         self.hook_page(id, before, notice(query), None, StatusCode::OK)
             .await
     }

@@ -151,8 +151,9 @@ pub(crate) fn refused() -> Markup {
             main #main {
                 h1 { "This link cannot open Settings" }
                 p {
-                    "It has expired, or it is not a valid Settings link. Links last an hour \
-                     by default, a day at most, and your session ends when the link would have."
+                    "It has expired, it was ended by signing out, or it is not a valid \
+                     Settings link. Links last an hour by default, a day at most, and your \
+                     session ends when the link would have."
                 }
                 p { "Ask for a new link where you got this one." }
             }
@@ -175,20 +176,12 @@ pub(crate) fn signed_out() -> Markup {
 
 /// A page of the portal that does not exist, or an id that is not this
 /// workspace's (the two look the same).
-pub(crate) fn not_found(frame: Option<&Frame<'_>>) -> Markup {
+pub(crate) fn not_found() -> Markup {
     let text = "There is no such page, key or webhook in this workspace.";
-    match frame {
-        Some(frame) => frame.page(
-            Tab::Hooks,
-            "Not found",
-            &Flash::None,
-            html! { p { (text) } },
-        ),
-        None => document(
-            "Not found",
-            html! { main #main { h1 { "Not found" } p { (text) } } },
-        ),
-    }
+    document(
+        "Not found",
+        html! { main #main { h1 { "Not found" } p { (text) } } },
+    )
 }
 
 /// A failure that is not the user's: the database out of reach, or ours.
