@@ -186,7 +186,9 @@ impl Drop for Receiver {
     }
 }
 
-fn unique() -> u64 {
+/// A number no other call in this process answers: with the process id, a name
+/// for a temporary file or directory that nothing else uses.
+pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)

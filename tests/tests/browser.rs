@@ -51,18 +51,14 @@ mod tempfile_dir {
 
     impl Dir {
         pub(crate) fn new() -> Dir {
-            let path = std::env::temp_dir().join(format!("hookline-chromium-{}", ulid_like()));
+            let path = std::env::temp_dir().join(format!(
+                "hookline-chromium-{}-{}",
+                std::process::id(),
+                hookline_tests::unique()
+            ));
             std::fs::create_dir_all(&path).unwrap();
             Dir(path)
         }
-    }
-
-    fn ulid_like() -> String {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        format!("{}-{nanos}", std::process::id())
     }
 
     impl Drop for Dir {
@@ -110,8 +106,8 @@ impl Browser {
                 .await
             {
                 Ok(client) => break client,
-                Err(error) if tokio::time::Instant::now() < deadline => {
-                    let _ = error;
+                // chromedriver is still starting.
+                Err(_) if tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 Err(error) => panic!("no WebDriver session from chromedriver: {error}"),
