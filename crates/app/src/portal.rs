@@ -1,7 +1,7 @@
 //! Settings portal links and sessions: a link opens one workspace's portal until
 //! it expires; its token, kept only as a hash, is then the session's cookie.
 
-use hookline_domain::{ApiKey, KeyPrefix, Timestamp, WorkspaceId, portal_ttl_seconds};
+use hookline_domain::{ApiKey, KeyPrefix, Timestamp, Workspace, WorkspaceId, portal_ttl_seconds};
 
 use crate::{App, Result};
 
@@ -13,10 +13,11 @@ pub struct PortalLink {
     pub expires_at: Timestamp,
 }
 
-/// An open portal session (of the workspace it was asked for): until when, and
+/// An open portal session: its workspace (read with the link), until when, and
 /// its forms' token.
 #[derive(Debug, Clone)]
 pub struct PortalSession {
+    pub workspace: Workspace,
     pub expires_at: Timestamp,
     /// The token every form of this session carries (see
     /// [`hookline_auth::portal_csrf_token`]).
@@ -57,10 +58,11 @@ impl App {
         let hash = hookline_auth::hash_api_key(&token);
         let refused = match self.portal_links.find(&hash).await? {
             None => "unknown token",
-            Some((owner, _)) if owner != workspace => "a token of another workspace",
+            Some((owner, _)) if owner.id != workspace => "a token of another workspace",
             Some((_, expires_at)) if expires_at <= Timestamp::now() => "expired",
-            Some((_, expires_at)) => {
+            Some((owner, expires_at)) => {
                 return Ok(Some(PortalSession {
+                    workspace: owner,
                     expires_at,
                     csrf_token: hookline_auth::portal_csrf_token(&token),
                 }));

@@ -4,7 +4,7 @@
 
 use hookline_domain::{
     ApiKeyId, ApiKeyRecord, DeliveryAttempt, EventId, EventName, KeyName, Refusal, Timestamp,
-    Webhook, WebhookId, WebhookSource, Workspace, WorkspaceId,
+    Webhook, WebhookId, WebhookSource, WorkspaceId,
 };
 
 use crate::page::{Page, PageRequest};
@@ -28,10 +28,6 @@ impl App {
 }
 
 impl Settings<'_> {
-    pub async fn workspace(&self) -> Result<Workspace> {
-        self.app.workspace(self.workspace).await
-    }
-
     /// The workspace's keys, active and revoked, newest first.
     pub async fn api_keys(&self) -> Result<Vec<ApiKeyRecord>> {
         let mut keys = self.app.api_keys(self.workspace).await?;

@@ -131,6 +131,7 @@ diesel::joinable!(accounts -> workspaces (workspace_id));
 diesel::joinable!(api_keys -> workspaces (workspace_id));
 diesel::joinable!(webhooks -> workspaces (workspace_id));
 diesel::joinable!(events -> workspaces (workspace_id));
+diesel::joinable!(portal_links -> workspaces (workspace_id));
 diesel::joinable!(deliveries -> events (event_id));
 diesel::joinable!(deliveries -> webhooks (webhook_id));
 

@@ -754,8 +754,12 @@ backend_tests! {
         let now = Timestamp::now();
         links.create(ws, &key_hash(1), now.plus_millis(-1)).await.unwrap();
         links.create(ws, &key_hash(2), now.plus_millis(3_600_000)).await.unwrap();
-        assert_eq!(links.find(&key_hash(2)).await.unwrap(), Some((ws, now.plus_millis(3_600_000))));
-        assert_eq!(links.find(&key_hash(1)).await.unwrap(), Some((ws, now.plus_millis(-1))), "expired, kept until the upkeep");
+        // The workspace comes with the link, read in the same query.
+        let by_id = |found: Option<(hookline_domain::Workspace, Timestamp)>| found.map(|(workspace, at)| (workspace.id, at));
+        let found = links.find(&key_hash(2)).await.unwrap();
+        assert_eq!(found.as_ref().map(|(workspace, _)| workspace.plan), Some(Plan::Studio));
+        assert_eq!(by_id(found), Some((ws, now.plus_millis(3_600_000))));
+        assert_eq!(by_id(links.find(&key_hash(1)).await.unwrap()), Some((ws, now.plus_millis(-1))), "expired, kept until the upkeep");
         assert_eq!(links.find(&key_hash(3)).await.unwrap(), None);
         let unknown = links.create(WorkspaceId::generate(), &key_hash(4), now).await;
         assert!(unknown.is_err(), "a link needs its workspace");

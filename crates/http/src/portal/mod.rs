@@ -174,11 +174,7 @@ impl Portal {
             .await?
             .ok_or(PortalError::Refused)?;
         let settings = self.app.settings(workspace);
-        let found = settings.workspace().await?;
-        let frame = Frame {
-            workspace: &found,
-            session: &session,
-        };
+        let frame = Frame { session: &session };
         let query = Fields::parse(request.uri().query().unwrap_or_default().as_bytes());
         let fields = if request.method() == Method::POST {
             self.form(request, &session).await?

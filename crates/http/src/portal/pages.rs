@@ -6,16 +6,15 @@
 
 use hookline_app::PortalSession;
 use hookline_domain::{
-    ApiKeyRecord, ApiKeyStatus, DeliveryAttempt, EventName, Plan, Timestamp, Webhook,
-    WebhookSource, Workspace,
+    ApiKeyRecord, ApiKeyStatus, DeliveryAttempt, EventName, Plan, Timestamp, Webhook, WebhookSource,
 };
 use maud::{DOCTYPE, Markup, html};
 
 use crate::portal::forms::{HookForm, RecoverForm};
 
-/// What every page of a session shows around its content.
+/// What every page of a session shows around its content: the session, with
+/// its workspace.
 pub(crate) struct Frame<'a> {
-    pub(crate) workspace: &'a Workspace,
     pub(crate) session: &'a PortalSession,
 }
 
@@ -37,7 +36,7 @@ pub(crate) enum Flash {
 impl Frame<'_> {
     /// `/settings/<ws>/`: where every link of the session starts.
     pub(crate) fn base(&self) -> String {
-        format!("/settings/{}/", self.workspace.id)
+        format!("/settings/{}/", self.session.workspace.id)
     }
 
     /// The hidden CSRF field every form carries.
@@ -53,10 +52,13 @@ impl Frame<'_> {
             (Tab::Plan, "plan", "Plan"),
         ];
         document(
-            &format!("{title} · {} · Settings", self.workspace.name.as_str()),
+            &format!(
+                "{title} · {} · Settings",
+                self.session.workspace.name.as_str()
+            ),
             html! {
                 header {
-                    p.brand { "Settings · " strong { (self.workspace.name.as_str()) } }
+                    p.brand { "Settings · " strong { (self.session.workspace.name.as_str()) } }
                     nav aria-label="Settings" {
                         ul {
                             @for (this, path, label) in tabs {
@@ -215,7 +217,7 @@ pub(crate) fn keys(
 ) -> Markup {
     let base = frame.base();
     let content = html! {
-        @if let Some(refusal) = plan_refusal(frame.workspace.plan) {
+        @if let Some(refusal) = plan_refusal(frame.session.workspace.plan) {
             p.warning { (refusal) " " a href={ (base) "plan" } { "About plans" } }
         }
         p { "Integrations call the API with these keys. A key is shown once, when it is made." }
@@ -513,7 +515,7 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
 }
 
 pub(crate) fn plan(frame: &Frame<'_>) -> Markup {
-    let plan = frame.workspace.plan;
+    let plan = frame.session.workspace.plan;
     let content = html! {
         p { "This workspace is on the " strong { (plan.as_str()) } " plan." }
         @match plan_refusal(plan) {

@@ -4,14 +4,14 @@
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use hookline_domain::{KeyHash, Timestamp, WorkspaceId};
+use hookline_domain::{KeyHash, Timestamp, Workspace, WorkspaceId};
 
 use crate::Result;
 use crate::db::Db;
-use crate::error::Stored as _;
 use crate::models::timestamp;
+use crate::models::workspace::WorkspaceRow;
 use crate::pool::{with_conn, write_conn};
-use crate::schema::portal_links;
+use crate::schema::{portal_links, workspaces};
 
 #[derive(Debug, Insertable)]
 #[diesel(table_name = portal_links)]
@@ -53,21 +53,23 @@ impl PortalLinks {
         Ok(())
     }
 
-    /// The workspace a link's token opens, and when it stops; `None` for a hash no
-    /// link has (expired links stay until the worker's upkeep removes them).
-    pub async fn find(&self, hash: &KeyHash) -> Result<Option<(WorkspaceId, Timestamp)>> {
+    /// The workspace a link's token opens, read with the link in one query, and
+    /// when the link stops; `None` for a hash no link has (expired links stay
+    /// until the worker's upkeep removes them).
+    pub async fn find(&self, hash: &KeyHash) -> Result<Option<(Workspace, Timestamp)>> {
         let hash = hash.to_hex();
-        let row: Option<(String, i64)> = with_conn!(self.db, |conn| {
+        let row: Option<(WorkspaceRow, i64)> = with_conn!(self.db, |conn| {
             portal_links::table
-                .find(&hash)
-                .select((portal_links::workspace_id, portal_links::expires_at))
+                .inner_join(workspaces::table)
+                .filter(portal_links::token_hash.eq(&hash))
+                .select((WorkspaceRow::as_select(), portal_links::expires_at))
                 .first(conn)
                 .await
                 .optional()?
         });
         row.map(|(workspace, expires_at)| {
             Ok((
-                workspace.parse().stored("portal link workspace_id")?,
+                workspace.into_domain()?,
                 timestamp(expires_at, "portal link expires_at")?,
             ))
         })
