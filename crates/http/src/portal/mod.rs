@@ -41,7 +41,7 @@ use crate::body::{BodyLimits, read_bytes};
 use crate::portal::error::{PortalError, form_message};
 use crate::portal::forms::{Fields, HookForm, RecoverForm};
 use crate::portal::pages::{Flash, Frame, HookPage};
-use crate::portal::router::{Asset, HookAction, NoPage, PortalRoute};
+use crate::portal::router::{Asset, HookAction, NoPage, PortalRoute, SessionPage};
 
 const SEC_FETCH_SITE: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("sec-fetch-site");
@@ -160,11 +160,16 @@ impl Portal {
     }
 
     async fn page(&self, route: PortalRoute<'_>, request: Request<Incoming>) -> Answer {
-        let ws = match route {
-            PortalRoute::Asset(which) => return Ok(asset(which)),
-            PortalRoute::Open { ws } => return self.open(ws, request.uri().query()).await,
-            other => other.workspace().unwrap_or_default(),
-        };
+        match route {
+            PortalRoute::Asset(which) => Ok(asset(which)),
+            PortalRoute::Open { ws } => self.open(ws, request.uri().query()).await,
+            PortalRoute::Session { ws, page } => self.session(ws, page, request).await,
+        }
+    }
+
+    /// A page or form of a session: its cookie first, then (a form) its origin
+    /// and CSRF token, then the page.
+    async fn session(&self, ws: &str, page: SessionPage<'_>, request: Request<Incoming>) -> Answer {
         let workspace: WorkspaceId = ws.parse().map_err(|_| PortalError::NotFound)?;
         tracing::Span::current().record("workspace", tracing::field::display(workspace));
         let token = session_token(request.headers()).ok_or(PortalError::Refused)?;
@@ -173,8 +178,6 @@ impl Portal {
             .portal_session(workspace, &token)
             .await?
             .ok_or(PortalError::Refused)?;
-        let settings = self.app.settings(workspace);
-        let frame = Frame { session: &session };
         let query = Fields::parse(request.uri().query().unwrap_or_default().as_bytes());
         let fields = if request.method() == Method::POST {
             self.form(request, &session).await?
@@ -182,34 +185,33 @@ impl Portal {
             Fields::default()
         };
         let act = Act {
-            settings,
-            frame,
+            settings: self.app.settings(workspace),
+            frame: Frame { session: &session },
             policy: self.app.config().target_policy,
         };
-        match route {
-            PortalRoute::Home { .. } => Ok(see_other(&format!("{}keys", act.frame.base()))),
-            PortalRoute::Keys { .. } => act.keys(notice(&query), "", StatusCode::OK).await,
-            PortalRoute::CreateKey { .. } => act.create_key(&fields).await,
-            PortalRoute::RevokeKey { key, .. } => act.revoke_key(key).await,
-            PortalRoute::Hooks { .. } => {
+        match page {
+            SessionPage::Home => Ok(see_other(&format!("{}keys", act.frame.base()))),
+            SessionPage::Keys => act.keys(notice(&query), "", StatusCode::OK).await,
+            SessionPage::CreateKey => act.create_key(&fields).await,
+            SessionPage::RevokeKey { key } => act.revoke_key(key).await,
+            SessionPage::Hooks => {
                 act.hooks(notice(&query), &HookForm::default(), StatusCode::OK)
                     .await
             }
-            PortalRoute::CreateHook { .. } => act.create_hook(&fields).await,
-            PortalRoute::Hook { hook, .. } => act.hook(hook, &query).await,
-            PortalRoute::HookAction { hook, action, .. } => {
+            SessionPage::CreateHook => act.create_hook(&fields).await,
+            SessionPage::Hook { hook } => act.hook(hook, &query).await,
+            SessionPage::HookAction { hook, action } => {
                 let id: WebhookId = hook.parse().map_err(|_| PortalError::NotFound)?;
                 act.hook_action(id, action, &fields).await
             }
-            PortalRoute::Plan { .. } => Ok(html(StatusCode::OK, pages::plan(&act.frame))),
-            PortalRoute::SignOut { .. } => {
+            SessionPage::Plan => Ok(html(StatusCode::OK, pages::plan(&act.frame))),
+            SessionPage::SignOut => {
                 self.app.end_portal_session(&token).await?;
                 let mut response = html(StatusCode::OK, pages::signed_out());
                 let cleared = self.cookie(workspace, "", 0)?;
                 response.headers_mut().insert(SET_COOKIE, cleared);
                 Ok(response)
             }
-            PortalRoute::Asset(_) | PortalRoute::Open { .. } => Err(PortalError::NotFound),
         }
     }
 

@@ -14,41 +14,34 @@ pub(crate) enum PortalRoute<'a> {
     Open {
         ws: &'a str,
     },
-    Home {
+    /// A page or form of an open session on workspace `ws`.
+    Session {
         ws: &'a str,
+        page: SessionPage<'a>,
     },
-    Keys {
-        ws: &'a str,
-    },
-    CreateKey {
-        ws: &'a str,
-    },
+}
+
+/// The pages and forms of a session, under `/settings/<ws>/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionPage<'a> {
+    Home,
+    Keys,
+    CreateKey,
     RevokeKey {
-        ws: &'a str,
         key: &'a str,
     },
-    Hooks {
-        ws: &'a str,
-    },
-    CreateHook {
-        ws: &'a str,
-    },
+    Hooks,
+    CreateHook,
     Hook {
-        ws: &'a str,
         hook: &'a str,
     },
     HookAction {
-        ws: &'a str,
         hook: &'a str,
         action: HookAction,
     },
-    Plan {
-        ws: &'a str,
-    },
+    Plan,
     /// Ends the session, and its link with it.
-    SignOut {
-        ws: &'a str,
-    },
+    SignOut,
 }
 
 /// The embedded files.
@@ -81,52 +74,35 @@ pub(crate) enum NoPage {
     },
 }
 
-impl<'a> PortalRoute<'a> {
+impl PortalRoute<'_> {
     /// The route's pattern, for logs and metrics: ids stay out.
     pub(crate) fn name(&self) -> &'static str {
-        use PortalRoute::*;
+        use SessionPage::*;
         match self {
-            Asset(self::Asset::Stylesheet) => "GET /settings/assets/portal.css",
-            Asset(self::Asset::Script) => "GET /settings/assets/portal.js",
-            Open { .. } => "GET /settings/:ws/open",
-            Home { .. } => "GET /settings/:ws/",
-            Keys { .. } => "GET /settings/:ws/keys",
-            CreateKey { .. } => "POST /settings/:ws/keys",
-            RevokeKey { .. } => "POST /settings/:ws/keys/:key/revoke",
-            Hooks { .. } => "GET /settings/:ws/hooks",
-            CreateHook { .. } => "POST /settings/:ws/hooks",
-            Hook { .. } => "GET /settings/:ws/hooks/:wh",
-            HookAction { action, .. } => match action {
-                self::HookAction::Edit => "POST /settings/:ws/hooks/:wh",
-                self::HookAction::Enable => "POST /settings/:ws/hooks/:wh/enable",
-                self::HookAction::Disable => "POST /settings/:ws/hooks/:wh/disable",
-                self::HookAction::Delete => "POST /settings/:ws/hooks/:wh/delete",
-                self::HookAction::Rotate => "POST /settings/:ws/hooks/:wh/rotate",
-                self::HookAction::Test => "POST /settings/:ws/hooks/:wh/test",
-                self::HookAction::Recover => "POST /settings/:ws/hooks/:wh/recover",
-                self::HookAction::Resend => "POST /settings/:ws/hooks/:wh/resend",
+            PortalRoute::Asset(Asset::Stylesheet) => "GET /settings/assets/portal.css",
+            PortalRoute::Asset(Asset::Script) => "GET /settings/assets/portal.js",
+            PortalRoute::Open { .. } => "GET /settings/:ws/open",
+            PortalRoute::Session { page, .. } => match page {
+                Home => "GET /settings/:ws/",
+                Keys => "GET /settings/:ws/keys",
+                CreateKey => "POST /settings/:ws/keys",
+                RevokeKey { .. } => "POST /settings/:ws/keys/:key/revoke",
+                Hooks => "GET /settings/:ws/hooks",
+                CreateHook => "POST /settings/:ws/hooks",
+                Hook { .. } => "GET /settings/:ws/hooks/:wh",
+                HookAction { action, .. } => match action {
+                    self::HookAction::Edit => "POST /settings/:ws/hooks/:wh",
+                    self::HookAction::Enable => "POST /settings/:ws/hooks/:wh/enable",
+                    self::HookAction::Disable => "POST /settings/:ws/hooks/:wh/disable",
+                    self::HookAction::Delete => "POST /settings/:ws/hooks/:wh/delete",
+                    self::HookAction::Rotate => "POST /settings/:ws/hooks/:wh/rotate",
+                    self::HookAction::Test => "POST /settings/:ws/hooks/:wh/test",
+                    self::HookAction::Recover => "POST /settings/:ws/hooks/:wh/recover",
+                    self::HookAction::Resend => "POST /settings/:ws/hooks/:wh/resend",
+                },
+                Plan => "GET /settings/:ws/plan",
+                SignOut => "POST /settings/:ws/sign-out",
             },
-            Plan { .. } => "GET /settings/:ws/plan",
-            SignOut { .. } => "POST /settings/:ws/sign-out",
-        }
-    }
-
-    /// The workspace the page is of; `None` for the assets.
-    pub(crate) fn workspace(&self) -> Option<&'a str> {
-        use PortalRoute::*;
-        match *self {
-            Asset(_) => None,
-            Open { ws }
-            | Home { ws }
-            | Keys { ws }
-            | CreateKey { ws }
-            | RevokeKey { ws, .. }
-            | Hooks { ws }
-            | CreateHook { ws }
-            | Hook { ws, .. }
-            | HookAction { ws, .. }
-            | Plan { ws }
-            | SignOut { ws } => Some(ws),
         }
     }
 }
@@ -134,44 +110,36 @@ impl<'a> PortalRoute<'a> {
 /// The whole portal. `None` for a path outside `/settings/`, which is the
 /// public API's to answer.
 pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Option<Result<PortalRoute<'a>, NoPage>> {
-    use PortalRoute::*;
     let rest = path.strip_prefix("/settings/")?;
     let segments: Vec<&str> = rest.split('/').collect();
-    let get = |page| match *method {
-        Method::GET | Method::HEAD => Ok(page),
-        _ => Err(NoPage::MethodNotAllowed { allow: "GET" }),
-    };
-    let post = |page| match *method {
-        Method::POST => Ok(page),
-        _ => Err(NoPage::MethodNotAllowed { allow: "POST" }),
-    };
-    let answer = match segments.as_slice() {
-        ["assets", "portal.css"] => get(Asset(self::Asset::Stylesheet)),
-        ["assets", "portal.js"] => get(Asset(self::Asset::Script)),
-        ["assets", ..] => Err(NoPage::NotFound),
-        [ws, "open"] => get(Open { ws }),
-        [ws, ""] => get(Home { ws }),
-        [ws, "keys"] => match *method {
-            Method::POST => Ok(CreateKey { ws }),
-            _ => get(Keys { ws }).map_err(|_| NoPage::MethodNotAllowed { allow: "GET, POST" }),
-        },
-        [ws, "keys", key, "revoke"] => post(RevokeKey { ws, key }),
-        [ws, "hooks"] => match *method {
-            Method::POST => Ok(CreateHook { ws }),
-            _ => get(Hooks { ws }).map_err(|_| NoPage::MethodNotAllowed { allow: "GET, POST" }),
-        },
-        [ws, "hooks", hook] => match *method {
-            Method::POST => Ok(HookAction {
-                ws,
+    Some(match segments.as_slice() {
+        ["assets", "portal.css"] => {
+            by_method(method, Some(PortalRoute::Asset(Asset::Stylesheet)), None)
+        }
+        ["assets", "portal.js"] => by_method(method, Some(PortalRoute::Asset(Asset::Script)), None),
+        ["assets", ..] | ["", ..] | [] => Err(NoPage::NotFound),
+        [ws, "open"] => by_method(method, Some(PortalRoute::Open { ws }), None),
+        [ws, rest @ ..] => session_page(method, rest).map(|page| PortalRoute::Session { ws, page }),
+    })
+}
+
+/// The page or form at `rest` of `/settings/<ws>/`.
+fn session_page<'a>(method: &Method, rest: &[&'a str]) -> Result<SessionPage<'a>, NoPage> {
+    use SessionPage::*;
+    match *rest {
+        [""] => by_method(method, Some(Home), None),
+        ["keys"] => by_method(method, Some(Keys), Some(CreateKey)),
+        ["keys", key, "revoke"] => by_method(method, None, Some(RevokeKey { key })),
+        ["hooks"] => by_method(method, Some(Hooks), Some(CreateHook)),
+        ["hooks", hook] => {
+            let edit = HookAction {
                 hook,
                 action: self::HookAction::Edit,
-            }),
-            _ => {
-                get(Hook { ws, hook }).map_err(|_| NoPage::MethodNotAllowed { allow: "GET, POST" })
-            }
-        },
-        [ws, "hooks", hook, action] => {
-            let action = match *action {
+            };
+            by_method(method, Some(Hook { hook }), Some(edit))
+        }
+        ["hooks", hook, action] => {
+            let action = match action {
                 "enable" => self::HookAction::Enable,
                 "disable" => self::HookAction::Disable,
                 "delete" => self::HookAction::Delete,
@@ -179,20 +147,30 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Option<Result<PortalR
                 "test" => self::HookAction::Test,
                 "recover" => self::HookAction::Recover,
                 "resend" => self::HookAction::Resend,
-                _ => return Some(Err(NoPage::NotFound)),
+                _ => return Err(NoPage::NotFound),
             };
-            post(HookAction { ws, hook, action })
+            by_method(method, None, Some(HookAction { hook, action }))
         }
-        [ws, "plan"] => get(Plan { ws }),
-        [ws, "sign-out"] => post(SignOut { ws }),
+        ["plan"] => by_method(method, Some(Plan), None),
+        ["sign-out"] => by_method(method, None, Some(SignOut)),
         _ => Err(NoPage::NotFound),
+    }
+}
+
+/// `page` for GET (and HEAD), `form` for POST; any other method, or one the path
+/// has nothing for, is 405 naming the methods it has.
+fn by_method<T>(method: &Method, page: Option<T>, form: Option<T>) -> Result<T, NoPage> {
+    let allow = match (&page, &form) {
+        (Some(_), Some(_)) => "GET, POST",
+        (Some(_), None) => "GET",
+        _ => "POST",
     };
-    let empty = answer
-        .as_ref()
-        .ok()
-        .and_then(PortalRoute::workspace)
-        .is_some_and(str::is_empty);
-    Some(if empty { Err(NoPage::NotFound) } else { answer })
+    match *method {
+        Method::GET | Method::HEAD => page,
+        Method::POST => form,
+        _ => None,
+    }
+    .ok_or(NoPage::MethodNotAllowed { allow })
 }
 
 #[cfg(test)]
@@ -217,46 +195,77 @@ mod tests {
                 "/settings/w/open",
                 PortalRoute::Open { ws: "w" },
             ),
-            (Method::GET, "/settings/w/", PortalRoute::Home { ws: "w" }),
+            (
+                Method::GET,
+                "/settings/w/",
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::Home,
+                },
+            ),
             (
                 Method::GET,
                 "/settings/w/keys",
-                PortalRoute::Keys { ws: "w" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::Keys,
+                },
             ),
             (
                 Method::POST,
                 "/settings/w/keys",
-                PortalRoute::CreateKey { ws: "w" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::CreateKey,
+                },
             ),
             (
                 Method::POST,
                 "/settings/w/keys/k/revoke",
-                PortalRoute::RevokeKey { ws: "w", key: "k" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::RevokeKey { key: "k" },
+                },
             ),
             (
                 Method::GET,
                 "/settings/w/hooks",
-                PortalRoute::Hooks { ws: "w" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::Hooks,
+                },
             ),
             (
                 Method::POST,
                 "/settings/w/hooks",
-                PortalRoute::CreateHook { ws: "w" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::CreateHook,
+                },
             ),
             (
                 Method::GET,
                 "/settings/w/hooks/h",
-                PortalRoute::Hook { ws: "w", hook: "h" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::Hook { hook: "h" },
+                },
             ),
             (
                 Method::GET,
                 "/settings/w/plan",
-                PortalRoute::Plan { ws: "w" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::Plan,
+                },
             ),
             (
                 Method::POST,
                 "/settings/w/sign-out",
-                PortalRoute::SignOut { ws: "w" },
+                PortalRoute::Session {
+                    ws: "w",
+                    page: SessionPage::SignOut,
+                },
             ),
         ];
         for (method, path, expected) in cases {
@@ -272,10 +281,9 @@ mod tests {
             ("/settings/w/hooks/h/recover", HookAction::Recover),
             ("/settings/w/hooks/h/resend", HookAction::Resend),
         ] {
-            let expected = PortalRoute::HookAction {
+            let expected = PortalRoute::Session {
                 ws: "w",
-                hook: "h",
-                action,
+                page: SessionPage::HookAction { hook: "h", action },
             };
             assert_eq!(route(&Method::POST, path), Some(Ok(expected)), "{path}");
         }
