@@ -43,7 +43,7 @@ fn config(receiver: &Receiver) -> DeliveryConfig {
 }
 
 fn start(store: &Store, config: DeliveryConfig) -> Running {
-    let worker = Worker::new(store.queue(), config).unwrap();
+    let worker = Worker::new(store.queue(), store.upkeep(), config).unwrap();
     let outbox = worker.outbox(store.events());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let worker = tokio::spawn(worker.run(async {

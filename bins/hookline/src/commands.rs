@@ -128,6 +128,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let store = config.open_store().await?;
     let worker = Worker::new(
         store.queue(),
+        store.upkeep(),
         delivery_config(&config, &args.worker.delivery),
     )?;
     let app = App::new(&store, worker.outbox(store.events()), config.app.clone());
@@ -149,7 +150,11 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 async fn worker(config: Config, args: WorkerArgs) -> anyhow::Result<()> {
     crate::logging::init(args.log.log_format)?;
     let store = config.open_store().await?;
-    let worker = Worker::new(store.queue(), delivery_config(&config, &args.delivery))?;
+    let worker = Worker::new(
+        store.queue(),
+        store.upkeep(),
+        delivery_config(&config, &args.delivery),
+    )?;
     worker.run(stop_signal().wait()).await;
     Ok(())
 }

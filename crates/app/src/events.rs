@@ -1,12 +1,11 @@
 //! Emitting events (the outbox), and the samples the public API shows.
 
 use hookline_delivery::Emission;
-use hookline_domain::{EventId, EventName, EventPayload, IdempotencyKey, Timestamp, WorkspaceId};
+use hookline_domain::{
+    EventId, EventName, EventPayload, IdempotencyKey, SAMPLES_KEPT, Timestamp, WorkspaceId,
+};
 
 use crate::{App, Result};
-
-/// Sample payloads shown at most.
-pub const SAMPLES: u32 = 3;
 
 impl App {
     /// Emits an event as the product's services do (the CLI, HTTP ingest): stored
@@ -38,13 +37,13 @@ impl App {
         ))
     }
 
-    /// The payloads of the workspace's last [`SAMPLES`] events of this name, newest
+    /// The payloads of the workspace's last [`SAMPLES_KEPT`] events of this name, newest
     /// first and byte for byte as delivered; when there are none, one example
     /// payload made now, so that a platform setting up a trigger always has one.
     pub async fn samples(&self, workspace: WorkspaceId, event: EventName) -> Result<Vec<String>> {
         let mut payloads = self
             .events
-            .recent_payloads(workspace, event, SAMPLES)
+            .recent_payloads(workspace, event, SAMPLES_KEPT)
             .await?;
         if payloads.is_empty() {
             let example = EventPayload {

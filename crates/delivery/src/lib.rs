@@ -28,6 +28,7 @@ mod client;
 mod lanes;
 mod schedule;
 mod signing;
+mod upkeep;
 mod worker;
 
 use std::sync::Arc;

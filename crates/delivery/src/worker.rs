@@ -13,7 +13,7 @@ use hookline_domain::{
     ClaimedDelivery, DeliveryAttempt, EventId, Finished, GoneAction, Outcome, TargetPolicy,
     Timestamp, WebhookId,
 };
-use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue, Recording};
+use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue, Recording, Upkeep};
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
@@ -171,6 +171,7 @@ pub(crate) const AHEAD_ROUNDS: u32 = 2;
 #[derive(Debug)]
 pub struct Worker {
     queue: Queue,
+    upkeep: Upkeep,
     client: HttpsClient,
     config: DeliveryConfig,
     wakeup: Arc<Notify>,
@@ -179,7 +180,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(queue: Queue, config: DeliveryConfig) -> Result<Worker> {
+    pub fn new(queue: Queue, upkeep: Upkeep, config: DeliveryConfig) -> Result<Worker> {
         if config.concurrency == 0 {
             return Err(Error::Config(
                 "the delivery concurrency must be at least 1".into(),
@@ -207,6 +208,7 @@ impl Worker {
             .map_err(|_| Error::Config("the system's random number generator failed".into()))?;
         Ok(Worker {
             queue,
+            upkeep,
             client,
             config,
             wakeup: Arc::new(Notify::new()),
@@ -267,8 +269,9 @@ impl Worker {
             }
         };
         let (stop_upkeep, upkeep_stopped) = watch::channel(false);
-        let upkeep = tokio::spawn(upkeep(
+        let upkeep = tokio::spawn(crate::upkeep::run(
             self.queue.clone(),
+            self.upkeep.clone(),
             self.config.retention,
             self.config.disable_after,
             upkeep_stopped,
@@ -555,90 +558,6 @@ struct Done {
     event_id: EventId,
     reach: Reach,
     took: Duration,
-}
-
-/// How often the upkeep looks at the queue table's statistics.
-const STATISTICS_CHECK: Duration = Duration::from_secs(10);
-/// How often the upkeep removes what is past retention.
-const RETENTION_CHECK: Duration = Duration::from_secs(3600);
-
-/// The worker's housekeeping, beside the delivery loop and never in its way: the
-/// queue table's planner statistics (see `Queue::analyze_if_never_analyzed`),
-/// auto-disable, and retention. Each step runs to its end; `stopped` is looked at
-/// in between.
-async fn upkeep(
-    queue: Queue,
-    retention: Duration,
-    disable_after: Option<Duration>,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-    let mut next_retention = Instant::now();
-    // A short auto-disable period (tests, impatient operators) is looked at as often.
-    let every = disable_after.map_or(STATISTICS_CHECK, |after| {
-        after.clamp(Duration::from_millis(100), STATISTICS_CHECK)
-    });
-    loop {
-        if let Some(after) = disable_after {
-            disable_failing(&queue, after).await;
-        }
-        match queue.analyze_if_never_analyzed().await {
-            Ok(true) => tracing::info!("gathered the planner's first statistics on the outbox"),
-            Ok(false) => {}
-            Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),
-        }
-        if Instant::now() >= next_retention {
-            let cutoff = Timestamp::now().plus_millis(-retention);
-            match queue.delete_expired(cutoff).await {
-                Ok((events, attempts)) if events + attempts > 0 => {
-                    tracing::info!(
-                        events,
-                        attempts,
-                        "removed events and attempt logs past retention"
-                    );
-                }
-                Ok(_) => {}
-                Err(error) => tracing::error!(%error, "retention cleanup failed"),
-            }
-            match queue.delete_ended_idempotency_keys(Timestamp::now()).await {
-                Ok(0) => {}
-                Ok(keys) => tracing::info!(keys, "removed idempotency keys older than a day"),
-                Err(error) => tracing::error!(%error, "idempotency key cleanup failed"),
-            }
-            match queue.delete_expired_portal_links(Timestamp::now()).await {
-                Ok(0) => {}
-                Ok(links) => tracing::info!(links, "removed expired Settings portal links"),
-                Err(error) => tracing::error!(%error, "portal link cleanup failed"),
-            }
-            next_retention = Instant::now() + RETENTION_CHECK;
-        }
-        tokio::select! {
-            _ = stopped.changed() => return,
-            () = tokio::time::sleep(every) => {}
-        }
-    }
-}
-
-/// Disables the webhooks that have failed for `after` with no success between.
-async fn disable_failing(queue: &Queue, after: Duration) {
-    let after = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
-    match queue
-        .disable_failing(Timestamp::now().plus_millis(-after))
-        .await
-    {
-        Ok(disabled) => {
-            for webhook_id in disabled {
-                metrics::counter!("hookline_webhooks_disabled_total", "reason" => "failing")
-                    .increment(1);
-                tracing::warn!(
-                    %webhook_id,
-                    failing_for_seconds = after / 1000,
-                    "disabled a webhook whose every attempt has failed; its pending deliveries are cancelled"
-                );
-            }
-        }
-        Err(error) => tracing::error!(%error, "cannot disable failing webhooks"),
-    }
 }
 
 /// A claim in flight, as `Worker::claim` answers it.

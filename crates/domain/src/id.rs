@@ -45,6 +45,15 @@ impl<K: IdKind> Id<K> {
         }
     }
 
+    /// The lowest id made at or after `at`: ids made before `at` are exactly those
+    /// that sort below it (as text too: a ULID's time comes first).
+    pub fn first_at(at: crate::Timestamp) -> Self {
+        Self::from_ulid(Ulid::from_parts(
+            u64::try_from(at.unix_millis()).unwrap_or(0),
+            0,
+        ))
+    }
+
     pub fn ulid(&self) -> Ulid {
         self.ulid
     }

@@ -15,6 +15,7 @@ mod delivery;
 mod error;
 mod event;
 mod examples;
+mod history;
 mod id;
 mod net;
 mod plan;
@@ -35,6 +36,7 @@ pub use delivery::{
 };
 pub use error::{Error, Result};
 pub use event::{EventName, EventPayload, IdempotencyKey, subscribed_events};
+pub use history::{HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT};
 pub use id::{
     AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, RequestId, WebhookId, WorkspaceId,
 };

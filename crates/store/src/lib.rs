@@ -29,6 +29,7 @@ mod db;
 mod error;
 mod migrate;
 mod models;
+mod partitions;
 mod pool;
 mod prepared;
 mod schema;
@@ -44,6 +45,7 @@ pub use models::event::{Events, IDEMPOTENCY_WINDOW_MS, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, UsedKey};
 pub use models::portal_link::PortalLinks;
 pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
+pub use models::upkeep::{Forgotten, Upkeep};
 pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
 
@@ -74,6 +76,13 @@ impl Store {
     /// The delivery worker's handle.
     pub fn queue(&self) -> Queue {
         Queue {
+            db: self.db.clone(),
+        }
+    }
+
+    /// The worker's housekeeping handle: retention, partitions, space.
+    pub fn upkeep(&self) -> Upkeep {
+        Upkeep {
             db: self.db.clone(),
         }
     }

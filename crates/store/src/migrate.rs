@@ -1,11 +1,12 @@
 //! The embedded migrations, applied once however many processes start together.
 
 use diesel::migration::MigrationVersion;
-use diesel::{Connection, RunQueryDsl, SqliteConnection};
+use diesel::{Connection, OptionalExtension as _, RunQueryDsl, SqliteConnection};
 use diesel_async::AsyncPgConnection;
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
+use crate::error::Stored as _;
 use crate::pool::SQLITE_PRAGMAS;
 use crate::{Backend, Error, Result, Store};
 
@@ -33,6 +34,7 @@ impl Store {
                     let mut conn = SqliteConnection::establish(&url)
                         .map_err(|e| Error::Connect(e.to_string()))?;
                     diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)?;
+                    give_space_back(&mut conn)?;
                     conn.immediate_transaction(apply)
                 })
                 .await
@@ -44,7 +46,10 @@ impl Store {
                             .map_err(|e| Error::Connect(e.to_string()))?;
                     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
                         .execute(&mut conn)?;
-                    let applied = apply(&mut conn);
+                    let applied = apply(&mut conn).and_then(|applied| {
+                        partition_history(&mut conn)?;
+                        Ok(applied)
+                    });
                     diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
                         .execute(&mut conn)?;
                     applied
@@ -71,4 +76,62 @@ fn apply<DB: diesel::backend::Backend>(
         .run_pending_migrations(MIGRATIONS)
         .map_err(|e| Error::Migration(e.to_string()))?;
     Ok(applied.iter().map(ToString::to_string).collect())
+}
+
+/// SQLite: makes the file give the pages retention frees back to the file
+/// system (`auto_vacuum = INCREMENTAL`, run by the upkeep in short turns). A new
+/// file takes the setting at once; a file made before it is rewritten once
+/// (`VACUUM`), here, before anything else uses it.
+fn give_space_back(conn: &mut SqliteConnection) -> Result<()> {
+    #[derive(diesel::QueryableByName)]
+    struct AutoVacuum {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        auto_vacuum: i64,
+    }
+    /// `PRAGMA auto_vacuum`'s value for INCREMENTAL.
+    const INCREMENTAL: i64 = 2;
+    let mode: AutoVacuum = diesel::sql_query("PRAGMA auto_vacuum").get_result(conn)?;
+    if mode.auto_vacuum != INCREMENTAL {
+        diesel::sql_query("PRAGMA auto_vacuum = INCREMENTAL").execute(conn)?;
+        diesel::sql_query("VACUUM").execute(conn)?;
+    }
+    Ok(())
+}
+
+/// PostgreSQL: partitions the history tables by day (see `partitions.rs`) when
+/// they are not yet, rows included, in one transaction: from the day of the oldest
+/// event to a few days ahead.
+fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Result<()> {
+    use crate::partitions::{Answer, Name, convert_to_partitioned};
+    use hookline_domain::{EventId, HistoryDay, PARTITION_DAYS_AHEAD, Timestamp};
+
+    let partitioned: Answer = diesel::sql_query(
+        "SELECT relkind = 'p' AS answer FROM pg_class WHERE oid = 'events'::regclass",
+    )
+    .get_result(conn)?;
+    if partitioned.answer {
+        return Ok(());
+    }
+    let oldest: Option<Name> =
+        diesel::sql_query("SELECT id AS name FROM events ORDER BY id LIMIT 1")
+            .get_result(conn)
+            .optional()?;
+    let today = HistoryDay::of(Timestamp::now());
+    let mut day = match oldest {
+        Some(row) => {
+            HistoryDay::of_event(row.name.parse::<EventId>().stored("event id")?).min(today)
+        }
+        None => today,
+    };
+    let mut days = Vec::new();
+    while day <= today.plus_days(PARTITION_DAYS_AHEAD) {
+        days.push(day);
+        day = day.next();
+    }
+    conn.transaction(|conn| {
+        for statement in convert_to_partitioned(&days) {
+            diesel::sql_query(statement).execute(conn)?;
+        }
+        Ok(())
+    })
 }

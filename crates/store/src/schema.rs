@@ -127,6 +127,16 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    event_samples (workspace_id, event, event_id) {
+        workspace_id -> Text,
+        event -> Text,
+        event_id -> Text,
+        payload -> Text,
+        occurred_at -> BigInt,
+    }
+}
+
 diesel::joinable!(accounts -> workspaces (workspace_id));
 diesel::joinable!(api_keys -> workspaces (workspace_id));
 diesel::joinable!(webhooks -> workspaces (workspace_id));
@@ -147,4 +157,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     admin_tokens,
     idempotency_keys,
     portal_links,
+    event_samples,
 );

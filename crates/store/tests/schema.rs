@@ -21,6 +21,7 @@ async fn both_backends_end_with_the_same_tables_and_columns() {
             "api_keys",
             "deliveries",
             "delivery_attempts",
+            "event_samples",
             "events",
             "idempotency_keys",
             "portal_links",

@@ -56,6 +56,46 @@ async fn emit(store: &Store, ws: WorkspaceId, event: EventName) -> (EventPayload
     (payload, reached)
 }
 
+/// Records `event` as made at `at` (its id and time), as history written long
+/// ago would be.
+async fn emit_at(store: &Store, ws: WorkspaceId, event: EventName, at: Timestamp) -> EventPayload {
+    let mut payload = EventPayload::new(event, ws, json!({"n": 1})).unwrap();
+    let ulid = ulid::Ulid::from_parts(u64::try_from(at.unix_millis()).unwrap(), rand_bits());
+    payload.id = hookline_domain::EventId::from_ulid(ulid);
+    payload.occurred_at = at;
+    record(store, &payload).await.unwrap();
+    payload
+}
+
+/// A ULID's random part, from a fresh ULID.
+fn rand_bits() -> u128 {
+    hookline_domain::EventId::generate().ulid().random()
+}
+
+/// Records a delivered attempt of `claimed`.
+async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, at: Timestamp) {
+    let attempt = DeliveryAttempt {
+        event_id: claimed.event_id,
+        webhook_id: webhook,
+        event: claimed.event,
+        attempt: 1,
+        at,
+        status: Some(200),
+        error: None,
+        duration_ms: 1,
+        response_body: None,
+    };
+    let finished = [Finished {
+        claimed: claimed.clone(),
+        attempt,
+        outcome: Outcome::Delivered,
+    }];
+    assert_eq!(
+        store.queue().finish(&finished).await.unwrap(),
+        [hookline_store::Recording::Recorded]
+    );
+}
+
 /// Claims up to 10 due deliveries, with no per-webhook limit and nothing skipped.
 async fn claim(
     store: &Store,
@@ -642,7 +682,7 @@ backend_tests! {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
         db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
-        assert!(!store.queue().analyze_if_never_analyzed().await.unwrap(), "an empty queue needs none");
+        assert!(!store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0, "an empty queue needs none");
         let mut emits = tokio::task::JoinSet::new();
         for _ in 0..1_000 {
             let store = store.clone();
@@ -653,62 +693,110 @@ backend_tests! {
         // the writers' connections report them, within seconds.
         let wanted = db.backend() == Backend::Postgres;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let mut analyzed = store.queue().analyze_if_never_analyzed().await.unwrap();
+        let mut analyzed = store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0;
         while wanted && !analyzed && std::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            analyzed = store.queue().analyze_if_never_analyzed().await.unwrap();
+            analyzed = store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0;
         }
         assert_eq!(analyzed, wanted);
-        assert!(!store.queue().analyze_if_never_analyzed().await.unwrap(), "once is enough");
+        assert!(!store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0, "once is enough");
     }
 
-    async fn retention_keeps_the_last_three_per_event_and_anything_pending(db) {
+    async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db) {
         let store = db.store();
+        let upkeep = store.upkeep();
+        let postgres = db.backend() == Backend::Postgres;
         let ws = db.workspace(Plan::Studio).await;
         let (hook, _) = db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
-        let mut old_dms = Vec::new();
-        for _ in 0..5 {
-            old_dms.push(emit(store, ws, EventName::DmSent).await.0);
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
-        let (old_bio, _) = emit(store, ws, EventName::BioSubscribed).await;
-        // Deliver every DM but the oldest, which stays pending.
         let now = Timestamp::now();
+        let day = 86_400_000;
+        // PostgreSQL: partitions for the days from ten days back (and three after),
+        // none for fifteen days back, whose events fall into the default partition.
+        let made = upkeep.prepare_partitions(now.plus_millis(-11 * day)).await.unwrap();
+        assert_eq!(made, if postgres { 4 } else { 0 });
+        assert_eq!(upkeep.prepare_partitions(now.plus_millis(-11 * day)).await.unwrap(), 0, "made once");
+        // Eleven days back: one DM, still pending at the end. Ten days back: four
+        // DMs (delivered) and a bio event. Fifteen days back: four contacts.
+        let pending = emit_at(store, ws, EventName::DmSent, now.plus_millis(-11 * day)).await;
+        let mut dms = Vec::new();
+        for n in 0..4 {
+            dms.push(emit_at(store, ws, EventName::DmSent, now.plus_millis(-10 * day + n)).await);
+        }
+        let bio = emit_at(store, ws, EventName::BioSubscribed, now.plus_millis(-10 * day)).await;
+        let mut contacts = Vec::new();
+        for n in 0..4 {
+            contacts.push(emit_at(store, ws, EventName::ContactCreated, now.plus_millis(-15 * day + n)).await);
+        }
+        let recent = emit(store, ws, EventName::DmFailed).await.0;
         let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
         assert_eq!(claimed.len(), 5);
-        for claimed in claimed.iter().filter(|c| c.event_id != old_dms[0].id) {
-            let attempt = DeliveryAttempt {
-                event_id: claimed.event_id,
-                webhook_id: hook.id,
-                event: EventName::DmSent,
-                attempt: 1,
-                at: now,
-                status: Some(200),
-                error: None,
-                duration_ms: 1,
-                response_body: None,
-            };
-            let finished = [Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }];
-            assert_eq!(store.queue().finish(&finished).await.unwrap(), [hookline_store::Recording::Recorded]);
+        for claimed in claimed.iter().filter(|c| c.event_id != pending.id) {
+            deliver(store, claimed, hook.id, now).await;
         }
-        let unfinished: Vec<ClaimedDelivery> =
-            claimed.into_iter().filter(|c| c.event_id == old_dms[0].id).collect();
+        let unfinished: Vec<ClaimedDelivery> = claimed.into_iter().filter(|c| c.event_id == pending.id).collect();
         assert_eq!(store.queue().release(&unfinished).await.unwrap(), 1);
-        let cutoff = Timestamp::now().plus_millis(1);
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        let (recent, _) = emit(store, ws, EventName::DmFailed).await;
 
-        let (events, attempts) = store.queue().delete_expired(cutoff).await.unwrap();
-        // Gone: the 4th newest DM. Kept: the last three DMs, the oldest (still
-        // pending), the only bio event, and the one newer than the cutoff.
-        assert_eq!(attempts, 4);
-        assert_eq!(events, 1);
-        assert!(store.events().payload(old_dms[0].id).await.unwrap().is_some(), "pending kept");
-        assert!(store.events().payload(old_dms[1].id).await.unwrap().is_none(), "expired");
-        for kept in [&old_dms[2], &old_dms[3], &old_dms[4], &old_bio, &recent] {
-            assert!(store.events().payload(kept.id).await.unwrap().is_some());
+        let forgotten = upkeep.forget_history(now.plus_millis(-day)).await.unwrap();
+        // The samples: the last three DMs, the bio event, the last three contacts.
+        assert_eq!(forgotten.samples, 7);
+        if postgres {
+            // Ten days back dropped whole, and the two empty days after it; eleven
+            // kept for its pending delivery; the default partition's contacts
+            // deleted row by row.
+            assert_eq!((forgotten.days, forgotten.days_held, forgotten.events), (3, 1, 4));
+        } else {
+            assert_eq!((forgotten.days, forgotten.days_held, forgotten.events), (0, 0, 9));
         }
-        assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty());
+        assert!(forgotten.turns >= 1);
+        assert!(store.events().payload(pending.id).await.unwrap().is_some(), "pending kept");
+        for gone in dms.iter().chain([&bio]).chain(&contacts) {
+            assert!(store.events().payload(gone.id).await.unwrap().is_none(), "forgotten");
+        }
+        assert!(store.events().payload(recent.id).await.unwrap().is_some(), "within retention");
+        assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty(), "attempts go with their events");
+        // The samples are the same as before the round.
+        let payloads = |events: &[&EventPayload]| events.iter().map(|e| e.to_json()).collect::<Vec<_>>();
+        let events = store.events();
+        let samples = |name| events.recent_payloads(ws, name, 3);
+        assert_eq!(samples(EventName::DmSent).await.unwrap(), payloads(&[&dms[3], &dms[2], &dms[1]]));
+        assert_eq!(samples(EventName::BioSubscribed).await.unwrap(), payloads(&[&bio]));
+        assert_eq!(samples(EventName::ContactCreated).await.unwrap(), payloads(&[&contacts[3], &contacts[2], &contacts[1]]));
+
+        // Nothing more to forget; once the pending delivery ends, its day goes too.
+        let again = upkeep.forget_history(now.plus_millis(-day)).await.unwrap();
+        assert_eq!((again.days, again.events), (0, 0));
+        let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
+        assert_eq!(claimed.len(), 1);
+        deliver(store, &claimed[0], hook.id, now).await;
+        let last = upkeep.forget_history(now.plus_millis(-day)).await.unwrap();
+        assert_eq!((last.days, last.days_held, last.events), if postgres { (1, 0, 0) } else { (0, 0, 1) });
+        assert!(store.events().payload(pending.id).await.unwrap().is_none());
+        assert_eq!(samples(EventName::DmSent).await.unwrap(), payloads(&[&dms[3], &dms[2], &dms[1]]));
+    }
+
+    async fn sqlite_forgets_in_turns_of_a_bounded_number_of_events(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let old = Timestamp::now().plus_millis(-10 * 86_400_000);
+        let events = 450;
+        for n in 0..events {
+            emit_at(store, ws, EventName::LinkClicked, old.plus_millis(n)).await;
+        }
+        let forgotten = store.upkeep().forget_history(Timestamp::now().plus_millis(-86_400_000)).await.unwrap();
+        let samples = 3;
+        if db.backend() == Backend::Sqlite {
+            assert_eq!(forgotten.events, events as u64);
+            // 200 events a turn at most.
+            assert_eq!(forgotten.turns, 3);
+            assert!(store.upkeep().reclaim_space().await.unwrap() > 0, "the freed pages go back");
+        } else {
+            // No partition for those days: the default partition, row by row.
+            assert_eq!(forgotten.events, events as u64);
+            assert_eq!(forgotten.turns, 3);
+            assert_eq!(store.upkeep().reclaim_space().await.unwrap(), 0);
+        }
+        assert_eq!(forgotten.samples, samples);
+        assert_eq!(store.events().recent_payloads(ws, EventName::LinkClicked, 10).await.unwrap().len(), 3);
     }
 
     async fn an_idempotency_key_stores_one_event_across_stores_and_batches(db) {
@@ -745,7 +833,7 @@ backend_tests! {
         assert_eq!(samples, [first]);
         // A day later the key is free again, and the upkeep removes it.
         let later = Timestamp::now().plus_millis(hookline_store::IDEMPOTENCY_WINDOW_MS + 1);
-        assert_eq!(db.store().queue().delete_ended_idempotency_keys(later).await.unwrap(), 1);
+        assert_eq!(db.store().upkeep().delete_ended_idempotency_keys(later).await.unwrap(), 1);
     }
 
     async fn portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired(db) {
@@ -763,7 +851,7 @@ backend_tests! {
         assert_eq!(links.find(&key_hash(3)).await.unwrap(), None);
         let unknown = links.create(WorkspaceId::generate(), &key_hash(4), now).await;
         assert!(unknown.is_err(), "a link needs its workspace");
-        assert_eq!(db.store().queue().delete_expired_portal_links(now).await.unwrap(), 1);
+        assert_eq!(db.store().upkeep().delete_expired_portal_links(now).await.unwrap(), 1);
         assert_eq!(links.find(&key_hash(1)).await.unwrap(), None);
         assert!(links.find(&key_hash(2)).await.unwrap().is_some());
     }

@@ -108,7 +108,7 @@ impl Admin {
         let (outbox, worker) = match delivery {
             None => (Outbox::new(store.events()), None),
             Some(delivery) => {
-                let worker = Worker::new(store.queue(), delivery).unwrap();
+                let worker = Worker::new(store.queue(), store.upkeep(), delivery).unwrap();
                 let outbox = worker.outbox(store.events());
                 let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
                 let running = tokio::spawn(worker.run(async {

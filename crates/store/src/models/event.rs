@@ -330,18 +330,36 @@ impl Events {
         event: EventName,
         limit: u32,
     ) -> Result<Vec<String>> {
+        use crate::schema::event_samples;
         let workspace = workspace_id.to_string();
-        let payloads: Vec<String> = with_conn!(self.db, |conn| {
-            events::table
-                .filter(events::workspace_id.eq(&workspace))
-                .filter(events::event.eq(event.as_str()))
-                .order((events::occurred_at.desc(), events::id.desc()))
-                .limit(i64::from(limit))
-                .select(events::payload)
-                .load(conn)
-                .await?
-        });
-        Ok(payloads)
+        let limit = i64::from(limit);
+        // The newest events, and the samples retention kept aside; an event may be
+        // in both until its turn to be forgotten comes.
+        let (mut newest, aside): (Vec<(String, String)>, Vec<(String, String)>) =
+            with_conn!(self.db, |conn| {
+                let newest = events::table
+                    .filter(events::workspace_id.eq(&workspace))
+                    .filter(events::event.eq(event.as_str()))
+                    .order(events::id.desc())
+                    .limit(limit)
+                    .select((events::id, events::payload))
+                    .load(conn)
+                    .await?;
+                let aside = event_samples::table
+                    .filter(event_samples::workspace_id.eq(&workspace))
+                    .filter(event_samples::event.eq(event.as_str()))
+                    .order(event_samples::event_id.desc())
+                    .limit(limit)
+                    .select((event_samples::event_id, event_samples::payload))
+                    .load(conn)
+                    .await?;
+                (newest, aside)
+            });
+        newest.extend(aside);
+        newest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        newest.dedup_by(|a, b| a.0 == b.0);
+        newest.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(newest.into_iter().map(|(_, payload)| payload).collect())
     }
 
     /// The deliveries an event fanned out to, by webhook id.

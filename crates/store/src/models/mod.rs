@@ -12,6 +12,7 @@ pub(crate) mod key_check;
 pub(crate) mod portal_link;
 pub(crate) mod queue;
 pub(crate) mod rate_limit;
+pub(crate) mod upkeep;
 pub(crate) mod webhook;
 pub(crate) mod workspace;
 

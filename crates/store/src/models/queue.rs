@@ -17,9 +17,9 @@ use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::webhook::{WebhookRow, disable_webhook};
-use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx};
+use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{Bind, Prepared, bind, prepared};
-use crate::schema::{deliveries, delivery_attempts, webhooks};
+use crate::schema::{deliveries, webhooks};
 use crate::text_in::{
     column, json_array, json_string_array, push_json_row, push_json_string, text_in,
 };
@@ -103,13 +103,8 @@ impl Queue {
             now: request.now.unix_millis(),
             limit: i64::from(request.limit),
             skip: &skip,
-            fast: &fast,
-            // Rows looked at for the per-webhook limit: as many as the claim may
-            // take, the rows a claim without the limit would lock. A backlog ahead in
-            // time leaves this claim short; the next skips its webhook (its lane is
-            // full by then), so others wait at most one claim for it.
-            scan: i64::from(request.limit),
             per_webhook: i64::from(request.per_webhook.max(1)),
+            fast: &fast,
         };
         let claimed = write_conn!(self.db, |conn| conn.claim_due(&claim).await?);
         if claimed.is_empty() {
@@ -393,99 +388,6 @@ impl Queue {
         Ok(released)
     }
 
-    /// Forgets attempt logs older than `cutoff`, and events older than `cutoff` that
-    /// have no pending delivery, except the last three of each event name in each
-    /// workspace (the API's samples). Answers how many events and attempts went.
-    pub async fn delete_expired(&self, cutoff: Timestamp) -> Result<(usize, usize)> {
-        let cutoff = cutoff.unix_millis();
-        // Window functions and row values are common to both dialects; the one
-        // value is an integer of ours, written into the statement.
-        let events_sql = format!(
-            "DELETE FROM events WHERE occurred_at < {cutoff} \
-             AND NOT EXISTS (SELECT 1 FROM deliveries d \
-                 WHERE d.event_id = events.id AND d.state = 'pending') \
-             AND id NOT IN (SELECT id FROM ( \
-                 SELECT id, ROW_NUMBER() OVER ( \
-                     PARTITION BY workspace_id, event ORDER BY occurred_at DESC, id DESC) AS n \
-                 FROM events) AS ranked WHERE n <= 3)"
-        );
-        write_conn!(self.db, |conn| {
-            let attempts = diesel::delete(delivery_attempts::table)
-                .filter(delivery_attempts::attempted_at.lt(cutoff))
-                .execute(conn)
-                .await?;
-            let events = diesel::sql_query(&events_sql).execute(conn).await?;
-            Ok((events, attempts))
-        })
-    }
-
-    /// Forgets idempotency keys whose window ended before `now`; answers how many.
-    pub async fn delete_ended_idempotency_keys(&self, now: Timestamp) -> Result<usize> {
-        use crate::models::event::IDEMPOTENCY_WINDOW_MS;
-        use crate::schema::idempotency_keys;
-        let ended = now.unix_millis() - IDEMPOTENCY_WINDOW_MS;
-        Ok(write_conn!(self.db, |conn| {
-            diesel::delete(idempotency_keys::table)
-                .filter(idempotency_keys::created_at.le(ended))
-                .execute(conn)
-                .await?
-        }))
-    }
-
-    /// Forgets the Settings portal links that expired before `now`; answers how
-    /// many.
-    pub async fn delete_expired_portal_links(&self, now: Timestamp) -> Result<usize> {
-        use crate::schema::portal_links;
-        Ok(write_conn!(self.db, |conn| {
-            diesel::delete(portal_links::table)
-                .filter(portal_links::expires_at.lt(now.unix_millis()))
-                .execute(conn)
-                .await?
-        }))
-    }
-
-    /// Gives PostgreSQL's planner statistics on the outbox when it has none yet and
-    /// holds enough rows for that to matter; answers whether it gathered them.
-    ///
-    /// Why: a queue table that was never analyzed looks tiny to the planner, so it
-    /// claims by reading and sorting every due row instead of walking the due-index
-    /// in order (see docs/PERFORMANCE.md). Autovacuum gathers statistics too, but
-    /// only at its next round, a minute apart by default, and a fresh database can
-    /// fill its queue sooner. Once there are statistics, even stale ones, the planner
-    /// walks the index. SQLite's planner needs none here.
-    pub async fn analyze_if_never_analyzed(&self) -> Result<bool> {
-        use diesel::sql_types::BigInt;
-
-        /// Fewer rows than this are cheap to claim whatever the plan.
-        const ROWS_WORTH_IT: i64 = 1_000;
-
-        #[derive(diesel::QueryableByName)]
-        struct Unanalyzed {
-            #[diesel(sql_type = BigInt)]
-            live_rows: i64,
-        }
-
-        let Pools::Postgres(pool) = &self.db.pools else {
-            return Ok(false);
-        };
-        let mut conn = pool.get().await?;
-        let unanalyzed: Option<Unanalyzed> = diesel::sql_query(
-            "SELECT n_live_tup AS live_rows FROM pg_stat_user_tables \
-             WHERE relid = 'deliveries'::regclass \
-               AND last_analyze IS NULL AND last_autoanalyze IS NULL",
-        )
-        .get_result(&mut *conn)
-        .await
-        .optional()?;
-        if unanalyzed.is_none_or(|table| table.live_rows < ROWS_WORTH_IT) {
-            return Ok(false);
-        }
-        diesel::sql_query("ANALYZE deliveries")
-            .execute(&mut *conn)
-            .await?;
-        Ok(true)
-    }
-
     /// A connection that wakes when deliveries are written by any process
     /// (PostgreSQL LISTEN/NOTIFY); `None` on SQLite, where workers poll.
     pub async fn listen(&self) -> Result<Option<DeliveryListener>> {
@@ -564,10 +466,8 @@ pub(crate) struct Claim<'a> {
     pub(crate) now: i64,
     pub(crate) limit: i64,
     pub(crate) skip: &'a [String],
-    pub(crate) fast: &'a [String],
-    /// Due rows looked at, oldest first.
-    pub(crate) scan: i64,
     pub(crate) per_webhook: i64,
+    pub(crate) fast: &'a [String],
 }
 
 /// The arguments of [`QueueSql::renew_leases`].
@@ -663,15 +563,14 @@ fn recorded_attempts<'a>(
     (recorded, attempts)
 }
 
-/// A [`Claim`]'s parameters, in the order the statements number them; `Ids` is
-/// how the dialect takes a list of ids.
+/// A [`Claim`]'s parameters, in the order the statements number them;
+/// `Ids` is how the dialect takes a list of ids.
 type ClaimBinds<'a, Ids> = (
     Bind<BigInt, i64>,
     Bind<Text, &'a str>,
     Bind<BigInt, i64>,
     Bind<BigInt, i64>,
     Ids,
-    Bind<BigInt, i64>,
     Bind<BigInt, i64>,
     Ids,
 );
@@ -689,48 +588,64 @@ fn claim_statement<'a, Ids>(
         bind(claim.now),
         bind(claim.limit),
         ids(claim.skip),
-        bind(claim.scan),
         bind(claim.per_webhook),
         ids(claim.fast),
     ))
 }
 
-/// The due rows a claim picks from, oldest first, at most `$6` of them, and of
-/// those at most `$7` per webhook but for the fast ones (`$8`): the part of the
-/// claim both dialects share. `{skipped}` and `{fast}` are the dialect's tests for
-/// a webhook in the lists `$5` and `$8`; `{lock}` what the scan locks.
-macro_rules! picked_due {
-    ($skipped:literal, $fast:literal, $lock:literal) => {
+/// The webhooks that have pending deliveries, as `hooks(id)` (the last row is
+/// NULL): a loose index scan of the due-index, one probe per webhook with work and
+/// none per delivery, so a webhook's backlog costs a claim one probe.
+macro_rules! webhooks_with_work {
+    () => {
+        "WITH RECURSIVE hooks(id) AS ( \
+             SELECT MIN(webhook_id) FROM deliveries WHERE state = 'pending' \
+             UNION ALL \
+             SELECT (SELECT MIN(webhook_id) FROM deliveries \
+                     WHERE state = 'pending' AND webhook_id > hooks.id) \
+             FROM hooks WHERE hooks.id IS NOT NULL) "
+    };
+}
+
+/// Of one webhook's deliveries (`{webhook}`), the due ones that no live lease
+/// holds, oldest due first: a range of the due-index.
+macro_rules! due_of_webhook {
+    ($columns:literal, $webhook:literal) => {
         concat!(
-            "SELECT event_id, webhook_id FROM ( \
-                 SELECT event_id, webhook_id, next_attempt_at, \
-                     ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at) AS nth \
-                 FROM (SELECT event_id, webhook_id, next_attempt_at FROM deliveries \
-                     WHERE state = 'pending' AND next_attempt_at <= $3 \
-                       AND (lease_until IS NULL OR lease_until <= $3) \
-                       AND NOT ",
-            $skipped,
-            " ORDER BY next_attempt_at LIMIT $6 ",
-            $lock,
-            ") AS due) AS ranked \
-             WHERE (nth <= $7 OR ",
-            $fast,
-            ") ORDER BY next_attempt_at LIMIT $4"
+            "SELECT ",
+            $columns,
+            " FROM deliveries WHERE webhook_id = ",
+            $webhook,
+            " AND state = 'pending' AND next_attempt_at <= $3 \
+               AND (lease_until IS NULL OR lease_until <= $3) \
+             ORDER BY next_attempt_at, event_id"
         )
     };
 }
 
 impl QueueSql for SqliteConn {
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
+        // SQLite's LIMIT cannot name an outer column, so the fast webhooks (`$7`,
+        // up to the claim's size) and the others (`$6` each) are two branches.
         const SQL: &str = concat!(
-            "UPDATE deliveries SET lease_until = $1, lease_token = $2 \
-             WHERE (event_id, webhook_id) IN (",
-            picked_due!(
-                "(webhook_id IN (SELECT value FROM json_each($5)))",
-                "webhook_id IN (SELECT value FROM json_each($8))",
-                ""
-            ),
-            ") RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
+            "UPDATE deliveries SET lease_until = $1, lease_token = $2 WHERE rowid IN (",
+            webhooks_with_work!(),
+            "SELECT rowid FROM ( \
+                 SELECT d.rowid, d.next_attempt_at, d.event_id FROM hooks JOIN deliveries AS d \
+                 ON d.rowid IN (",
+            due_of_webhook!("rowid", "hooks.id"),
+            " LIMIT $6) \
+                 WHERE hooks.id NOT IN (SELECT value FROM json_each($5)) \
+                   AND hooks.id NOT IN (SELECT value FROM json_each($7)) \
+                 UNION ALL \
+                 SELECT d.rowid, d.next_attempt_at, d.event_id FROM hooks JOIN deliveries AS d \
+                 ON d.rowid IN (",
+            due_of_webhook!("rowid", "hooks.id"),
+            " LIMIT $4) \
+                 WHERE hooks.id IN (SELECT value FROM json_each($7)) \
+                   AND hooks.id NOT IN (SELECT value FROM json_each($5))) \
+             ORDER BY next_attempt_at, event_id LIMIT $4) \
+             RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
@@ -819,12 +734,13 @@ impl QueueSql for PgConn {
         use diesel::pg::sql_types::Array;
         const SQL: &str = concat!(
             "UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM (",
-            picked_due!(
-                "(webhook_id = ANY($5::text[]))",
-                "webhook_id = ANY($8::text[])",
-                "FOR UPDATE SKIP LOCKED"
-            ),
-            ") AS picked, events AS e \
+            webhooks_with_work!(),
+            "SELECT due.event_id, due.webhook_id FROM hooks CROSS JOIN LATERAL (",
+            due_of_webhook!("event_id, webhook_id, next_attempt_at", "hooks.id"),
+            " LIMIT CASE WHEN hooks.id = ANY($7::text[]) THEN $4 ELSE $6 END \
+                 FOR UPDATE SKIP LOCKED) AS due \
+             WHERE NOT (hooks.id = ANY($5::text[])) \
+             ORDER BY due.next_attempt_at, due.event_id LIMIT $4) AS picked, events AS e \
              WHERE d.event_id = picked.event_id AND d.webhook_id = picked.webhook_id \
                AND e.id = d.event_id \
              RETURNING d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \

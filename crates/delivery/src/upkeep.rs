@@ -1,0 +1,117 @@
+//! The worker's housekeeping, beside the delivery loop and never in its way:
+//! auto-disable, the outbox's planner statistics, PostgreSQL's partitions ahead,
+//! and retention (history, idempotency keys, portal links, SQLite's free pages).
+
+use std::time::Duration;
+
+use hookline_domain::Timestamp;
+use hookline_store::{Queue, Upkeep};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How often the upkeep looks at auto-disable and the planner's statistics.
+const STATISTICS_CHECK: Duration = Duration::from_secs(10);
+/// How often the upkeep forgets what is past retention and makes partitions.
+const RETENTION_CHECK: Duration = Duration::from_secs(3600);
+
+/// Runs until `stopped` says so. Each step runs to its end; `stopped` is looked
+/// at in between.
+pub(crate) async fn run(
+    queue: Queue,
+    upkeep: Upkeep,
+    retention: Duration,
+    disable_after: Option<Duration>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    let mut next_retention = Instant::now();
+    // A short auto-disable period (tests, impatient operators) is looked at as often.
+    let every = disable_after.map_or(STATISTICS_CHECK, |after| {
+        after.clamp(Duration::from_millis(100), STATISTICS_CHECK)
+    });
+    loop {
+        if let Some(after) = disable_after {
+            disable_failing(&queue, after).await;
+        }
+        match upkeep.analyze_if_never_analyzed().await {
+            Ok(0) => {}
+            Ok(partitions) => {
+                tracing::info!(
+                    partitions,
+                    "gathered the planner's first statistics on the outbox"
+                );
+            }
+            Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),
+        }
+        if Instant::now() >= next_retention {
+            round(&upkeep, Timestamp::now(), retention).await;
+            next_retention = Instant::now() + RETENTION_CHECK;
+        }
+        tokio::select! {
+            _ = stopped.changed() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+/// One retention round at `now`, each step logged (and its failure, without
+/// stopping the others).
+async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
+    match upkeep.prepare_partitions(now).await {
+        Ok(0) => {}
+        Ok(days) => tracing::info!(days, "made the history's partitions ahead"),
+        Err(error) => tracing::error!(%error, "cannot make the history's partitions ahead"),
+    }
+    match upkeep.forget_history(now.plus_millis(-retention_ms)).await {
+        Ok(forgotten) => {
+            if forgotten.events + forgotten.days + forgotten.days_held > 0 {
+                tracing::info!(
+                    events = forgotten.events,
+                    days = forgotten.days,
+                    days_held = forgotten.days_held,
+                    samples = forgotten.samples,
+                    turns = forgotten.turns,
+                    "forgot the history past retention"
+                );
+            }
+        }
+        Err(error) => tracing::error!(%error, "retention cleanup failed"),
+    }
+    match upkeep.reclaim_space().await {
+        Ok(0) => {}
+        Ok(pages) => tracing::info!(pages, "gave free pages back to the file system"),
+        Err(error) => tracing::error!(%error, "cannot give free pages back"),
+    }
+    match upkeep.delete_ended_idempotency_keys(now).await {
+        Ok(0) => {}
+        Ok(keys) => tracing::info!(keys, "removed idempotency keys older than a day"),
+        Err(error) => tracing::error!(%error, "idempotency key cleanup failed"),
+    }
+    match upkeep.delete_expired_portal_links(now).await {
+        Ok(0) => {}
+        Ok(links) => tracing::info!(links, "removed expired Settings portal links"),
+        Err(error) => tracing::error!(%error, "portal link cleanup failed"),
+    }
+}
+
+/// Disables the webhooks that have failed for `after` with no success between.
+async fn disable_failing(queue: &Queue, after: Duration) {
+    let after = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
+    match queue
+        .disable_failing(Timestamp::now().plus_millis(-after))
+        .await
+    {
+        Ok(disabled) => {
+            for webhook_id in disabled {
+                metrics::counter!("hookline_webhooks_disabled_total", "reason" => "failing")
+                    .increment(1);
+                tracing::warn!(
+                    %webhook_id,
+                    failing_for_seconds = after / 1000,
+                    "disabled a webhook whose every attempt has failed; its pending deliveries are cancelled"
+                );
+            }
+        }
+        Err(error) => tracing::error!(%error, "cannot disable failing webhooks"),
+    }
+}

@@ -1,0 +1,531 @@
+//! [`Upkeep`]: the worker's housekeeping handle. Forgetting history past
+//! retention (keeping the samples), making PostgreSQL's partitions ahead, giving
+//! SQLite's free pages back, removing ended idempotency keys and expired portal
+//! links, and the planner's first statistics.
+//!
+//! No statement here reads a whole history table: history is cut by event id (the
+//! primary key, which sorts by time), the samples are found by index probes per
+//! workspace and event name, and on SQLite every write turn is short.
+
+use std::time::Instant;
+
+use diesel::QueryResult;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel_async::{AsyncConnection as _, RunQueryDsl};
+use hookline_domain::{
+    EventId, EventName, HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT, Timestamp,
+};
+
+use crate::db::Db;
+use crate::partitions::{self, Answer, Name};
+use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn};
+use crate::prepared::{bind, prepared};
+use crate::schema::{event_samples, idempotency_keys, portal_links, workspaces};
+use crate::text_in::json_string_array;
+use crate::{Backend, Result};
+
+/// Events forgotten in one write turn, at most (with their deliveries and
+/// attempts): a turn stays a few milliseconds, so writers wait little behind it.
+const EVENTS_PER_TURN: i64 = 200;
+/// Idempotency keys removed in one write turn, at most.
+const KEYS_PER_TURN: i64 = 1_000;
+/// Workspaces whose samples are looked at per read (seven probes each).
+const WORKSPACES_PER_READ: i64 = 100;
+/// SQLite pages given back to the file system per write turn (4 KiB each).
+const PAGES_PER_TURN: i64 = 256;
+
+/// What one retention round did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Forgotten {
+    /// Events removed row by row, with their deliveries and attempts (SQLite; on
+    /// PostgreSQL those of the default partition).
+    pub events: u64,
+    /// Days of history dropped whole (PostgreSQL's partitions).
+    pub days: u64,
+    /// Days past retention kept because a delivery of theirs is still pending
+    /// (or, on PostgreSQL, because their tables were busy: tried next round).
+    pub days_held: u64,
+    /// Samples copied aside before their events went.
+    pub samples: u64,
+    /// Write turns taken to remove rows.
+    pub turns: u64,
+}
+
+/// The worker's housekeeping handle: nothing else of the store.
+#[derive(Debug, Clone)]
+pub struct Upkeep {
+    pub(crate) db: Db,
+}
+
+impl Upkeep {
+    /// Forgets the history of events made before `cutoff` (their deliveries and
+    /// attempt logs with them), but for the samples, copied aside first, and for
+    /// events with a delivery still pending, kept until it ends.
+    ///
+    /// SQLite deletes in turns of at most [`EVENTS_PER_TURN`] events, pausing
+    /// between turns as long as each took, so other writers get in. PostgreSQL
+    /// drops whole days (partitions) and deletes row by row only what fell into the
+    /// default partition.
+    pub async fn forget_history(&self, cutoff: Timestamp) -> Result<Forgotten> {
+        let cut = EventId::first_at(cutoff).to_string();
+        let mut forgotten = Forgotten {
+            samples: self.keep_samples(&cut).await?,
+            ..Forgotten::default()
+        };
+        if self.db.backend() == Backend::Postgres {
+            self.drop_days(cutoff, &mut forgotten).await?;
+        }
+        let mut after = String::new();
+        loop {
+            let started = Instant::now();
+            let turn = write_conn!(self.db, |conn| conn.forget_events(&after, &cut).await?);
+            let Some((last, deleted)) = turn else { break };
+            after = last;
+            forgotten.events += deleted as u64;
+            forgotten.turns += 1;
+            tokio::time::sleep(started.elapsed()).await;
+        }
+        Ok(forgotten)
+    }
+
+    /// Copies aside the samples among the events made before `cut` (an event id):
+    /// of each event name in each workspace, those of the last [`SAMPLES_KEPT`];
+    /// keeps at most that many aside per name. Answers how many it copied.
+    async fn keep_samples(&self, cut: &str) -> Result<u64> {
+        let names: Vec<&str> = EventName::ALL.iter().map(|name| name.as_str()).collect();
+        let mut after = String::new();
+        let mut copied = 0;
+        loop {
+            let page: Vec<String> = with_conn!(self.db, |conn| {
+                workspaces::table
+                    .filter(workspaces::id.gt(&after))
+                    .order(workspaces::id)
+                    .limit(WORKSPACES_PER_READ)
+                    .select(workspaces::id)
+                    .load(conn)
+                    .await?
+            });
+            let Some(last) = page.last().cloned() else {
+                return Ok(copied);
+            };
+            let samples: Vec<SampleRow> = with_conn!(self.db, |conn| conn
+                .newest_before(cut, &names, &page)
+                .await?);
+            if !samples.is_empty() {
+                copied += samples.len() as u64;
+                write_conn!(self.db, |conn| {
+                    // Few rows (at most three a name), and SQLite takes no batch
+                    // insert with ON CONFLICT here.
+                    for sample in &samples {
+                        diesel::insert_into(event_samples::table)
+                            .values(sample)
+                            .on_conflict_do_nothing()
+                            .execute(conn)
+                            .await?;
+                    }
+                    conn.prune_samples(&page).await?;
+                });
+            }
+            after = last;
+        }
+    }
+
+    /// PostgreSQL: drops the days wholly before `cutoff` whose deliveries have
+    /// none pending. Each day goes in one short transaction that waits at most
+    /// a moment for its tables' lock (a busy day is tried again next round).
+    async fn drop_days(&self, cutoff: Timestamp, forgotten: &mut Forgotten) -> Result<()> {
+        let Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(());
+        };
+        let mut conn = pool.get().await?;
+        let names: Vec<Name> = diesel::sql_query(partitions::EVENTS_PARTITIONS)
+            .load(&mut *conn)
+            .await?;
+        let mut days: Vec<HistoryDay> = names
+            .iter()
+            .filter_map(|partition| partitions::day_of_events_partition(&partition.name))
+            .filter(|day| day.next().start() <= cutoff)
+            .collect();
+        days.sort_unstable();
+        for day in days {
+            let pending: Answer = diesel::sql_query(partitions::day_has_pending(day))
+                .get_result(&mut *conn)
+                .await?;
+            if pending.answer {
+                forgotten.days_held += 1;
+                continue;
+            }
+            let dropped = conn
+                .transaction(async |conn| {
+                    diesel::sql_query("SET LOCAL lock_timeout = '100ms'")
+                        .execute(conn)
+                        .await?;
+                    for statement in partitions::drop_day(day) {
+                        diesel::sql_query(statement).execute(conn).await?;
+                    }
+                    QueryResult::Ok(())
+                })
+                .await;
+            match dropped {
+                Ok(()) => forgotten.days += 1,
+                Err(error) => {
+                    tracing::warn!(day = day.label(), %error, "could not drop a day of history; trying again next round");
+                    forgotten.days_held += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL: makes the partitions of today and of the
+    /// [`PARTITION_DAYS_AHEAD`] days after `now`'s that do not exist yet. Answers
+    /// how many days it made.
+    pub async fn prepare_partitions(&self, now: Timestamp) -> Result<usize> {
+        let Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(0);
+        };
+        let mut conn = pool.get().await?;
+        let names: Vec<Name> = diesel::sql_query(partitions::EVENTS_PARTITIONS)
+            .load(&mut *conn)
+            .await?;
+        let mut day = HistoryDay::of(now);
+        let mut made = 0;
+        for _ in 0..=PARTITION_DAYS_AHEAD {
+            let exists = names
+                .iter()
+                .any(|name| partitions::day_of_events_partition(&name.name) == Some(day));
+            if !exists {
+                conn.transaction(async |conn| {
+                    diesel::sql_query("SET LOCAL lock_timeout = '1s'")
+                        .execute(conn)
+                        .await?;
+                    for statement in partitions::create_day(day) {
+                        diesel::sql_query(statement).execute(conn).await?;
+                    }
+                    QueryResult::Ok(())
+                })
+                .await?;
+                made += 1;
+            }
+            day = day.next();
+        }
+        Ok(made)
+    }
+
+    /// SQLite: gives free pages back to the file system, a few at a time, so the
+    /// file shrinks after retention instead of only growing. Answers how many.
+    pub async fn reclaim_space(&self) -> Result<u64> {
+        #[derive(QueryableByName)]
+        struct Free {
+            #[diesel(sql_type = BigInt)]
+            freelist_count: i64,
+        }
+        if self.db.backend() != Backend::Sqlite {
+            return Ok(0);
+        }
+        let mut reclaimed = 0;
+        loop {
+            let free: Free = with_conn!(self.db, |conn| {
+                diesel::sql_query("PRAGMA freelist_count")
+                    .get_result(conn)
+                    .await?
+            });
+            if free.freelist_count == 0 {
+                return Ok(reclaimed);
+            }
+            let started = Instant::now();
+            write_conn!(self.db, |conn| {
+                // A pragma takes no bound parameter; the number is ours.
+                diesel::sql_query(format!("PRAGMA incremental_vacuum({PAGES_PER_TURN})"))
+                    .execute(conn)
+                    .await?
+            });
+            let before = reclaimed;
+            reclaimed += free.freelist_count.min(PAGES_PER_TURN) as u64;
+            if reclaimed == before {
+                return Ok(reclaimed);
+            }
+            tokio::time::sleep(started.elapsed()).await;
+        }
+    }
+
+    /// Forgets idempotency keys whose window ended before `now`, in short turns;
+    /// answers how many.
+    pub async fn delete_ended_idempotency_keys(&self, now: Timestamp) -> Result<usize> {
+        use crate::models::event::IDEMPOTENCY_WINDOW_MS;
+        let ended = now.unix_millis() - IDEMPOTENCY_WINDOW_MS;
+        let mut deleted = 0;
+        loop {
+            let turn = write_conn!(self.db, |conn| {
+                // The turn's last key by age: keys as old are removed with it.
+                let last: Option<i64> = idempotency_keys::table
+                    .filter(idempotency_keys::created_at.le(ended))
+                    .order(idempotency_keys::created_at)
+                    .offset(KEYS_PER_TURN - 1)
+                    .select(idempotency_keys::created_at)
+                    .first(conn)
+                    .await
+                    .optional()?;
+                diesel::delete(idempotency_keys::table)
+                    .filter(idempotency_keys::created_at.le(last.unwrap_or(ended)))
+                    .execute(conn)
+                    .await?
+            });
+            deleted += turn;
+            if turn < KEYS_PER_TURN as usize {
+                return Ok(deleted);
+            }
+        }
+    }
+
+    /// Forgets the Settings portal links that expired before `now`; answers how
+    /// many.
+    pub async fn delete_expired_portal_links(&self, now: Timestamp) -> Result<usize> {
+        Ok(write_conn!(self.db, |conn| {
+            diesel::delete(portal_links::table)
+                .filter(portal_links::expires_at.lt(now.unix_millis()))
+                .execute(conn)
+                .await?
+        }))
+    }
+
+    /// Gives PostgreSQL's planner statistics on the outbox's partitions that have
+    /// none yet and hold enough rows for that to matter; answers how many it
+    /// analyzed.
+    ///
+    /// Why: a queue table that was never analyzed looks tiny to the planner, so it
+    /// may claim by reading and sorting every due row instead of walking the
+    /// due-index (see docs/PERFORMANCE.md). Autovacuum gathers statistics too, but
+    /// only at its next round, a minute apart by default, and a new day's partition
+    /// can fill sooner. SQLite's planner needs none here.
+    pub async fn analyze_if_never_analyzed(&self) -> Result<usize> {
+        /// Fewer rows than this are cheap to claim whatever the plan.
+        const ROWS_WORTH_IT: i64 = 1_000;
+        let Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(0);
+        };
+        let mut conn = pool.get().await?;
+        let unanalyzed: Vec<Name> = diesel::sql_query(
+            "SELECT s.relname::text AS name FROM pg_stat_user_tables s \
+             JOIN pg_inherits i ON i.inhrelid = s.relid \
+             WHERE i.inhparent = 'deliveries'::regclass \
+               AND s.last_analyze IS NULL AND s.last_autoanalyze IS NULL \
+               AND s.n_live_tup >= $1",
+        )
+        .bind::<BigInt, _>(ROWS_WORTH_IT)
+        .load(&mut *conn)
+        .await?;
+        for partition in &unanalyzed {
+            diesel::sql_query(format!("ANALYZE {}", partition.name))
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(unanalyzed.len())
+    }
+}
+
+/// A sample as `event_samples` keeps it.
+#[derive(Debug, Insertable, QueryableByName)]
+#[diesel(table_name = event_samples)]
+pub(crate) struct SampleRow {
+    #[diesel(sql_type = Text)]
+    workspace_id: String,
+    #[diesel(sql_type = Text)]
+    event: String,
+    #[diesel(sql_type = Text)]
+    event_id: String,
+    #[diesel(sql_type = Text)]
+    payload: String,
+    #[diesel(sql_type = BigInt)]
+    occurred_at: i64,
+}
+
+/// The upkeep's statements that differ by dialect.
+pub(crate) trait HistorySql {
+    /// Of each name in `names` in each workspace of `workspaces`, the events among
+    /// the last [`SAMPLES_KEPT`] that were made before `cut`: one index probe per
+    /// pair (PostgreSQL: `LATERAL`; SQLite: a correlated `rowid IN`).
+    async fn newest_before(
+        &mut self,
+        cut: &str,
+        names: &[&str],
+        workspaces: &[String],
+    ) -> QueryResult<Vec<SampleRow>>;
+
+    /// Keeps, of the samples aside of `workspaces`, the last [`SAMPLES_KEPT`] of
+    /// each name.
+    async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize>;
+
+    /// One turn of forgetting: of the next [`EVENTS_PER_TURN`] events after
+    /// `after` and before `cut` (by id), deletes those with no pending delivery.
+    /// Answers the last id looked at and how many went; `None` when there were
+    /// none left. PostgreSQL looks only at the default partition.
+    async fn forget_events(
+        &mut self,
+        after: &str,
+        cut: &str,
+    ) -> QueryResult<Option<(String, usize)>>;
+}
+
+/// The next ids to look at and the deletion of those among them with no pending
+/// delivery, on `$table` (a table of events).
+macro_rules! forget_turn {
+    ($table:literal) => {
+        (
+            concat!(
+                "SELECT MAX(id) AS last FROM (SELECT id FROM ",
+                $table,
+                " WHERE id > $1 AND id < $2 ORDER BY id LIMIT $3) AS turn"
+            ),
+            concat!(
+                "DELETE FROM ",
+                $table,
+                " WHERE id > $1 AND id <= $2 AND NOT EXISTS (SELECT 1 FROM deliveries \
+                 WHERE deliveries.event_id = ",
+                $table,
+                ".id AND deliveries.state = 'pending')"
+            ),
+        )
+    };
+}
+
+#[derive(QueryableByName)]
+struct Last {
+    #[diesel(sql_type = Nullable<Text>)]
+    last: Option<String>,
+}
+
+/// Runs a [`forget_turn!`] pair on any connection.
+macro_rules! forget_events_with {
+    ($conn:expr, $statements:expr, $after:expr, $cut:expr) => {{
+        let (next, delete) = $statements;
+        let last: Last = prepared(next)
+            .binds((
+                bind::<Text, _>($after),
+                bind::<Text, _>($cut),
+                bind::<BigInt, _>(EVENTS_PER_TURN),
+            ))
+            .get_result($conn)
+            .await?;
+        match last.last {
+            None => Ok(None),
+            Some(last) => {
+                let deleted = prepared(delete)
+                    .binds((bind::<Text, _>($after), bind::<Text, _>(last.as_str())))
+                    .execute($conn)
+                    .await?;
+                Ok(Some((last, deleted)))
+            }
+        }
+    }};
+}
+
+/// Deletes the samples aside of the workspaces `{in_list}` names that are not
+/// among the last [`SAMPLES_KEPT`] of their name (`$2`).
+macro_rules! prune_samples_sql {
+    ($in_list:literal) => {
+        concat!(
+            "DELETE FROM event_samples WHERE workspace_id ",
+            $in_list,
+            " AND event_id NOT IN (SELECT t.event_id FROM event_samples AS t \
+                 WHERE t.workspace_id = event_samples.workspace_id \
+                   AND t.event = event_samples.event \
+                 ORDER BY t.event_id DESC LIMIT $2)"
+        )
+    };
+}
+
+impl HistorySql for SqliteConn {
+    async fn newest_before(
+        &mut self,
+        cut: &str,
+        names: &[&str],
+        workspaces: &[String],
+    ) -> QueryResult<Vec<SampleRow>> {
+        prepared(
+            "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
+             FROM json_each($4) AS w JOIN json_each($2) AS n \
+             JOIN events AS e ON e.rowid IN (SELECT s.rowid FROM events AS s \
+                 WHERE s.workspace_id = w.value AND s.event = n.value \
+                 ORDER BY s.id DESC LIMIT $3) \
+             WHERE e.id < $1",
+        )
+        .binds((
+            bind::<Text, _>(cut),
+            bind::<Text, _>(json_string_array(names)),
+            bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
+            bind::<Text, _>(json_string_array(workspaces)),
+        ))
+        .load(self)
+        .await
+    }
+
+    async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize> {
+        prepared(prune_samples_sql!("IN (SELECT value FROM json_each($1))"))
+            .binds((
+                bind::<Text, _>(json_string_array(workspaces)),
+                bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
+            ))
+            .execute(self)
+            .await
+    }
+
+    async fn forget_events(
+        &mut self,
+        after: &str,
+        cut: &str,
+    ) -> QueryResult<Option<(String, usize)>> {
+        // One IMMEDIATE transaction: the turn's look and its deletion together.
+        self.immediate_transaction(async |conn| {
+            forget_events_with!(conn, forget_turn!("events"), after, cut)
+        })
+        .await
+    }
+}
+
+impl HistorySql for PgConn {
+    async fn newest_before(
+        &mut self,
+        cut: &str,
+        names: &[&str],
+        workspaces: &[String],
+    ) -> QueryResult<Vec<SampleRow>> {
+        use diesel::pg::sql_types::Array;
+        prepared(
+            "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
+             FROM unnest($4::text[]) AS w(id) CROSS JOIN unnest($2::text[]) AS n(event) \
+             CROSS JOIN LATERAL (SELECT * FROM events AS s \
+                 WHERE s.workspace_id = w.id AND s.event = n.event \
+                 ORDER BY s.id DESC LIMIT $3) AS e \
+             WHERE e.id < $1",
+        )
+        .binds((
+            bind::<Text, _>(cut),
+            bind::<Array<Text>, _>(names),
+            bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
+            bind::<Array<Text>, _>(workspaces),
+        ))
+        .load(self)
+        .await
+    }
+
+    async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize> {
+        use diesel::pg::sql_types::Array;
+        prepared(prune_samples_sql!("= ANY($1::text[])"))
+            .binds((
+                bind::<Array<Text>, _>(workspaces),
+                bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
+            ))
+            .execute(self)
+            .await
+    }
+
+    async fn forget_events(
+        &mut self,
+        after: &str,
+        cut: &str,
+    ) -> QueryResult<Option<(String, usize)>> {
+        forget_events_with!(self, forget_turn!("events_default"), after, cut)
+    }
+}

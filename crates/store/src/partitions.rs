@@ -1,0 +1,190 @@
+//! PostgreSQL: the history tables (events, deliveries, attempts) are partitioned
+//! by day, by event id (a ULID starts with its time, so a day of events is a range
+//! of ids), all three at the same bounds. Forgetting a day is dropping its three
+//! partitions: no row-by-row DELETE, no dead rows, no vacuum debt.
+//!
+//! A `_default` partition of each takes rows of a day that has no partition (the
+//! upkeep was stopped for longer than the days made ahead); the upkeep forgets
+//! those row by row. SQLite has no partitions: its upkeep deletes in short turns.
+//!
+//! The DDL here is ours alone (table names made from [`HistoryDay::label`]), so it
+//! is written with `format!`, never with outside text.
+
+use diesel::QueryableByName;
+use diesel::sql_types::Text;
+use hookline_domain::HistoryDay;
+
+/// The history tables, in the order their partitions are dropped: a partition is
+/// dropped after the ones whose rows refer to it (attempts → deliveries → events).
+pub(crate) const HISTORY_TABLES: [&str; 3] = ["delivery_attempts", "deliveries", "events"];
+
+/// The column each history table is partitioned by.
+fn partition_key(table: &str) -> &'static str {
+    if table == "events" { "id" } else { "event_id" }
+}
+
+/// `events_p20261123`.
+pub(crate) fn partition_name(table: &str, day: HistoryDay) -> String {
+    format!("{table}_p{}", day.label())
+}
+
+/// The day of a partition of `events`, from its name; `None` for the default.
+pub(crate) fn day_of_events_partition(name: &str) -> Option<HistoryDay> {
+    HistoryDay::from_label(name.strip_prefix("events_p")?)
+}
+
+/// The statements that make `day`'s three partitions, each in one statement.
+pub(crate) fn create_day(day: HistoryDay) -> Vec<String> {
+    let (from, to) = (day.first_id(), day.next().first_id());
+    HISTORY_TABLES
+        .iter()
+        .rev()
+        .map(|table| {
+            format!(
+                "CREATE TABLE IF NOT EXISTS {} PARTITION OF {table} FOR VALUES FROM ('{from}') TO ('{to}')",
+                partition_name(table, day)
+            )
+        })
+        .collect()
+}
+
+/// The statements that drop `day`'s three partitions, referring rows first.
+pub(crate) fn drop_day(day: HistoryDay) -> Vec<String> {
+    HISTORY_TABLES
+        .iter()
+        .flat_map(|table| {
+            let partition = partition_name(table, day);
+            [
+                format!("ALTER TABLE {table} DETACH PARTITION {partition}"),
+                format!("DROP TABLE {partition}"),
+            ]
+        })
+        .collect()
+}
+
+/// Whether `day`'s deliveries still have one pending (the partial due-index
+/// answers it): such a day is kept past retention until they end.
+pub(crate) fn day_has_pending(day: HistoryDay) -> String {
+    format!(
+        "SELECT EXISTS (SELECT 1 FROM {} WHERE state = 'pending') AS answer",
+        partition_name("deliveries", day)
+    )
+}
+
+/// The partitions of `events` there are, by name.
+pub(crate) const EVENTS_PARTITIONS: &str = "SELECT c.relname::text AS name FROM pg_inherits i \
+     JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass";
+
+#[derive(QueryableByName)]
+pub(crate) struct Name {
+    #[diesel(sql_type = Text)]
+    pub(crate) name: String,
+}
+
+#[derive(QueryableByName)]
+pub(crate) struct Answer {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub(crate) answer: bool,
+}
+
+/// The history tables as the common migrations left them, made partitioned: the
+/// rows copied into day partitions (one for each day from the oldest event to
+/// [`hookline_domain::PARTITION_DAYS_AHEAD`] days after today), with the same
+/// columns, keys and indexes. Run once, in the migration's critical section, when
+/// `events` is not partitioned yet; `days` are the days to make.
+pub(crate) fn convert_to_partitioned(days: &[HistoryDay]) -> Vec<String> {
+    let mut sql: Vec<String> = HISTORY_TABLES
+        .iter()
+        .map(|table| format!("ALTER TABLE {table} RENAME TO {table}_unpartitioned"))
+        .collect();
+    // The tables' columns as the migrations before this one made them.
+    sql.push(
+        "CREATE TABLE events (id TEXT NOT NULL, workspace_id TEXT NOT NULL, event TEXT NOT NULL, \
+         payload TEXT NOT NULL, occurred_at BIGINT NOT NULL) PARTITION BY RANGE (id)"
+            .into(),
+    );
+    sql.push(
+        "CREATE TABLE deliveries (event_id TEXT NOT NULL, webhook_id TEXT NOT NULL, \
+         state TEXT NOT NULL, attempts BIGINT NOT NULL, next_attempt_at BIGINT NOT NULL, \
+         created_at BIGINT NOT NULL, lease_until BIGINT, lease_token TEXT, \
+         attempts_before_retry_round BIGINT NOT NULL DEFAULT 0) PARTITION BY RANGE (event_id)"
+            .into(),
+    );
+    sql.push(
+        "CREATE TABLE delivery_attempts (event_id TEXT NOT NULL, webhook_id TEXT NOT NULL, \
+         attempt BIGINT NOT NULL, event TEXT NOT NULL, attempted_at BIGINT NOT NULL, \
+         status BIGINT, error TEXT, duration_ms BIGINT NOT NULL, response_body TEXT) \
+         PARTITION BY RANGE (event_id)"
+            .into(),
+    );
+    for table in HISTORY_TABLES {
+        sql.push(format!(
+            "CREATE TABLE {table}_default PARTITION OF {table} DEFAULT"
+        ));
+    }
+    for day in days {
+        sql.extend(create_day(*day));
+    }
+    for table in HISTORY_TABLES.iter().rev() {
+        sql.push(format!(
+            "INSERT INTO {table} SELECT * FROM {table}_unpartitioned ORDER BY {}",
+            partition_key(table)
+        ));
+    }
+    sql.extend(
+        HISTORY_TABLES
+            .iter()
+            .map(|table| format!("DROP TABLE {table}_unpartitioned")),
+    );
+    sql.extend(
+        [
+            "ALTER TABLE events ADD PRIMARY KEY (id)",
+            "ALTER TABLE events ADD FOREIGN KEY (workspace_id) REFERENCES workspaces (id) ON DELETE CASCADE",
+            "CREATE INDEX events_recent ON events (workspace_id, event, id)",
+            "ALTER TABLE deliveries ADD PRIMARY KEY (event_id, webhook_id)",
+            "ALTER TABLE deliveries ADD FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE",
+            "ALTER TABLE deliveries ADD FOREIGN KEY (webhook_id) REFERENCES webhooks (id) ON DELETE CASCADE",
+            "CREATE INDEX deliveries_due ON deliveries (webhook_id, next_attempt_at, event_id) \
+             WHERE state = 'pending'",
+            "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id)",
+            "ALTER TABLE delivery_attempts ADD PRIMARY KEY (event_id, webhook_id, attempt)",
+            "ALTER TABLE delivery_attempts ADD FOREIGN KEY (event_id, webhook_id) \
+             REFERENCES deliveries (event_id, webhook_id) ON DELETE CASCADE",
+            "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts (webhook_id, attempted_at)",
+        ]
+        .map(String::from),
+    );
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookline_domain::Timestamp;
+
+    #[test]
+    fn a_partitions_name_gives_its_day_back() {
+        let day = HistoryDay::of(Timestamp::parse_iso("2026-02-28T13:00:00Z").unwrap());
+        assert_eq!(partition_name("events", day), "events_p20260228");
+        assert_eq!(day_of_events_partition("events_p20260228"), Some(day));
+        assert_eq!(day_of_events_partition("events_default"), None);
+        assert_eq!(day_of_events_partition("events_p2026022"), None);
+        assert_eq!(day_of_events_partition("events_p20261399"), None);
+    }
+
+    #[test]
+    fn a_day_is_dropped_attempts_first_and_made_events_first() {
+        let day = HistoryDay::of(Timestamp::parse_iso("2026-11-23T00:00:00Z").unwrap());
+        let made = create_day(day);
+        assert!(
+            made[0].starts_with("CREATE TABLE IF NOT EXISTS events_p20261123 PARTITION OF events")
+        );
+        assert!(made[2].contains("delivery_attempts_p20261123"));
+        let dropped = drop_day(day);
+        assert_eq!(
+            dropped[0],
+            "ALTER TABLE delivery_attempts DETACH PARTITION delivery_attempts_p20261123"
+        );
+        assert_eq!(dropped[5], "DROP TABLE events_p20261123");
+    }
+}
