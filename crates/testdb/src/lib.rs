@@ -10,10 +10,13 @@
 //! a watchdog stops and removes it when the process exits, however it exits.
 //! Nothing depends on a server or data left from anything else.
 
+mod history;
+
 use std::path::PathBuf;
 
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+pub use history::History;
 use hookline_domain::{
     DeliveryAttempt, EventName, Finished, Outcome, Plan, TargetPolicy, Timestamp, Webhook,
     WebhookDescription, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
@@ -182,6 +185,20 @@ impl TestDb {
             [hookline_store::Recording::Recorded],
             "the fixture's claim was lost"
         );
+    }
+
+    /// Gives PostgreSQL's planner its statistics now, as the worker's upkeep does
+    /// within seconds of a table filling (nothing on SQLite).
+    pub async fn analyze(&self) {
+        if self.backend() == Backend::Postgres {
+            let mut conn = AsyncPgConnection::establish(self.url())
+                .await
+                .expect("connection");
+            diesel::sql_query("ANALYZE")
+                .execute(&mut conn)
+                .await
+                .expect("ANALYZE");
+        }
     }
 
     /// Every column of the migrated schema (diesel's own table and PostgreSQL's

@@ -1,0 +1,153 @@
+//! History written straight into the tables, as months of use would leave it:
+//! many events with their deliveries (and attempts), in bulk, for the tests and the
+//! benchmark of retention and backlogs. Each chunk of events shares one instant:
+//! their ids are that instant's ULID time with a counter for the random part.
+
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+use hookline_domain::{EventId, Timestamp, WebhookId, WorkspaceId};
+
+use crate::{Backend, TestDb};
+
+/// Events per chunk (one instant, one statement per table).
+const CHUNK: u64 = 2_000;
+
+/// What [`TestDb::write_history`] writes: `events` `dm.sent` events of
+/// `workspace`, from `from` on, `step_ms` apart per chunk, each with a delivery to
+/// every webhook of `webhooks` in `state` (due at `due_at` when pending, never
+/// attempted), and one attempt per delivery to `attempted` when given.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub workspace: WorkspaceId,
+    pub webhooks: Vec<WebhookId>,
+    pub events: u64,
+    pub from: Timestamp,
+    /// Time between two chunks of events.
+    pub step_ms: i64,
+    pub state: &'static str,
+    pub due_at: Timestamp,
+    pub attempted: Option<WebhookId>,
+}
+
+/// The three statements of a chunk in one dialect: `$1` the id prefix (`evt_` and
+/// the ULID time), `$2` the count, `$3` the instant, `$4` the workspace or webhook,
+/// `$5` the state, `$6` when due. `{n}` is the row counter's source, `{id}` an
+/// id made of it.
+macro_rules! chunk_sql {
+    ($rows:literal, $id:literal) => {
+        [
+            concat!(
+                "INSERT INTO events (id, workspace_id, event, payload, occurred_at) SELECT ",
+                $id,
+                ", $4, 'dm.sent', '{\"id\":\"' || ",
+                $id,
+                " || '\",\"event\":\"dm.sent\",\"workspaceId\":\"' || $4 || \
+                 '\",\"occurredAt\":\"2026-11-23T09:00:00.000Z\",\"data\":{\"accountId\":\"acc_01JD3Z6Q8T4X2K9V7B5N1M0C3R\",\
+                 \"messageId\":\"msg_' || ",
+                $id,
+                " || '\",\"recipient\":\"@a_subscriber\",\"text\":\"Thanks for subscribing! Here is the link you asked for.\"}}', $3 FROM ",
+                $rows
+            ),
+            concat!(
+                "INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
+                 created_at, attempts_before_retry_round) SELECT ",
+                $id,
+                ", $4, $5, CASE WHEN $5 = 'pending' THEN 0 ELSE 1 END, $6, $3, 0 FROM ",
+                $rows
+            ),
+            concat!(
+                "INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, attempted_at, \
+                 status, error, duration_ms, response_body) SELECT ",
+                $id,
+                ", $4, 1, 'dm.sent', $3, 200, NULL, 12, 'ok' FROM ",
+                $rows
+            ),
+        ]
+    };
+}
+
+const SQLITE: [&str; 3] = chunk_sql!(
+    "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) SELECT i FROM n) AS n",
+    "($1 || printf('%016d', n.i))"
+);
+const POSTGRES: [&str; 3] = chunk_sql!(
+    "generate_series(1, $2::bigint) AS n(i)",
+    "($1 || lpad(n.i::text, 16, '0'))"
+);
+
+impl TestDb {
+    /// Writes `history` in bulk (a transaction per chunk); answers the last event
+    /// id written.
+    pub async fn write_history(&self, history: &History) -> EventId {
+        match self.backend() {
+            Backend::Sqlite => {
+                let mut conn =
+                    SyncConnectionWrapper::<diesel::SqliteConnection>::establish(self.url())
+                        .await
+                        .expect("connection");
+                diesel::sql_query("PRAGMA busy_timeout = 5000")
+                    .execute(&mut conn)
+                    .await
+                    .expect("pragma");
+                // SQLite numbers its parameters `?N`.
+                let sql = SQLITE.map(|statement| statement.replace('$', "?"));
+                write_chunks!(&mut conn, sql, history)
+            }
+            Backend::Postgres => {
+                let mut conn = AsyncPgConnection::establish(self.url())
+                    .await
+                    .expect("connection");
+                let sql = POSTGRES.map(String::from);
+                write_chunks!(&mut conn, sql, history)
+            }
+        }
+    }
+}
+
+/// Writes `$history` in chunks with the statements `$sql` on `$conn` (either
+/// backend's connection); answers the last event id.
+macro_rules! write_chunks {
+    ($conn:expr, $sql:expr, $history:expr) => {{
+        let conn = $conn;
+        let history: &History = $history;
+        let workspace = history.workspace.to_string();
+        let mut written = 0;
+        let mut at = history.from;
+        let mut last = EventId::first_at(at);
+        while written < history.events {
+            let count = CHUNK.min(history.events - written);
+            // `evt_` and the ULID's ten time characters.
+            let prefix = EventId::first_at(at).to_string()[..14].to_owned();
+            let bound = |statement: &str, target: String| {
+                diesel::sql_query(statement.to_owned())
+                    .bind::<Text, _>(prefix.clone())
+                    .bind::<BigInt, _>(count as i64)
+                    .bind::<BigInt, _>(at.unix_millis())
+                    .bind::<Text, _>(target)
+            };
+            conn.transaction::<_, diesel::result::Error, _>(async |conn| {
+                bound(&$sql[0], workspace.clone()).execute(conn).await?;
+                for webhook in &history.webhooks {
+                    bound(&$sql[1], webhook.to_string())
+                        .bind::<Text, _>(history.state)
+                        .bind::<BigInt, _>(history.due_at.unix_millis())
+                        .execute(conn)
+                        .await?;
+                }
+                if let Some(webhook) = history.attempted {
+                    bound(&$sql[2], webhook.to_string()).execute(conn).await?;
+                }
+                Ok(())
+            })
+            .await
+            .expect("history chunk");
+            last = format!("{prefix}{count:016}").parse().expect("an event id");
+            written += count;
+            at = at.plus_millis(history.step_ms);
+        }
+        last
+    }};
+}
+use write_chunks;
