@@ -40,6 +40,7 @@ pub(crate) struct Load {
     pub(crate) per_second: f64,
     pub(crate) p50: Duration,
     pub(crate) p99: Duration,
+    pub(crate) worst: Duration,
 }
 
 /// `connections` connections to `addr`, each sending `call` for `duration`, one
@@ -159,6 +160,7 @@ impl Load {
             per_second: latencies.len() as f64 / elapsed,
             p50: percentile(0.50),
             p99: percentile(0.99),
+            worst: percentile(1.0),
         }
     }
 }

@@ -22,6 +22,7 @@
 
 mod api;
 mod delivery;
+mod history;
 mod ingest;
 mod load;
 mod noisy;
@@ -56,7 +57,10 @@ struct Args {
     /// Which backends: sqlite, postgres or both.
     #[arg(long, default_value = "both")]
     backend: String,
-    /// Which figures: api, delivery, ingest, noisy or all.
+    /// Events of history for `--only history` (not part of `all`).
+    #[arg(long, default_value_t = 1_000_000)]
+    history: u64,
+    /// Which figures: api, delivery, ingest, noisy, all (these four), or history.
     #[arg(long, default_value = "all")]
     only: String,
     #[command(subcommand)]
@@ -91,13 +95,16 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         "both" => vec![Backend::Sqlite, Backend::Postgres],
         other => anyhow::bail!("--backend {other}: expected sqlite, postgres or both"),
     };
-    let (api, delivery, ingest, noisy) = match args.only.as_str() {
-        "api" => (true, false, false, false),
-        "delivery" => (false, true, false, false),
-        "ingest" => (false, false, true, false),
-        "noisy" => (false, false, false, true),
-        "all" => (true, true, true, true),
-        other => anyhow::bail!("--only {other}: expected api, delivery, ingest, noisy or all"),
+    let (api, delivery, ingest, noisy, history) = match args.only.as_str() {
+        "api" => (true, false, false, false, false),
+        "delivery" => (false, true, false, false, false),
+        "ingest" => (false, false, true, false, false),
+        "noisy" => (false, false, false, true, false),
+        "history" => (false, false, false, false, true),
+        "all" => (true, true, true, true, false),
+        other => {
+            anyhow::bail!("--only {other}: expected api, delivery, ingest, noisy, history or all")
+        }
     };
     let hookline = process::sibling("hookline")?;
     say(&format!(
@@ -140,6 +147,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         }
         if noisy {
             say(&noisy::run(&hookline, backend).await?);
+        }
+        if history {
+            say(&history::run(&hookline, backend, args.history).await?);
         }
     }
     Ok(())

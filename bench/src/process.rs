@@ -103,6 +103,14 @@ impl Measured {
         (ticks(11) + ticks(12)) / clock_ticks_per_second()
     }
 
+    /// The first line of its output holding `needle`, if one does yet.
+    pub(crate) fn log_line(&self, needle: &str) -> Option<String> {
+        let log = std::fs::read_to_string(&self.log).ok()?;
+        log.lines()
+            .find(|line| line.contains(needle))
+            .map(str::to_owned)
+    }
+
     /// Peak resident memory in MiB (VmHWM).
     pub(crate) fn peak_rss_mib(&self) -> f64 {
         std::fs::read_to_string(format!("/proc/{}/status", self.pid))

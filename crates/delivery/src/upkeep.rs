@@ -57,6 +57,7 @@ pub(crate) async fn run(
 /// One retention round at `now`, each step logged (and its failure, without
 /// stopping the others).
 async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
+    let started = Instant::now();
     match upkeep.prepare_partitions(now).await {
         Ok(0) => {}
         Ok(days) => tracing::info!(days, "made the history's partitions ahead"),
@@ -92,6 +93,8 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
         Ok(links) => tracing::info!(links, "removed expired Settings portal links"),
         Err(error) => tracing::error!(%error, "portal link cleanup failed"),
     }
+    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tracing::debug!(took_ms, "retention round ended");
 }
 
 /// Disables the webhooks that have failed for `after` with no success between.

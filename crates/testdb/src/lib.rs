@@ -201,6 +201,37 @@ impl TestDb {
         }
     }
 
+    /// The database's size on disk: the SQLite file with its WAL, or
+    /// `pg_database_size`.
+    pub async fn size_bytes(&self) -> u64 {
+        #[derive(diesel::QueryableByName)]
+        struct Size {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            bytes: i64,
+        }
+        match self.backend() {
+            Backend::Sqlite => {
+                let path = self.url().trim_start_matches("sqlite://");
+                [path.to_owned(), format!("{path}-wal")]
+                    .iter()
+                    .filter_map(|file| std::fs::metadata(file).ok())
+                    .map(|meta| meta.len())
+                    .sum()
+            }
+            Backend::Postgres => {
+                let mut conn = AsyncPgConnection::establish(self.url())
+                    .await
+                    .expect("connection");
+                let size: Size =
+                    diesel::sql_query("SELECT pg_database_size(current_database()) AS bytes")
+                        .get_result(&mut conn)
+                        .await
+                        .expect("database size");
+                u64::try_from(size.bytes).unwrap_or(0)
+            }
+        }
+    }
+
     /// Every column of the migrated schema (diesel's own table and PostgreSQL's
     /// partitions left out), sorted:
     /// what the two backends must agree on.

@@ -335,7 +335,8 @@ impl Events {
         let limit = i64::from(limit);
         // The newest events, and the samples retention kept aside; an event may be
         // in both until its turn to be forgotten comes.
-        let (mut newest, aside): (Vec<(String, String)>, Vec<(String, String)>) =
+        type IdAndPayload = (String, String);
+        let (mut newest, aside): (Vec<IdAndPayload>, Vec<IdAndPayload>) =
             with_conn!(self.db, |conn| {
                 let newest = events::table
                     .filter(events::workspace_id.eq(&workspace))

@@ -1,0 +1,181 @@
+//! The history figures: what a year of history costs live traffic. A database
+//! holding `--history` events (two webhooks each, delivered, one attempt each to
+//! one of them), written in bulk as such a history would leave the tables; then
+//! `hookline serve`, whose worker's upkeep runs its first retention round at once,
+//! while events are ingested over the admin API at a steady rate:
+//! - a round that forgets them all (the history lies 31 to 36 days back);
+//! - a round with them all retained (the history lies 1 to 6 days back).
+//!
+//! Each prints ingest p50, p99 and worst during the round and after it (the
+//! same server, the same rate: the baseline), the round's length, and the
+//! database's size per million events.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hookline_domain::{EventName, KeyName, Plan, Timestamp, WebhookSource};
+use hookline_testdb::{Backend, History, TestDb};
+use hookline_tests::Receiver;
+
+use crate::api::{failures, listening_addr, micros};
+use crate::load::{self, Call, Load};
+use crate::process::Measured;
+
+/// Events ingested per second during the measurement (16 connections).
+const RATE: f64 = 200.0;
+const CONNECTIONS: usize = 16;
+/// How long ingest is measured from the server's start (the round runs within
+/// it, or the report says it did not end), and after the round.
+const DURING: Duration = Duration::from_secs(30);
+const AFTER: Duration = Duration::from_secs(10);
+const DAY_MS: i64 = 86_400_000;
+
+pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyhow::Result<String> {
+    let mut report = format!(
+        "History ({events} events, two webhooks each; ingest at {RATE:.0}/s over {CONNECTIONS} connections during the upkeep's first round, then after it)\n"
+    );
+    let _ = writeln!(
+        report,
+        "  {:<30} {:>9} {:>9} {:>9} {:>7} {:>9}  target",
+        "", "p50", "p99", "worst", "p99 x", "round"
+    );
+    for (label, days_back) in [
+        ("round forgetting them all", 36),
+        ("round with all retained", 6),
+    ] {
+        let run = one_run(hookline, backend, events, days_back).await?;
+        if days_back == 36 {
+            let _ = writeln!(
+                report,
+                "  database: {:.0} MiB per million events ({} MiB for {events}; written in {:.1} s)",
+                run.size_mib * 1_000_000.0 / events as f64,
+                run.size_mib.round(),
+                run.written.as_secs_f64()
+            );
+        }
+        let met = run.during.p99 <= Duration::from_millis(20)
+            && run.during.worst <= Duration::from_millis(100)
+            && run.during.failures == 0;
+        let _ = writeln!(
+            report,
+            "  {:<30} {:>9} {:>9} {:>9} {:>7.2} {:>9}  p99 <= 20 ms, worst <= 100 ms, all 202: {}{}",
+            label,
+            micros(run.during.p50),
+            micros(run.during.p99),
+            micros(run.during.worst),
+            run.during.p99.as_secs_f64() / run.after.p99.as_secs_f64().max(1e-6),
+            run.round.map_or("not ended".to_owned(), |round| format!(
+                "{:.1} s",
+                round.as_secs_f64()
+            )),
+            if met { "met" } else { "MISSED" },
+            failures(&run.during)
+        );
+        let _ = writeln!(
+            report,
+            "  {:<30} {:>9} {:>9} {:>9}{}",
+            "  after the round (baseline)",
+            micros(run.after.p50),
+            micros(run.after.p99),
+            micros(run.after.worst),
+            failures(&run.after)
+        );
+    }
+    Ok(report)
+}
+
+struct Run {
+    during: Load,
+    after: Load,
+    round: Option<Duration>,
+    size_mib: f64,
+    written: Duration,
+}
+
+async fn one_run(
+    hookline: &Path,
+    backend: Backend,
+    events: u64,
+    days_back: i64,
+) -> anyhow::Result<Run> {
+    let receiver = Receiver::start().await;
+    let db = TestDb::new(backend).await;
+    let ws = db.workspace(Plan::Studio).await;
+    let mut webhooks = Vec::new();
+    for path in ["/a", "/b"] {
+        let (hook, _) = db
+            .webhook(
+                ws,
+                &receiver.url(path),
+                &[EventName::DmSent],
+                WebhookSource::Api,
+            )
+            .await?;
+        webhooks.push(hook.id);
+    }
+    let now = Timestamp::now();
+    let chunks = events.div_ceil(2_000).max(1) as i64;
+    let history = History {
+        workspace: ws,
+        webhooks: webhooks.clone(),
+        events,
+        from: now.plus_millis(-days_back * DAY_MS),
+        step_ms: (5 * DAY_MS) / chunks,
+        state: "delivered",
+        due_at: now.plus_millis(-days_back * DAY_MS),
+        attempted: Some(webhooks[0]),
+    };
+    let started = Instant::now();
+    db.write_history(&history).await;
+    let written = started.elapsed();
+    db.analyze().await;
+    let size_mib = db.size_bytes().await as f64 / (1024.0 * 1024.0);
+
+    let (token, hash) = hookline_auth::generate_admin_token()?;
+    db.store()
+        .admin_tokens()
+        .create(&KeyName::parse("bench")?, &hash)
+        .await?;
+    let tokens = vec![token.expose().to_owned()];
+    let env = [
+        ("DATABASE_URL", db.url().to_owned()),
+        ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        ("HOOKLINE_RETENTION", "30d".to_owned()),
+        (
+            "HOOKLINE_TLS_EXTRA_ROOTS",
+            receiver.ca_file().display().to_string(),
+        ),
+        (
+            "RUST_LOG",
+            "warn,hookline=info,hookline_delivery::upkeep=debug".to_owned(),
+        ),
+    ];
+    let (server, line) =
+        Measured::start(hookline, &["serve"], &env, Some("admin API listening on ")).await?;
+    let addr = listening_addr(&line)?;
+    let body = serde_json::json!({"event": "link.clicked", "data": {}}).to_string();
+    let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
+    let during = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, DURING).await?;
+    // The upkeep logs the round's length when it ends.
+    let round = server.log_line("retention round ended").and_then(|line| {
+        let rest = &line[line.find("took_ms=")? + "took_ms=".len()..];
+        let millis: u64 = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
+        Some(Duration::from_millis(millis))
+    });
+    let after = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, AFTER).await?;
+    server.stop().await?;
+    Ok(Run {
+        during,
+        after,
+        round,
+        size_mib,
+        written,
+    })
+}
