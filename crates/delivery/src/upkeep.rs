@@ -14,8 +14,7 @@ const STATISTICS_CHECK: Duration = Duration::from_secs(10);
 /// How often the upkeep forgets what is past retention and makes partitions.
 const RETENTION_CHECK: Duration = Duration::from_secs(3600);
 
-/// Runs until `stopped` says so. Each step runs to its end; `stopped` is looked
-/// at in between.
+/// Runs until `stopped` says so, which also ends a retention round under way.
 pub(crate) async fn run(
     queue: Queue,
     upkeep: Upkeep,
@@ -44,7 +43,12 @@ pub(crate) async fn run(
             Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),
         }
         if Instant::now() >= next_retention {
-            round(&upkeep, Timestamp::now(), retention).await;
+            // A round over a large history takes a while; a shutdown does not wait
+            // for it (each of its turns is a transaction of its own).
+            tokio::select! {
+                _ = stopped.changed() => return,
+                () = round(&upkeep, Timestamp::now(), retention) => {}
+            }
             next_retention = Instant::now() + RETENTION_CHECK;
         }
         tokio::select! {
