@@ -7,7 +7,8 @@
 //! - [`Worker`]: claims due deliveries under a lease (`FOR UPDATE SKIP LOCKED` on
 //!   PostgreSQL), POSTs each with Standard Webhooks headers through the guarded
 //!   [`HttpsClient`], records the attempt, and schedules a retry. It sees the
-//!   database only through the store's [`Queue`](hookline_store::Queue) handle.
+//!   database only through the store's [`Queue`](hookline_store::Queue) and
+//!   [`Upkeep`](hookline_store::Upkeep) handles.
 //!
 //! Another Rust service of the product emits an event like this:
 //!

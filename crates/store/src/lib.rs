@@ -4,7 +4,8 @@
 //!
 //! [`Store`] opens the database and hands out one narrow handle per consumer, each
 //! taking and returning domain types:
-//! - [`Queue`]: the delivery worker's (claim, finish, release, listen, upkeep);
+//! - [`Queue`]: the delivery worker's (claim, finish, release, listen);
+//! - [`Upkeep`]: the worker's housekeeping (retention, partitions, space);
 //! - [`KeyCheck`]: auth's (a batch of requests' keys in one call);
 //! - the repositories of the use-case layer: [`Workspaces`], [`Accounts`],
 //!   [`ApiKeys`], [`Webhooks`] (with their attempt logs), [`Events`] (with the

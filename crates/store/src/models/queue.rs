@@ -1,6 +1,7 @@
 //! [`Queue`]: the worker's handle on the outbox. Claiming due deliveries under a
 //! lease, recording each attempt's outcome, handing back claims, waking on new
-//! work, and the upkeep (retention, the planner's statistics).
+//! work, and the runs of failures behind auto-disable. Housekeeping (retention,
+//! partitions, statistics) is [`Upkeep`](crate::Upkeep)'s.
 
 use std::collections::HashMap;
 

@@ -215,25 +215,15 @@ impl Upkeep {
 
     /// SQLite: gives free pages back to the file system, a few at a time, so the
     /// file shrinks after retention instead of only growing. Answers how many.
+    /// Stops when a turn frees none (a file not switched to incremental vacuum
+    /// frees none, rather than looping).
     pub async fn reclaim_space(&self) -> Result<u64> {
-        #[derive(QueryableByName)]
-        struct Free {
-            #[diesel(sql_type = BigInt)]
-            freelist_count: i64,
-        }
         if self.db.backend() != Backend::Sqlite {
             return Ok(0);
         }
+        let mut free = self.free_pages().await?;
         let mut reclaimed = 0;
-        loop {
-            let free: Free = with_conn!(self.db, |conn| {
-                diesel::sql_query("PRAGMA freelist_count")
-                    .get_result(conn)
-                    .await?
-            });
-            if free.freelist_count == 0 {
-                return Ok(reclaimed);
-            }
+        while free > 0 {
             let started = Instant::now();
             write_conn!(self.db, |conn| {
                 // A pragma takes no bound parameter; the number is ours.
@@ -241,13 +231,30 @@ impl Upkeep {
                     .execute(conn)
                     .await?
             });
-            let before = reclaimed;
-            reclaimed += free.freelist_count.min(PAGES_PER_TURN) as u64;
-            if reclaimed == before {
-                return Ok(reclaimed);
+            let left = self.free_pages().await?;
+            if left >= free {
+                break;
             }
+            reclaimed += free - left;
+            free = left;
             tokio::time::sleep(started.elapsed()).await;
         }
+        Ok(reclaimed)
+    }
+
+    /// SQLite's count of free pages in the file.
+    async fn free_pages(&self) -> Result<u64> {
+        #[derive(QueryableByName)]
+        struct Free {
+            #[diesel(sql_type = BigInt)]
+            freelist_count: i64,
+        }
+        let free: Free = with_conn!(self.db, |conn| {
+            diesel::sql_query("PRAGMA freelist_count")
+                .get_result(conn)
+                .await?
+        });
+        Ok(u64::try_from(free.freelist_count).unwrap_or(0))
     }
 
     /// Forgets idempotency keys whose window ended before `now`, in short turns;
