@@ -44,12 +44,9 @@ impl HistoryDay {
         HistoryDay(self.0 + days)
     }
 
-    /// Midnight UTC at its start.
+    /// Midnight UTC at its start (kept within the timestamps' range).
     pub fn start(self) -> Timestamp {
-        Timestamp::from_unix_millis(self.0.saturating_mul(DAY_MS)).unwrap_or_else(|_| {
-            // Days come from timestamps, so their starts are timestamps too.
-            Timestamp::now()
-        })
+        Timestamp::EPOCH.plus_millis(self.0.saturating_mul(DAY_MS))
     }
 
     /// `20261123`: how its partitions are named.

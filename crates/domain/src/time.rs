@@ -15,6 +15,9 @@ pub struct Timestamp(i64);
 const MAX_UNIX_MILLIS: i64 = 253_402_300_799_999;
 
 impl Timestamp {
+    /// 1970-01-01T00:00:00.000Z.
+    pub const EPOCH: Timestamp = Timestamp(0);
+
     pub fn now() -> Self {
         let millis = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
         // The clock is between 1970 and 9999 on any machine this runs on.

@@ -20,7 +20,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::partitions::{self, Answer, Name};
 use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn};
-use crate::prepared::{bind, prepared};
+use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{event_samples, idempotency_keys, portal_links, workspaces};
 use crate::text_in::json_string_array;
 use crate::{Backend, Result};
@@ -93,7 +93,7 @@ impl Upkeep {
     /// of each event name in each workspace, those of the last [`SAMPLES_KEPT`];
     /// keeps at most that many aside per name. Answers how many it copied.
     async fn keep_samples(&self, cut: &str) -> Result<u64> {
-        let names: Vec<&str> = EventName::ALL.iter().map(|name| name.as_str()).collect();
+        let names: Vec<String> = EventName::ALL.iter().map(ToString::to_string).collect();
         let mut after = String::new();
         let mut copied = 0;
         loop {
@@ -139,12 +139,9 @@ impl Upkeep {
             return Ok(());
         };
         let mut conn = pool.get().await?;
-        let names: Vec<Name> = diesel::sql_query(partitions::EVENTS_PARTITIONS)
-            .load(&mut *conn)
-            .await?;
-        let mut days: Vec<HistoryDay> = names
-            .iter()
-            .filter_map(|partition| partitions::day_of_events_partition(&partition.name))
+        let mut days: Vec<HistoryDay> = partition_days(&mut conn)
+            .await?
+            .into_iter()
             .filter(|day| day.next().start() <= cutoff)
             .collect();
         days.sort_unstable();
@@ -156,18 +153,7 @@ impl Upkeep {
                 forgotten.days_held += 1;
                 continue;
             }
-            let dropped = conn
-                .transaction(async |conn| {
-                    diesel::sql_query("SET LOCAL lock_timeout = '100ms'")
-                        .execute(conn)
-                        .await?;
-                    for statement in partitions::drop_day(day) {
-                        diesel::sql_query(statement).execute(conn).await?;
-                    }
-                    QueryResult::Ok(())
-                })
-                .await;
-            match dropped {
+            match run_ddl(&mut conn, "100ms", partitions::drop_day(day)).await {
                 Ok(()) => forgotten.days += 1,
                 Err(error) => {
                     tracing::warn!(day = day.label(), %error, "could not drop a day of history; trying again next round");
@@ -186,29 +172,14 @@ impl Upkeep {
             return Ok(0);
         };
         let mut conn = pool.get().await?;
-        let names: Vec<Name> = diesel::sql_query(partitions::EVENTS_PARTITIONS)
-            .load(&mut *conn)
-            .await?;
-        let mut day = HistoryDay::of(now);
+        let existing = partition_days(&mut conn).await?;
+        let today = HistoryDay::of(now);
         let mut made = 0;
-        for _ in 0..=PARTITION_DAYS_AHEAD {
-            let exists = names
-                .iter()
-                .any(|name| partitions::day_of_events_partition(&name.name) == Some(day));
-            if !exists {
-                conn.transaction(async |conn| {
-                    diesel::sql_query("SET LOCAL lock_timeout = '1s'")
-                        .execute(conn)
-                        .await?;
-                    for statement in partitions::create_day(day) {
-                        diesel::sql_query(statement).execute(conn).await?;
-                    }
-                    QueryResult::Ok(())
-                })
-                .await?;
+        for day in (0..=PARTITION_DAYS_AHEAD).map(|ahead| today.plus_days(ahead)) {
+            if !existing.contains(&day) {
+                run_ddl(&mut conn, "1s", partitions::create_day(day)).await?;
                 made += 1;
             }
-            day = day.next();
         }
         Ok(made)
     }
@@ -332,6 +303,34 @@ impl Upkeep {
     }
 }
 
+/// PostgreSQL: the days that have partitions.
+async fn partition_days(conn: &mut PgConn) -> Result<Vec<HistoryDay>> {
+    let names: Vec<Name> = diesel::sql_query(partitions::EVENTS_PARTITIONS)
+        .load(conn)
+        .await?;
+    Ok(names
+        .iter()
+        .filter_map(|partition| partitions::day_of_events_partition(&partition.name))
+        .collect())
+}
+
+/// PostgreSQL: runs partition DDL in one transaction that waits at most
+/// `lock_timeout` for a table's lock, so that it never queues the emits and
+/// claims behind it for long.
+async fn run_ddl(conn: &mut PgConn, lock_timeout: &str, statements: Vec<String>) -> Result<()> {
+    conn.transaction(async |conn| {
+        diesel::sql_query(format!("SET LOCAL lock_timeout = '{lock_timeout}'"))
+            .execute(conn)
+            .await?;
+        for statement in statements {
+            diesel::sql_query(statement).execute(conn).await?;
+        }
+        QueryResult::Ok(())
+    })
+    .await?;
+    Ok(())
+}
+
 /// A sample as `event_samples` keeps it.
 #[derive(Debug, Insertable, QueryableByName)]
 #[diesel(table_name = event_samples)]
@@ -356,7 +355,7 @@ pub(crate) trait HistorySql {
     async fn newest_before(
         &mut self,
         cut: &str,
-        names: &[&str],
+        names: &[String],
         workspaces: &[String],
     ) -> QueryResult<Vec<SampleRow>>;
 
@@ -373,6 +372,22 @@ pub(crate) trait HistorySql {
         after: &str,
         cut: &str,
     ) -> QueryResult<Option<(String, usize)>>;
+}
+
+/// A [`HistorySql::newest_before`] statement with its parameters: `$1` the cut,
+/// `$2` the names, `$3` [`SAMPLES_KEPT`], `$4` the workspaces, the lists as the
+/// dialect binds a list (`ids`).
+fn samples_statement<'a, Ids>(
+    sql: &'static str,
+    (cut, names, workspaces): (&'a str, &'a [String], &'a [String]),
+    ids: impl Fn(&'a [String]) -> Ids,
+) -> Prepared<(Bind<Text, &'a str>, Ids, Bind<BigInt, i64>, Ids)> {
+    prepared(sql).binds((
+        bind(cut),
+        ids(names),
+        bind(i64::from(SAMPLES_KEPT)),
+        ids(workspaces),
+    ))
 }
 
 /// The next ids to look at and the deletion of those among them with no pending
@@ -447,23 +462,19 @@ impl HistorySql for SqliteConn {
     async fn newest_before(
         &mut self,
         cut: &str,
-        names: &[&str],
+        names: &[String],
         workspaces: &[String],
     ) -> QueryResult<Vec<SampleRow>> {
-        prepared(
+        samples_statement(
             "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
              FROM json_each($4) AS w JOIN json_each($2) AS n \
              JOIN events AS e ON e.rowid IN (SELECT s.rowid FROM events AS s \
                  WHERE s.workspace_id = w.value AND s.event = n.value \
                  ORDER BY s.id DESC LIMIT $3) \
              WHERE e.id < $1",
+            (cut, names, workspaces),
+            |ids| bind::<Text, _>(json_string_array(ids)),
         )
-        .binds((
-            bind::<Text, _>(cut),
-            bind::<Text, _>(json_string_array(names)),
-            bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
-            bind::<Text, _>(json_string_array(workspaces)),
-        ))
         .load(self)
         .await
     }
@@ -495,24 +506,20 @@ impl HistorySql for PgConn {
     async fn newest_before(
         &mut self,
         cut: &str,
-        names: &[&str],
+        names: &[String],
         workspaces: &[String],
     ) -> QueryResult<Vec<SampleRow>> {
         use diesel::pg::sql_types::Array;
-        prepared(
+        samples_statement(
             "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
              FROM unnest($4::text[]) AS w(id) CROSS JOIN unnest($2::text[]) AS n(event) \
              CROSS JOIN LATERAL (SELECT * FROM events AS s \
                  WHERE s.workspace_id = w.id AND s.event = n.event \
                  ORDER BY s.id DESC LIMIT $3) AS e \
              WHERE e.id < $1",
+            (cut, names, workspaces),
+            bind::<Array<Text>, _>,
         )
-        .binds((
-            bind::<Text, _>(cut),
-            bind::<Array<Text>, _>(names),
-            bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
-            bind::<Array<Text>, _>(workspaces),
-        ))
         .load(self)
         .await
     }
