@@ -374,6 +374,9 @@ pub(crate) trait HistorySql {
     ) -> QueryResult<Option<(String, usize)>>;
 }
 
+/// The parameters of [`samples_statement`], in order.
+type SampleBinds<'a, Ids> = (Bind<Text, &'a str>, Ids, Bind<BigInt, i64>, Ids);
+
 /// A [`HistorySql::newest_before`] statement with its parameters: `$1` the cut,
 /// `$2` the names, `$3` [`SAMPLES_KEPT`], `$4` the workspaces, the lists as the
 /// dialect binds a list (`ids`).
@@ -381,7 +384,7 @@ fn samples_statement<'a, Ids>(
     sql: &'static str,
     (cut, names, workspaces): (&'a str, &'a [String], &'a [String]),
     ids: impl Fn(&'a [String]) -> Ids,
-) -> Prepared<(Bind<Text, &'a str>, Ids, Bind<BigInt, i64>, Ids)> {
+) -> Prepared<SampleBinds<'a, Ids>> {
     prepared(sql).binds((
         bind(cut),
         ids(names),
