@@ -14,13 +14,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookline_domain::{EventName, KeyName, Plan, Timestamp, WebhookSource};
+use hookline_domain::{EventName, Plan, Timestamp, WebhookSource};
 use hookline_testdb::{Backend, History, TestDb};
 use hookline_tests::Receiver;
 
-use crate::api::{failures, listening_addr, micros};
+use crate::api::{failures, micros};
+use crate::ingest::serve_admin;
 use crate::load::{self, Call, Load};
-use crate::process::Measured;
 
 /// Events ingested per second during the measurement (16 connections).
 const RATE: f64 = 200.0;
@@ -132,30 +132,14 @@ async fn one_run(
     db.analyze().await;
     let size_mib = db.size_bytes().await as f64 / (1024.0 * 1024.0);
 
-    let (token, hash) = hookline_auth::generate_admin_token()?;
-    db.store()
-        .admin_tokens()
-        .create(&KeyName::parse("bench")?, &hash)
-        .await?;
-    let tokens = vec![token.expose().to_owned()];
-    let env = [
-        ("DATABASE_URL", db.url().to_owned()),
-        ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
-        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
-        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+    let extra = [
         ("HOOKLINE_RETENTION", "30d".to_owned()),
-        (
-            "HOOKLINE_TLS_EXTRA_ROOTS",
-            receiver.ca_file().display().to_string(),
-        ),
         (
             "RUST_LOG",
             "warn,hookline=info,hookline_delivery::upkeep=debug".to_owned(),
         ),
     ];
-    let (server, line) =
-        Measured::start(hookline, &["serve"], &env, Some("admin API listening on ")).await?;
-    let addr = listening_addr(&line)?;
+    let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &extra).await?;
     let body = serde_json::json!({"event": "link.clicked", "data": {}}).to_string();
     let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
     let during = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, DURING).await?;

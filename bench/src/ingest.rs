@@ -5,6 +5,7 @@
 //! half that rate.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,39 @@ use crate::process::Measured;
 
 /// Keep-alive connections of the ingest load.
 const CONNECTIONS: usize = 32;
+
+/// `hookline serve` on `db`, delivering to `receiver`, with `extra` environment
+/// (which may override the defaults); answers it, its admin API's address and an
+/// admin token for it.
+pub(crate) async fn serve_admin(
+    hookline: &Path,
+    db: &TestDb,
+    receiver: &Receiver,
+    extra: &[(&str, String)],
+) -> anyhow::Result<(Measured, SocketAddr, Vec<String>)> {
+    let (token, hash) = hookline_auth::generate_admin_token()?;
+    db.store()
+        .admin_tokens()
+        .create(&KeyName::parse("bench")?, &hash)
+        .await?;
+    let mut env = vec![
+        ("DATABASE_URL", db.url().to_owned()),
+        ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
+        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        (
+            "HOOKLINE_TLS_EXTRA_ROOTS",
+            receiver.ca_file().display().to_string(),
+        ),
+        ("RUST_LOG", "warn,hookline=info".to_owned()),
+    ];
+    env.retain(|(name, _)| !extra.iter().any(|(given, _)| given == name));
+    env.extend(extra.iter().cloned());
+    let (server, line) =
+        Measured::start(hookline, &["serve"], &env, Some("admin API listening on ")).await?;
+    let addr = listening_addr(&line)?;
+    Ok((server, addr, vec![token.expose().to_owned()]))
+}
 
 pub(crate) async fn run(
     hookline: &Path,
@@ -34,26 +68,7 @@ pub(crate) async fn run(
         WebhookSource::Api,
     )
     .await?;
-    let (token, hash) = hookline_auth::generate_admin_token()?;
-    db.store()
-        .admin_tokens()
-        .create(&KeyName::parse("bench")?, &hash)
-        .await?;
-    let tokens = vec![token.expose().to_owned()];
-    let env = [
-        ("DATABASE_URL", db.url().to_owned()),
-        ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
-        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
-        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
-        (
-            "HOOKLINE_TLS_EXTRA_ROOTS",
-            receiver.ca_file().display().to_string(),
-        ),
-        ("RUST_LOG", "warn,hookline=info".to_owned()),
-    ];
-    let (server, line) =
-        Measured::start(hookline, &["serve"], &env, Some("admin API listening on ")).await?;
-    let addr = listening_addr(&line)?;
+    let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &[]).await?;
     let data = serde_json::json!({"link": {"id": "lnk_91d0c7e3", "url": "https://shop.example.com/spring-sale"}});
     let body = serde_json::json!({"event": "link.clicked", "data": data}).to_string();
     let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
