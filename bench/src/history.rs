@@ -1,8 +1,9 @@
 //! The history figures: what a year of history costs live traffic. A database
 //! holding `--history` events (two webhooks each, delivered, one attempt each to
 //! one of them), written in bulk as such a history would leave the tables; then
-//! `hookline serve`, whose worker's upkeep runs its first retention round at once,
-//! while events are ingested over the admin API at a steady rate:
+//! `hookline serve` (keeping everything) with ingest over the admin API at a steady
+//! rate, and a `hookline worker` started beside it on the same database, whose
+//! upkeep runs its first retention round at once (HOOKLINE_RETENTION=30d):
 //! - a round that forgets them all (the history lies 31 to 36 days back);
 //! - a round with them all retained (the history lies 1 to 6 days back).
 //!
@@ -21,19 +22,22 @@ use hookline_tests::Receiver;
 use crate::api::{failures, micros};
 use crate::ingest::serve_admin;
 use crate::load::{self, Call, Load};
+use crate::process::Measured;
 
 /// Events ingested per second during the measurement (16 connections).
 const RATE: f64 = 200.0;
 const CONNECTIONS: usize = 16;
-/// How long ingest is measured from the server's start (the round runs within
-/// it, or the report says it did not end), and after the round.
-const DURING: Duration = Duration::from_secs(30);
+/// Ingest before the worker starts (connections made, pools filled; not counted).
+const WARM_UP: Duration = Duration::from_secs(2);
+/// Ingest is measured from the worker's start until its round ends, at most this
+/// long (the report then says the round did not end), and for `AFTER` after.
+const LONGEST: Duration = Duration::from_secs(120);
 const AFTER: Duration = Duration::from_secs(10);
 const DAY_MS: i64 = 86_400_000;
 
 pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyhow::Result<String> {
     let mut report = format!(
-        "History ({events} events, two webhooks each; ingest at {RATE:.0}/s over {CONNECTIONS} connections during the upkeep's first round, then after it)\n"
+        "History ({events} events, two webhooks each; ingest at {RATE:.0}/s over {CONNECTIONS} connections during a worker's first retention round, then after it)\n"
     );
     let _ = writeln!(
         report,
@@ -126,25 +130,48 @@ async fn one_run(
         due_at: now.plus_millis(-days_back * DAY_MS),
         attempted: Some(webhooks[0]),
     };
+    // The history's days have their partitions (PostgreSQL), as they would
+    // have had when it was written: each call makes four days.
+    let upkeep = db.store().upkeep();
+    let mut day = history.from;
+    while day <= now {
+        upkeep.prepare_partitions(day).await?;
+        day = day.plus_millis(4 * DAY_MS);
+    }
     let started = Instant::now();
     db.write_history(&history).await;
     let written = started.elapsed();
     db.analyze().await;
     let size_mib = db.size_bytes().await as f64 / (1024.0 * 1024.0);
 
-    let extra = [
-        ("HOOKLINE_RETENTION", "30d".to_owned()),
-        (
-            "RUST_LOG",
-            "warn,hookline=info,hookline_delivery::upkeep=debug".to_owned(),
-        ),
-    ];
-    let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &extra).await?;
+    // The server's own upkeep keeps ten years, so the round measured is the one
+    // of the worker started after the warm-up, on the same database.
+    let serve_env = [("HOOKLINE_RETENTION", "3650d".to_owned())];
+    let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &serve_env).await?;
     let body = serde_json::json!({"event": "link.clicked", "data": {}}).to_string();
     let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
-    let during = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, DURING).await?;
+    load::paced(addr, &call, &tokens, CONNECTIONS, RATE, WARM_UP).await?;
+    let worker_env = [
+        ("DATABASE_URL", db.url().to_owned()),
+        ("HOOKLINE_RETENTION", "30d".to_owned()),
+        ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        (
+            "HOOKLINE_TLS_EXTRA_ROOTS",
+            receiver.ca_file().display().to_string(),
+        ),
+        (
+            "RUST_LOG",
+            "warn,hookline_delivery::upkeep=debug".to_owned(),
+        ),
+    ];
+    let (worker, _) = Measured::start(hookline, &["worker"], &worker_env, None).await?;
+    const ENDED: &str = "retention round ended";
+    let during = load::paced_until(addr, &call, &tokens, CONNECTIONS, RATE, LONGEST, || {
+        worker.log_line(ENDED).is_some()
+    })
+    .await?;
     // The upkeep logs the round's length when it ends.
-    let round = server.log_line("retention round ended").and_then(|line| {
+    let round = worker.log_line(ENDED).and_then(|line| {
         let rest = &line[line.find("took_ms=")? + "took_ms=".len()..];
         let millis: u64 = rest
             .split(|c: char| !c.is_ascii_digit())
@@ -154,6 +181,7 @@ async fn one_run(
         Some(Duration::from_millis(millis))
     });
     let after = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, AFTER).await?;
+    worker.stop().await?;
     server.stop().await?;
     Ok(Run {
         during,

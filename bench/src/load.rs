@@ -74,6 +74,29 @@ pub(crate) async fn paced(
     ]))
 }
 
+/// [`paced`] in slices of a second until `done` says so after a slice, or
+/// `longest` has passed: latency while something else runs to its end.
+pub(crate) async fn paced_until(
+    addr: SocketAddr,
+    call: &Call,
+    keys: &[String],
+    connections: usize,
+    per_second: f64,
+    longest: Duration,
+    done: impl Fn() -> bool,
+) -> anyhow::Result<Load> {
+    let every = Duration::from_secs_f64(connections as f64 / per_second.max(1.0));
+    let until = Instant::now() + longest;
+    let mut samples = Vec::new();
+    loop {
+        let slice = Duration::from_secs(1);
+        samples.push(sample(addr, call, keys, connections, slice, Some(every)).await?);
+        if done() || Instant::now() >= until {
+            return Ok(Load::of(samples));
+        }
+    }
+}
+
 /// Two servers under the same load in turns, `rounds` slices each, alternating
 /// for `duration` in all per server: a disturbance of the machine (its other
 /// services share the two cores) falls on both alike, rather than on whichever
