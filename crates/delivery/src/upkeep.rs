@@ -67,10 +67,12 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
         Ok(days) => tracing::info!(days, "made the history's partitions ahead"),
         Err(error) => tracing::error!(%error, "cannot make the history's partitions ahead"),
     }
+    let step = Instant::now();
     match upkeep.forget_history(now.plus_millis(-retention_ms)).await {
         Ok(forgotten) => {
             if forgotten.events + forgotten.days + forgotten.days_held > 0 {
                 tracing::info!(
+                    took_ms = millis(step),
                     events = forgotten.events,
                     days = forgotten.days,
                     days_held = forgotten.days_held,
@@ -82,9 +84,16 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
         }
         Err(error) => tracing::error!(%error, "retention cleanup failed"),
     }
+    let step = Instant::now();
     match upkeep.reclaim_space().await {
         Ok(0) => {}
-        Ok(pages) => tracing::info!(pages, "gave free pages back to the file system"),
+        Ok(pages) => {
+            tracing::info!(
+                pages,
+                took_ms = millis(step),
+                "gave free pages back to the file system"
+            );
+        }
         Err(error) => tracing::error!(%error, "cannot give free pages back"),
     }
     match upkeep.delete_ended_idempotency_keys(now).await {
@@ -97,8 +106,12 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
         Ok(links) => tracing::info!(links, "removed expired Settings portal links"),
         Err(error) => tracing::error!(%error, "portal link cleanup failed"),
     }
-    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    tracing::debug!(took_ms, "retention round ended");
+    tracing::debug!(took_ms = millis(started), "retention round ended");
+}
+
+/// Milliseconds since `since`, for the logs.
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Disables the webhooks that have failed for `after` with no success between.

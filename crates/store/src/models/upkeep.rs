@@ -7,7 +7,7 @@
 //! primary key, which sorts by time), the samples are found by index probes per
 //! workspace and event name, and on SQLite every write turn is short.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use diesel::QueryResult;
 use diesel::prelude::*;
@@ -25,15 +25,43 @@ use crate::schema::{event_samples, idempotency_keys, portal_links, workspaces};
 use crate::text_in::json_string_array;
 use crate::{Backend, Result};
 
-/// Events forgotten in one write turn, at most (with their deliveries and
-/// attempts): a turn stays a few milliseconds, so writers wait little behind it.
-const EVENTS_PER_TURN: i64 = 200;
-/// Idempotency keys removed in one write turn, at most.
-const KEYS_PER_TURN: i64 = 1_000;
+/// How long a write turn of the upkeep should hold the write lock (SQLite): the
+/// writers queued behind it wait about this long, at most twice it.
+const TURN_TARGET: Duration = Duration::from_millis(4);
+/// Events forgotten in the first write turn (with their deliveries and attempts),
+/// and in any turn at most.
+const EVENTS_PER_TURN: (i64, i64) = (50, 500);
+/// Idempotency keys removed in the first write turn, and in any at most.
+const KEYS_PER_TURN: (i64, i64) = (500, 5_000);
+/// SQLite pages (4 KiB) given back in the first write turn, and in any at most:
+/// each costs more the longer the free list is.
+const PAGES_PER_TURN: (i64, i64) = (16, 256);
 /// Workspaces whose samples are looked at per read (seven probes each).
 const WORKSPACES_PER_READ: i64 = 100;
-/// SQLite pages given back to the file system per write turn (4 KiB each).
-const PAGES_PER_TURN: i64 = 256;
+
+/// How much the next write turn takes on: halved after a turn longer than
+/// [`TURN_TARGET`], doubled after one under half of it, within `[1, max]`. Rows
+/// cost more or less with the machine and the table's size; the time is what
+/// other writers feel.
+#[derive(Debug, Clone, Copy)]
+struct TurnSize {
+    size: i64,
+    max: i64,
+}
+
+impl TurnSize {
+    fn new((first, max): (i64, i64)) -> Self {
+        TurnSize { size: first, max }
+    }
+
+    fn after(&mut self, took: Duration) {
+        if took > TURN_TARGET {
+            self.size = (self.size / 2).max(1);
+        } else if took < TURN_TARGET / 2 {
+            self.size = (self.size * 2).min(self.max);
+        }
+    }
+}
 
 /// What one retention round did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +78,8 @@ pub struct Forgotten {
     pub samples: u64,
     /// Write turns taken to remove rows.
     pub turns: u64,
+    /// Events removed in the largest of those turns.
+    pub largest_turn: u64,
 }
 
 /// The worker's housekeeping handle: nothing else of the store.
@@ -63,8 +93,9 @@ impl Upkeep {
     /// attempt logs with them), but for the samples, copied aside first, and for
     /// events with a delivery still pending, kept until it ends.
     ///
-    /// SQLite deletes in turns of at most [`EVENTS_PER_TURN`] events, pausing
-    /// between turns as long as each took, so other writers get in. PostgreSQL
+    /// SQLite deletes in turns sized to hold the write lock about
+    /// [`TURN_TARGET`] (at most [`EVENTS_PER_TURN`]), pausing between turns as
+    /// long as each took, so other writers get in. PostgreSQL
     /// drops whole days (partitions) and deletes row by row only what fell into the
     /// default partition.
     pub async fn forget_history(&self, cutoff: Timestamp) -> Result<Forgotten> {
@@ -77,14 +108,20 @@ impl Upkeep {
             self.drop_days(cutoff, &mut forgotten).await?;
         }
         let mut after = String::new();
+        let mut turn = TurnSize::new(EVENTS_PER_TURN);
         loop {
-            let started = Instant::now();
-            let turn = write_conn!(self.db, |conn| conn.forget_events(&after, &cut).await?);
-            let Some((last, deleted)) = turn else { break };
+            let (looked, took) = write_conn!(self.db, |conn| {
+                let started = Instant::now();
+                let looked = conn.forget_events(&after, &cut, turn.size).await?;
+                (looked, started.elapsed())
+            });
+            let Some((last, deleted)) = looked else { break };
             after = last;
             forgotten.events += deleted as u64;
             forgotten.turns += 1;
-            tokio::time::sleep(started.elapsed()).await;
+            forgotten.largest_turn = forgotten.largest_turn.max(deleted as u64);
+            turn.after(took);
+            tokio::time::sleep(took).await;
         }
         Ok(forgotten)
     }
@@ -194,13 +231,15 @@ impl Upkeep {
         }
         let mut free = self.free_pages().await?;
         let mut reclaimed = 0;
+        let mut turn = TurnSize::new(PAGES_PER_TURN);
         while free > 0 {
-            let started = Instant::now();
-            write_conn!(self.db, |conn| {
+            let took = write_conn!(self.db, |conn| {
+                let started = Instant::now();
                 // A pragma takes no bound parameter; the number is ours.
-                diesel::sql_query(format!("PRAGMA incremental_vacuum({PAGES_PER_TURN})"))
+                diesel::sql_query(format!("PRAGMA incremental_vacuum({})", turn.size))
                     .execute(conn)
-                    .await?
+                    .await?;
+                started.elapsed()
             });
             let left = self.free_pages().await?;
             if left >= free {
@@ -208,7 +247,8 @@ impl Upkeep {
             }
             reclaimed += free - left;
             free = left;
-            tokio::time::sleep(started.elapsed()).await;
+            turn.after(took);
+            tokio::time::sleep(took).await;
         }
         Ok(reclaimed)
     }
@@ -234,26 +274,32 @@ impl Upkeep {
         use crate::models::event::IDEMPOTENCY_WINDOW_MS;
         let ended = now.unix_millis() - IDEMPOTENCY_WINDOW_MS;
         let mut deleted = 0;
+        let mut turn = TurnSize::new(KEYS_PER_TURN);
         loop {
-            let turn = write_conn!(self.db, |conn| {
+            let size = turn.size;
+            let (removed, took) = write_conn!(self.db, |conn| {
+                let started = Instant::now();
                 // The turn's last key by age: keys as old are removed with it.
                 let last: Option<i64> = idempotency_keys::table
                     .filter(idempotency_keys::created_at.le(ended))
                     .order(idempotency_keys::created_at)
-                    .offset(KEYS_PER_TURN - 1)
+                    .offset(size - 1)
                     .select(idempotency_keys::created_at)
                     .first(conn)
                     .await
                     .optional()?;
-                diesel::delete(idempotency_keys::table)
+                let removed = diesel::delete(idempotency_keys::table)
                     .filter(idempotency_keys::created_at.le(last.unwrap_or(ended)))
                     .execute(conn)
-                    .await?
+                    .await?;
+                (removed, started.elapsed())
             });
-            deleted += turn;
-            if turn < KEYS_PER_TURN as usize {
+            deleted += removed;
+            if last_turn(removed, size) {
                 return Ok(deleted);
             }
+            turn.after(took);
+            tokio::time::sleep(took).await;
         }
     }
 
@@ -301,6 +347,11 @@ impl Upkeep {
         }
         Ok(unanalyzed.len())
     }
+}
+
+/// Whether a turn that removed `removed` of at most `size` was the last.
+fn last_turn(removed: usize, size: i64) -> bool {
+    i64::try_from(removed).unwrap_or(i64::MAX) < size
 }
 
 /// PostgreSQL: the days that have partitions.
@@ -363,14 +414,15 @@ pub(crate) trait HistorySql {
     /// each name.
     async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize>;
 
-    /// One turn of forgetting: of the next [`EVENTS_PER_TURN`] events after
-    /// `after` and before `cut` (by id), deletes those with no pending delivery.
+    /// One turn of forgetting: of the next `limit` events after `after` and
+    /// before `cut` (by id), deletes those with no pending delivery.
     /// Answers the last id looked at and how many went; `None` when there were
     /// none left. PostgreSQL looks only at the default partition.
     async fn forget_events(
         &mut self,
         after: &str,
         cut: &str,
+        limit: i64,
     ) -> QueryResult<Option<(String, usize)>>;
 }
 
@@ -423,13 +475,13 @@ struct Last {
 
 /// Runs a [`forget_turn!`] pair on any connection.
 macro_rules! forget_events_with {
-    ($conn:expr, $statements:expr, $after:expr, $cut:expr) => {{
+    ($conn:expr, $statements:expr, $after:expr, $cut:expr, $limit:expr) => {{
         let (next, delete) = $statements;
         let last: Last = prepared(next)
             .binds((
                 bind::<Text, _>($after),
                 bind::<Text, _>($cut),
-                bind::<BigInt, _>(EVENTS_PER_TURN),
+                bind::<BigInt, _>($limit),
             ))
             .get_result($conn)
             .await?;
@@ -496,10 +548,11 @@ impl HistorySql for SqliteConn {
         &mut self,
         after: &str,
         cut: &str,
+        limit: i64,
     ) -> QueryResult<Option<(String, usize)>> {
         // One IMMEDIATE transaction: the turn's look and its deletion together.
         self.immediate_transaction(async |conn| {
-            forget_events_with!(conn, forget_turn!("events"), after, cut)
+            forget_events_with!(conn, forget_turn!("events"), after, cut, limit)
         })
         .await
     }
@@ -542,7 +595,30 @@ impl HistorySql for PgConn {
         &mut self,
         after: &str,
         cut: &str,
+        limit: i64,
     ) -> QueryResult<Option<(String, usize)>> {
-        forget_events_with!(self, forget_turn!("events_default"), after, cut)
+        forget_events_with!(self, forget_turn!("events_default"), after, cut, limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_halves_after_a_long_one_and_doubles_after_a_short_one_within_bounds() {
+        let mut turn = TurnSize::new((50, 120));
+        turn.after(TURN_TARGET * 3);
+        assert_eq!(turn.size, 25);
+        turn.after(TURN_TARGET);
+        assert_eq!(turn.size, 25, "on target: kept");
+        turn.after(Duration::ZERO);
+        turn.after(Duration::ZERO);
+        turn.after(Duration::ZERO);
+        assert_eq!(turn.size, 120, "never past the most");
+        for _ in 0..10 {
+            turn.after(TURN_TARGET * 2);
+        }
+        assert_eq!(turn.size, 1, "never below one");
     }
 }
