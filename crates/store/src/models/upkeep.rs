@@ -170,7 +170,8 @@ impl Upkeep {
 
     /// PostgreSQL: drops the days wholly before `cutoff` whose deliveries have
     /// none pending. Each day goes in one short transaction that waits at most
-    /// a moment for its tables' lock (a busy day is tried again next round).
+    /// a moment for its tables' lock (a busy day is tried again next round), with
+    /// a pause as long as it took before the next.
     async fn drop_days(&self, cutoff: Timestamp, forgotten: &mut Forgotten) -> Result<()> {
         let Pools::Postgres(pool) = &self.db.pools else {
             return Ok(());
@@ -190,6 +191,7 @@ impl Upkeep {
                 forgotten.days_held += 1;
                 continue;
             }
+            let started = Instant::now();
             match run_ddl(&mut conn, "100ms", partitions::drop_day(day)).await {
                 Ok(()) => forgotten.days += 1,
                 Err(error) => {
@@ -197,6 +199,9 @@ impl Upkeep {
                     forgotten.days_held += 1;
                 }
             }
+            // Emits and claims waited on the tables' lock meanwhile: they go
+            // first before the next day.
+            tokio::time::sleep(started.elapsed()).await;
         }
         Ok(())
     }
