@@ -135,3 +135,24 @@ fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Re
         Ok(())
     })
 }
+
+impl Store {
+    /// Tests: turns PostgreSQL's partitioned history tables back into the plain
+    /// tables of a database made before partitioning, rows kept, so that
+    /// [`Store::migrate`] can be shown to convert such a database.
+    #[cfg(feature = "test-util")]
+    pub async fn unpartition_history(&self) -> Result<()> {
+        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(());
+        };
+        let mut conn = pool.get().await?;
+        diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
+            for statement in crate::partitions::convert_to_plain() {
+                diesel_async::RunQueryDsl::execute(diesel::sql_query(statement), conn).await?;
+            }
+            diesel::QueryResult::Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+}

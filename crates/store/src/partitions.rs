@@ -87,6 +87,43 @@ pub(crate) struct Answer {
     pub(crate) answer: bool,
 }
 
+/// The history tables' keys, foreign keys and indexes, made after their rows are
+/// in (faster than keeping them up row by row).
+const KEYS_AND_INDEXES: [&str; 11] = [
+    "ALTER TABLE events ADD PRIMARY KEY (id)",
+    "ALTER TABLE events ADD FOREIGN KEY (workspace_id) REFERENCES workspaces (id) ON DELETE CASCADE",
+    "CREATE INDEX events_recent ON events (workspace_id, event, id)",
+    "ALTER TABLE deliveries ADD PRIMARY KEY (event_id, webhook_id)",
+    "ALTER TABLE deliveries ADD FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE",
+    "ALTER TABLE deliveries ADD FOREIGN KEY (webhook_id) REFERENCES webhooks (id) ON DELETE CASCADE",
+    "CREATE INDEX deliveries_due ON deliveries (webhook_id, next_attempt_at, event_id) \
+     WHERE state = 'pending'",
+    "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id)",
+    "ALTER TABLE delivery_attempts ADD PRIMARY KEY (event_id, webhook_id, attempt)",
+    "ALTER TABLE delivery_attempts ADD FOREIGN KEY (event_id, webhook_id) \
+     REFERENCES deliveries (event_id, webhook_id) ON DELETE CASCADE",
+    "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts (webhook_id, attempted_at)",
+];
+
+/// Tests: the history tables back as plain tables with the same rows, keys and
+/// indexes, as a database made before partitioning has them.
+#[cfg(feature = "test-util")]
+pub(crate) fn convert_to_plain() -> Vec<String> {
+    let mut sql = Vec::new();
+    for table in HISTORY_TABLES.iter().rev() {
+        sql.push(format!(
+            "CREATE TABLE {table}_plain (LIKE {table} INCLUDING DEFAULTS)"
+        ));
+        sql.push(format!("INSERT INTO {table}_plain SELECT * FROM {table}"));
+    }
+    for table in HISTORY_TABLES {
+        sql.push(format!("DROP TABLE {table}"));
+        sql.push(format!("ALTER TABLE {table}_plain RENAME TO {table}"));
+    }
+    sql.extend(KEYS_AND_INDEXES.map(String::from));
+    sql
+}
+
 /// The history tables as the common migrations left them, made partitioned: the
 /// rows copied into day partitions (one for each day from the oldest event to
 /// [`hookline_domain::PARTITION_DAYS_AHEAD`] days after today), with the same
@@ -136,24 +173,7 @@ pub(crate) fn convert_to_partitioned(days: &[HistoryDay]) -> Vec<String> {
             .iter()
             .map(|table| format!("DROP TABLE {table}_unpartitioned")),
     );
-    sql.extend(
-        [
-            "ALTER TABLE events ADD PRIMARY KEY (id)",
-            "ALTER TABLE events ADD FOREIGN KEY (workspace_id) REFERENCES workspaces (id) ON DELETE CASCADE",
-            "CREATE INDEX events_recent ON events (workspace_id, event, id)",
-            "ALTER TABLE deliveries ADD PRIMARY KEY (event_id, webhook_id)",
-            "ALTER TABLE deliveries ADD FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE",
-            "ALTER TABLE deliveries ADD FOREIGN KEY (webhook_id) REFERENCES webhooks (id) ON DELETE CASCADE",
-            "CREATE INDEX deliveries_due ON deliveries (webhook_id, next_attempt_at, event_id) \
-             WHERE state = 'pending'",
-            "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id)",
-            "ALTER TABLE delivery_attempts ADD PRIMARY KEY (event_id, webhook_id, attempt)",
-            "ALTER TABLE delivery_attempts ADD FOREIGN KEY (event_id, webhook_id) \
-             REFERENCES deliveries (event_id, webhook_id) ON DELETE CASCADE",
-            "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts (webhook_id, attempted_at)",
-        ]
-        .map(String::from),
-    );
+    sql.extend(KEYS_AND_INDEXES.map(String::from));
     sql
 }
 

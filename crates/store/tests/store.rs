@@ -947,3 +947,77 @@ backend_tests! {
         assert_eq!(workspaces.update(WorkspaceId::generate(), Some(&name), None).await.unwrap(), None);
     }
 }
+
+/// A PostgreSQL database made before the history was partitioned is converted by
+/// the next `migrate`, every row kept, and its old days are then partitions that
+/// retention drops whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_postgres_database_is_partitioned_with_its_rows() {
+    let db = hookline_testdb::TestDb::new(Backend::Postgres).await;
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db
+        .webhook(
+            ws,
+            "https://a.example.com/",
+            &[EventName::DmSent],
+            WebhookSource::Api,
+        )
+        .await
+        .unwrap();
+    let now = Timestamp::now();
+    let day = 86_400_000;
+    let old = emit_at(store, ws, EventName::DmSent, now.plus_millis(-40 * day)).await;
+    let older = emit_at(store, ws, EventName::DmSent, now.plus_millis(-41 * day)).await;
+    let recent = emit_at(store, ws, EventName::DmSent, now.plus_millis(-day)).await;
+    // The two old ones delivered (an attempt each), the recent one pending.
+    let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
+    for claimed in claimed.iter().filter(|c| c.event_id != recent.id) {
+        deliver(store, claimed, hook.id, now).await;
+    }
+    let unfinished: Vec<ClaimedDelivery> = claimed
+        .into_iter()
+        .filter(|c| c.event_id == recent.id)
+        .collect();
+    store.queue().release(&unfinished).await.unwrap();
+
+    store.unpartition_history().await.unwrap();
+    // No migration is pending: the conversion runs on its own when it finds
+    // the history unpartitioned.
+    assert!(store.migrate().await.unwrap().is_empty());
+
+    for event in [&old, &older, &recent] {
+        assert_eq!(
+            store.events().payload(event.id).await.unwrap(),
+            Some(event.to_json()),
+            "rows kept"
+        );
+    }
+    assert_eq!(
+        store.webhooks().attempts(hook.id, 10).await.unwrap().len(),
+        2,
+        "attempts kept"
+    );
+    let pending = store.events().deliveries(recent.id).await.unwrap();
+    assert_eq!(pending[0].state, DeliveryState::Pending);
+    // The days from the oldest event on are partitions: the two old days (and the
+    // empty days up to the cutoff) are dropped whole; the recent one stays.
+    let forgotten = store
+        .upkeep()
+        .forget_history(now.plus_millis(-30 * day))
+        .await
+        .unwrap();
+    assert!(forgotten.days >= 2, "{forgotten:?}");
+    assert_eq!(forgotten.events, 0, "nothing in the default partition");
+    assert!(store.events().payload(old.id).await.unwrap().is_none());
+    assert_eq!(
+        claim(store, Timestamp::now(), now.plus_millis(60_000), "u")
+            .await
+            .len(),
+        1,
+        "the pending delivery is due"
+    );
+    // Migrating again changes nothing.
+    store.migrate().await.unwrap();
+    assert!(store.events().payload(recent.id).await.unwrap().is_some());
+}
