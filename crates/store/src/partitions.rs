@@ -49,17 +49,25 @@ pub(crate) fn create_day(day: HistoryDay) -> Vec<String> {
 }
 
 /// The statements that drop `day`'s three partitions, referring rows first.
+///
+/// Every lock they need is taken first, at once: taken one by one as each
+/// statement came to it, a detach held one table while waiting for another that
+/// a claim held while waiting for the first (a deadlock, seen under load).
+/// Attempts and deliveries are dropped without a detach: nothing refers to them
+/// (PostgreSQL's attempts keep no foreign key to their delivery, see
+/// [`KEYS_AND_INDEXES`]), and a detach would lock `webhooks` too, to give the
+/// detached table a foreign key of its own. Events are referred to by
+/// deliveries, so they are detached (checking, by index, that no delivery of the
+/// day is left) before they are dropped.
 pub(crate) fn drop_day(day: HistoryDay) -> Vec<String> {
-    HISTORY_TABLES
-        .iter()
-        .flat_map(|table| {
-            let partition = partition_name(table, day);
-            [
-                format!("ALTER TABLE {table} DETACH PARTITION {partition}"),
-                format!("DROP TABLE {partition}"),
-            ]
-        })
-        .collect()
+    let [attempts, deliveries, events] = HISTORY_TABLES.map(|table| partition_name(table, day));
+    vec![
+        "LOCK TABLE events, deliveries, delivery_attempts IN ACCESS EXCLUSIVE MODE".to_owned(),
+        format!("DROP TABLE {attempts}"),
+        format!("DROP TABLE {deliveries}"),
+        format!("ALTER TABLE events DETACH PARTITION {events}"),
+        format!("DROP TABLE {events}"),
+    ]
 }
 
 /// Whether `day`'s deliveries still have one pending (the partial due-index
@@ -88,10 +96,15 @@ pub(crate) struct Answer {
 }
 
 /// The history tables' keys, foreign keys and indexes, made after their rows are
-/// in (faster than keeping them up row by row).
-const KEYS_AND_INDEXES: [&str; 11] = [
+/// in (faster than keeping them up row by row). Unlike SQLite's, PostgreSQL's
+/// attempts keep no foreign key to their delivery, nor events to their
+/// workspace: a day's partitions can then be dropped without locking any other
+/// table (see [`drop_day`]). Attempts of a webhook deleted meanwhile stay until
+/// their day is dropped, and nothing reads them (a deleted webhook's attempt log
+/// is not found); workspaces are never deleted, and the outbox write refuses an
+/// event of an unknown workspace itself.
+const KEYS_AND_INDEXES: [&str; 9] = [
     "ALTER TABLE events ADD PRIMARY KEY (id)",
-    "ALTER TABLE events ADD FOREIGN KEY (workspace_id) REFERENCES workspaces (id) ON DELETE CASCADE",
     "CREATE INDEX events_recent ON events (workspace_id, event, id)",
     "ALTER TABLE deliveries ADD PRIMARY KEY (event_id, webhook_id)",
     "ALTER TABLE deliveries ADD FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE",
@@ -100,8 +113,6 @@ const KEYS_AND_INDEXES: [&str; 11] = [
      WHERE state = 'pending'",
     "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id)",
     "ALTER TABLE delivery_attempts ADD PRIMARY KEY (event_id, webhook_id, attempt)",
-    "ALTER TABLE delivery_attempts ADD FOREIGN KEY (event_id, webhook_id) \
-     REFERENCES deliveries (event_id, webhook_id) ON DELETE CASCADE",
     "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts (webhook_id, attempted_at)",
 ];
 
@@ -201,10 +212,12 @@ mod tests {
         );
         assert!(made[2].contains("delivery_attempts_p20261123"));
         let dropped = drop_day(day);
+        assert!(dropped[0].starts_with("LOCK TABLE events, deliveries, delivery_attempts"));
+        assert_eq!(dropped[1], "DROP TABLE delivery_attempts_p20261123");
         assert_eq!(
-            dropped[0],
-            "ALTER TABLE delivery_attempts DETACH PARTITION delivery_attempts_p20261123"
+            dropped[3],
+            "ALTER TABLE events DETACH PARTITION events_p20261123"
         );
-        assert_eq!(dropped[5], "DROP TABLE events_p20261123");
+        assert_eq!(dropped[4], "DROP TABLE events_p20261123");
     }
 }

@@ -36,6 +36,8 @@ const KEYS_PER_TURN: (i64, i64) = (500, 5_000);
 /// SQLite pages (4 KiB) given back in the first write turn, and in any at most:
 /// each costs more the longer the free list is.
 const PAGES_PER_TURN: (i64, i64) = (16, 256);
+/// PostgreSQL: tries to drop a day within one round.
+const DROP_TRIES: u32 = 10;
 /// Workspaces whose samples are looked at per read (seven probes each).
 const WORKSPACES_PER_READ: i64 = 100;
 
@@ -191,17 +193,29 @@ impl Upkeep {
                 forgotten.days_held += 1;
                 continue;
             }
-            let started = Instant::now();
-            match run_ddl(&mut conn, "100ms", partitions::drop_day(day)).await {
-                Ok(()) => forgotten.days += 1,
-                Err(error) => {
-                    tracing::warn!(day = day.label(), %error, "could not drop a day of history; trying again next round");
-                    forgotten.days_held += 1;
+            // A day whose tables stay busy past the lock timeout is tried again
+            // after a pause, a few times, then next round.
+            let mut tries = 0;
+            loop {
+                let started = Instant::now();
+                let dropped = run_ddl(&mut conn, "20ms", partitions::drop_day(day)).await;
+                tries += 1;
+                // Emits and claims waited on the tables' lock meanwhile: they go
+                // first before anything else is tried.
+                tokio::time::sleep(started.elapsed()).await;
+                match dropped {
+                    Ok(()) => {
+                        forgotten.days += 1;
+                        break;
+                    }
+                    Err(error) if tries == DROP_TRIES => {
+                        tracing::warn!(day = day.label(), %error, "could not drop a day of history; trying again next round");
+                        forgotten.days_held += 1;
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100) * tries).await,
                 }
             }
-            // Emits and claims waited on the tables' lock meanwhile: they go
-            // first before the next day.
-            tokio::time::sleep(started.elapsed()).await;
         }
         Ok(())
     }
@@ -219,7 +233,7 @@ impl Upkeep {
         let mut made = 0;
         for day in (0..=PARTITION_DAYS_AHEAD).map(|ahead| today.plus_days(ahead)) {
             if !existing.contains(&day) {
-                run_ddl(&mut conn, "1s", partitions::create_day(day)).await?;
+                run_ddl(&mut conn, "100ms", partitions::create_day(day)).await?;
                 made += 1;
             }
         }
