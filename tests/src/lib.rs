@@ -153,6 +153,12 @@ impl Receiver {
         self.log().len()
     }
 
+    /// The requests so far, forgotten here (a long run counts them in turns
+    /// without keeping them all).
+    pub fn take(&self) -> Vec<Received> {
+        std::mem::take(&mut *self.log())
+    }
+
     /// Forgets the requests so far.
     pub fn clear(&self) {
         self.log().clear();
