@@ -113,7 +113,8 @@ const KEYS_AND_INDEXES: [&str; 9] = [
      WHERE state = 'pending'",
     "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id)",
     "ALTER TABLE delivery_attempts ADD PRIMARY KEY (event_id, webhook_id, attempt)",
-    "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts (webhook_id, attempted_at)",
+    "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts \
+     (webhook_id, attempted_at, event_id, attempt)",
 ];
 
 /// Tests: the history tables back as plain tables with the same rows, keys and

@@ -851,6 +851,40 @@ backend_tests! {
         assert!(taken[0].ends_with("0000000000000001"), "the oldest first: {}", taken[0]);
     }
 
+    async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        // One chunk of history: every attempt at the same instant, so the cursor's
+        // event id and number are all that orders them.
+        let at = Timestamp::now().plus_millis(-60_000);
+        let history = hookline_testdb::History {
+            workspace: ws,
+            webhooks: vec![hook.id],
+            events: 95,
+            from: at,
+            step_ms: 1,
+            state: "delivered",
+            due_at: at,
+            attempted: Some(hook.id),
+        };
+        db.write_history(&history).await;
+        let mut pages = Vec::new();
+        let mut before = None;
+        loop {
+            let page = store.webhooks().attempts_before(hook.id, before, 20).await.unwrap();
+            let Some(last) = page.last() else { break };
+            before = Some((last.event_id, last.attempt));
+            pages.push(page);
+        }
+        assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [20, 20, 20, 20, 15]);
+        let ids: Vec<hookline_domain::EventId> = pages.iter().flatten().map(|attempt| attempt.event_id).collect();
+        let mut newest_first = ids.clone();
+        newest_first.sort_unstable_by(|a, b| b.cmp(a));
+        newest_first.dedup();
+        assert_eq!(ids, newest_first, "each attempt once, newest first");
+    }
+
     async fn forgetting_goes_in_turns_of_a_bounded_number_of_events(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;

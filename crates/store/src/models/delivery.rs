@@ -35,7 +35,7 @@ impl DeliveryRow {
     }
 }
 
-#[derive(Debug, Queryable, Selectable, Insertable)]
+#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = delivery_attempts)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct DeliveryAttemptRow {

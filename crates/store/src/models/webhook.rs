@@ -2,6 +2,7 @@ use std::collections::HashMap;
 
 use diesel::QueryResult;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::MAX_WEBHOOKS;
@@ -17,6 +18,7 @@ use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
+use crate::prepared::{bind, prepared};
 use crate::schema::{delivery_attempts, webhooks, workspaces};
 use crate::text_in::text_in;
 use crate::{Error, Result};
@@ -412,36 +414,46 @@ impl Webhooks {
     ) -> Result<Vec<DeliveryAttempt>> {
         use delivery_attempts::dsl::{attempt, attempted_at, event_id, webhook_id as of_webhook};
         let webhook = webhook_id.to_string();
-        let before = before.map(|(event, number)| (event.to_string(), i64::from(number)));
-        let rows: Vec<DeliveryAttemptRow> = with_conn!(self.db, |conn| {
-            let mut query = delivery_attempts::table
-                .filter(of_webhook.eq(&webhook))
-                .order((attempted_at.desc(), event_id.desc(), attempt.desc()))
-                .limit(i64::from(limit))
-                .select(DeliveryAttemptRow::as_select())
-                .into_boxed();
-            if let Some((event, number)) = &before {
-                let at: Option<i64> = delivery_attempts::table
+        let limit = i64::from(limit);
+        let rows: Vec<DeliveryAttemptRow> = match before {
+            None => with_conn!(self.db, |conn| {
+                delivery_attempts::table
                     .filter(of_webhook.eq(&webhook))
-                    .filter(event_id.eq(event))
-                    .filter(attempt.eq(number))
-                    .select(attempted_at)
-                    .first(conn)
-                    .await
-                    .optional()?;
-                let Some(at) = at else {
-                    return Ok(Vec::new());
-                };
-                query = query.filter(
-                    attempted_at.lt(at).or(attempted_at.eq(at).and(
-                        event_id
-                            .lt(event)
-                            .or(event_id.eq(event).and(attempt.lt(number))),
-                    )),
-                );
+                    .order((attempted_at.desc(), event_id.desc(), attempt.desc()))
+                    .limit(limit)
+                    .select(DeliveryAttemptRow::as_select())
+                    .load(conn)
+                    .await?
+            }),
+            Some((event, number)) => {
+                let event = event.to_string();
+                with_conn!(self.db, |conn| {
+                    // A row value, so that both dialects seek the index to the
+                    // cursor; the cursor's time is read in the same statement (NULL,
+                    // so no rows, when that attempt is not in the log). Prepared: on
+                    // PostgreSQL, planning across the partitions costs more than
+                    // running it.
+                    prepared(
+                        "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
+                             error, duration_ms, response_body \
+                         FROM delivery_attempts \
+                         WHERE webhook_id = $1 AND (attempted_at, event_id, attempt) < ( \
+                             (SELECT c.attempted_at FROM delivery_attempts AS c \
+                              WHERE c.webhook_id = $1 AND c.event_id = $2 AND c.attempt = $3), \
+                             $2, $3) \
+                         ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT $4",
+                    )
+                    .binds((
+                        bind::<Text, _>(webhook.as_str()),
+                        bind::<Text, _>(event.as_str()),
+                        bind::<BigInt, _>(i64::from(number)),
+                        bind::<BigInt, _>(limit),
+                    ))
+                    .load(conn)
+                    .await?
+                })
             }
-            query.load(conn).await?
-        });
+        };
         rows.into_iter()
             .map(DeliveryAttemptRow::into_domain)
             .collect()
