@@ -16,7 +16,7 @@ use hyper::body::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 
-use crate::load::{self, Call, Load};
+use crate::load::{self, Call, Load, Side};
 use crate::process::Measured;
 
 /// hookline and its baseline take turns this many times per figure.
@@ -58,57 +58,100 @@ pub(crate) async fn baseline_server(body_size: usize) -> anyhow::Result<()> {
     }
 }
 
+/// A database set up for the API figures, with its keys.
+struct Fixture {
+    db: TestDb,
+    ws: WorkspaceId,
+    keys: Vec<String>,
+    key_ids: Vec<ApiKeyId>,
+}
+
+impl Fixture {
+    /// A STUDIO workspace with two accounts, five webhooks and eight keys.
+    async fn new(backend: Backend) -> anyhow::Result<Fixture> {
+        let db = TestDb::new(backend).await;
+        let ws = db.workspace(Plan::Studio).await;
+        let store = db.store();
+        for name in ["maria", "shop"] {
+            store
+                .accounts()
+                .connect(ws, &Username::parse(name)?)
+                .await?;
+        }
+        for n in 0..5 {
+            db.webhook(
+                ws,
+                &format!("https://h{n}.example.com/in"),
+                &[EventName::DmSent],
+                WebhookSource::Api,
+            )
+            .await?;
+        }
+        let mut keys = Vec::new();
+        let mut key_ids = Vec::new();
+        for n in 0..8 {
+            let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
+            let record = store
+                .api_keys()
+                .create(ws, &KeyName::parse(&format!("bench {n}"))?, &hash)
+                .await?;
+            keys.push(key.expose().to_owned());
+            key_ids.push(record.id);
+        }
+        Ok(Fixture {
+            db,
+            ws,
+            keys,
+            key_ids,
+        })
+    }
+
+    /// `hookline serve` (the binary at `hookline`) on this database.
+    async fn serve(&self, hookline: &Path) -> anyhow::Result<(Measured, SocketAddr)> {
+        let env = [
+            ("DATABASE_URL", self.db.url().to_owned()),
+            ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
+            ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
+            // Raised, not off: every request is still counted in its window, one
+            // window for the whole run, so the count can be checked at the end.
+            ("HOOKLINE_RATE_LIMIT", "2000000000".to_owned()),
+            ("HOOKLINE_RATE_WINDOW", format!("{}ms", RATE_WINDOW_MS)),
+            ("RUST_LOG", "warn,hookline=info".to_owned()),
+        ];
+        let (server, line) =
+            Measured::start(hookline, &["serve"], &env, Some("listening on ")).await?;
+        Ok((server, listening_addr(&line)?))
+    }
+}
+
+/// `against`: another `hookline` binary, measured in the same turns on a
+/// database of its own set up alike.
 pub(crate) async fn run(
     hookline: &Path,
+    against: Option<&Path>,
     backend: Backend,
     seconds: Duration,
     connections: usize,
 ) -> anyhow::Result<String> {
-    let db = TestDb::new(backend).await;
-    let ws = db.workspace(Plan::Studio).await;
-    let store = db.store();
-    for name in ["maria", "shop"] {
-        store
-            .accounts()
-            .connect(ws, &Username::parse(name)?)
-            .await?;
-    }
-    for n in 0..5 {
-        db.webhook(
-            ws,
-            &format!("https://h{n}.example.com/in"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await?;
-    }
-    let mut keys = Vec::new();
-    let mut key_ids = Vec::new();
-    for n in 0..8 {
-        let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
-        let record = store
-            .api_keys()
-            .create(ws, &KeyName::parse(&format!("bench {n}"))?, &hash)
-            .await?;
-        keys.push(key.expose().to_owned());
-        key_ids.push(record.id);
-    }
-    let env = [
-        ("DATABASE_URL", db.url().to_owned()),
-        ("HOOKLINE_LISTEN", "127.0.0.1:0".to_owned()),
-        ("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0".to_owned()),
-        // Raised, not off: every request is still counted in its window, one
-        // window for the whole run, so the count can be checked at the end.
-        ("HOOKLINE_RATE_LIMIT", "2000000000".to_owned()),
-        ("HOOKLINE_RATE_WINDOW", format!("{}ms", RATE_WINDOW_MS)),
-        ("RUST_LOG", "warn,hookline=info".to_owned()),
-    ];
-    let (server, line) = Measured::start(hookline, &["serve"], &env, Some("listening on ")).await?;
-    let addr = listening_addr(&line)?;
+    let this = Fixture::new(backend).await?;
+    let (server, addr) = this.serve(hookline).await?;
+    let other = match against {
+        Some(path) => {
+            let fixture = Fixture::new(backend).await?;
+            let (server, addr) = fixture.serve(path).await?;
+            Some((fixture, server, addr))
+        }
+        None => None,
+    };
 
     let mut report = format!(
-        "API ({connections} keep-alive connections, {} s each in {ROUNDS} turns with the baseline)\n  {:<22} {:>10} {:>9} {:>9} {:>14} {:>7}  target\n",
+        "API ({connections} keep-alive connections, {} s each in {ROUNDS} turns with the baseline{})\n  {:<22} {:>10} {:>9} {:>9} {:>14} {:>7}  target\n",
         seconds.as_secs(),
+        if against.is_some() {
+            " and --against"
+        } else {
+            ""
+        },
         "endpoint",
         "req/s",
         "p50",
@@ -124,7 +167,7 @@ pub(crate) async fn run(
     // Every request hookline answered, to check its windows counted each one.
     let mut sent = 0;
     for path in ["/api/v1/me", "/api/v1/hooks"] {
-        let size = body_size(addr, path, &keys[0]).await?;
+        let size = body_size(addr, path, &this.keys[0]).await?;
         let (baseline, base_line) = Measured::start(
             &crate::process::sibling("hookline-bench")?,
             &["baseline-server", "--body-size", &size.to_string()],
@@ -132,21 +175,41 @@ pub(crate) async fn run(
             Some("listening on "),
         )
         .await?;
-        let base_addr = listening_addr(&base_line)?;
-        // Warm up connections, caches and the pool before measuring.
         let call = Call::get(path);
-        let warm = load::run(addr, &call, &keys, connections, Duration::from_secs(1)).await?;
-        load::run(base_addr, &call, &keys, connections, Duration::from_secs(1)).await?;
-        let (measured, base) = load::alternating(
-            (addr, base_addr),
-            &call,
-            &keys,
-            connections,
-            seconds,
-            ROUNDS,
-        )
-        .await?;
-        sent += 1 + warm.requests + measured.requests;
+        let mut sides = vec![Side {
+            addr,
+            call: &call,
+            keys: &this.keys,
+        }];
+        if let Some((fixture, _, addr)) = &other {
+            sides.push(Side {
+                addr: *addr,
+                call: &call,
+                keys: &fixture.keys,
+            });
+        }
+        sides.push(Side {
+            addr: listening_addr(&base_line)?,
+            call: &call,
+            keys: &this.keys,
+        });
+        // Warm up connections, caches and the pool before measuring.
+        let mut warm = Vec::new();
+        for side in &sides {
+            warm.push(
+                load::run(
+                    side.addr,
+                    &call,
+                    side.keys,
+                    connections,
+                    Duration::from_secs(1),
+                )
+                .await?,
+            );
+        }
+        let loads = load::alternating(&sides, connections, None, seconds, ROUNDS).await?;
+        let (measured, base) = (loads[0], loads[loads.len() - 1]);
+        sent += 1 + warm[0].requests + measured.requests;
         baseline.stop().await?;
         let ratio = measured.per_second / base.per_second;
         let _ = writeln!(
@@ -162,11 +225,14 @@ pub(crate) async fn run(
             if ratio >= target { "met" } else { "MISSED" },
             failures(&measured)
         );
+        if other.is_some() {
+            let _ = writeln!(report, "{}", against_line(&measured, &loads[1], &base));
+        }
     }
     let _ = writeln!(
         report,
         "  {}",
-        guarantees(&db, ws, addr, &keys, &key_ids, sent).await?
+        guarantees(&this.db, this.ws, addr, &this.keys, &this.key_ids, sent).await?
     );
     let _ = writeln!(
         report,
@@ -175,7 +241,32 @@ pub(crate) async fn run(
         server.cpu_seconds()
     );
     server.stop().await?;
+    if let Some((_, server, _)) = other {
+        let _ = writeln!(
+            report,
+            "    against: peak RSS {:.1} MiB, {:.1} CPU s",
+            server.peak_rss_mib(),
+            server.cpu_seconds()
+        );
+        server.stop().await?;
+    }
     Ok(report)
+}
+
+/// The `--against` binary's line under a figure: its load in the same turns, its
+/// ratio to the same baseline, and this binary's rate over its.
+pub(crate) fn against_line(measured: &Load, against: &Load, base: &Load) -> String {
+    format!(
+        "    {:<20} {:>10.0} {:>9} {:>9} {:>14.0} {:>7.3}  this / against: {:.3}{}",
+        "against",
+        against.per_second,
+        micros(against.p50),
+        micros(against.p99),
+        base.per_second,
+        against.per_second / base.per_second,
+        measured.per_second / against.per_second,
+        failures(against)
+    )
 }
 
 /// Checks, on the server just measured, that no figure came from weakening a
@@ -228,7 +319,7 @@ async fn guarantees(
 
 /// The status `GET /api/v1/me` answers with `key`.
 async fn status(addr: SocketAddr, key: &str) -> anyhow::Result<u16> {
-    Ok(get(addr, "/api/v1/me", key).await?.status().as_u16())
+    Ok(load::get(addr, "/api/v1/me", key).await?.status().as_u16())
 }
 
 pub(crate) fn failures(load: &Load) -> String {
@@ -259,28 +350,11 @@ pub(crate) fn listening_addr(line: &str) -> anyhow::Result<SocketAddr> {
 /// The size of the body `path` answers, for a baseline of the same size.
 async fn body_size(addr: SocketAddr, path: &str, key: &str) -> anyhow::Result<usize> {
     use http_body_util::BodyExt as _;
-    let response = get(addr, path, key).await?;
+    let response = load::get(addr, path, key).await?;
     anyhow::ensure!(
         response.status() == hyper::StatusCode::OK,
         "{path} answered {}",
         response.status()
     );
     Ok(response.into_body().collect().await?.to_bytes().len())
-}
-
-/// `GET path` with `key`, on a connection of its own.
-async fn get(
-    addr: SocketAddr,
-    path: &str,
-    key: &str,
-) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
-    let stream = tokio::net::TcpStream::connect(addr).await?;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    let request = hyper::Request::get(path)
-        .header("host", addr.to_string())
-        .header("authorization", format!("Bearer {key}"))
-        .body(http_body_util::Empty::<Bytes>::new())?;
-    Ok(sender.send_request(request).await?)
 }

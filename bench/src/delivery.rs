@@ -23,8 +23,11 @@ use crate::process::Measured;
 const EMITTERS: usize = 16;
 /// `concurrency` is the worker's (`HOOKLINE_DELIVERY_CONCURRENCY`) and the
 /// baseline's: requests in flight at once.
+/// `against`: another `hookline` binary, run after this one on each figure, on a
+/// database of its own set up alike.
 pub(crate) async fn run(
     hookline: &Path,
+    against: Option<&Path>,
     backend: Backend,
     deliveries: usize,
     concurrency: usize,
@@ -55,6 +58,22 @@ pub(crate) async fn run(
             run.peak_rss_mib,
             if met { "met" } else { "MISSED" }
         );
+        if let Some(path) = against {
+            let other = one_run(path, backend, &receiver, webhooks, events, concurrency).await?;
+            let _ = writeln!(
+                report,
+                "    {:<16} {:>12.0} {:>14.0} {:>7.3} {:>9} {:>9} {:>12.3} {:>6.1} MiB  this / against: {:.3}",
+                "against",
+                other.rate,
+                other.baseline,
+                other.rate / other.baseline,
+                micros(other.p50),
+                micros(other.p99),
+                other.cpu_per_1000,
+                other.peak_rss_mib,
+                ratio / (other.rate / other.baseline)
+            );
+        }
     }
     Ok(report)
 }

@@ -12,16 +12,17 @@
 //! database's size per million events.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookline_domain::{EventName, Plan, Timestamp, WebhookSource};
+use hookline_domain::{EventName, Plan, Timestamp, WebhookId, WebhookSource};
 use hookline_testdb::{Backend, History, TestDb};
 use hookline_tests::Receiver;
 
 use crate::api::{failures, micros};
 use crate::ingest::serve_admin;
-use crate::load::{self, Call, Load};
+use crate::load::{self, Call, Load, Side};
 use crate::process::Measured;
 
 /// Events ingested per second during the measurement (16 connections).
@@ -34,6 +35,8 @@ const WARM_UP: Duration = Duration::from_secs(2);
 const LONGEST: Duration = Duration::from_secs(120);
 const AFTER: Duration = Duration::from_secs(10);
 const DAY_MS: i64 = 86_400_000;
+/// The attempt-log page compared with the first (20 attempts a page).
+const FAR_PAGE: usize = 1_000;
 
 pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyhow::Result<String> {
     let mut report = format!(
@@ -85,6 +88,23 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
             micros(run.after.worst),
             failures(&run.after)
         );
+        if let Some((first, far, number)) = &run.pages {
+            let ratio = far.p50.as_secs_f64() / first.p50.as_secs_f64().max(1e-6);
+            let _ = writeln!(
+                report,
+                "  attempt log, one connection: page 1 p50 {} p99 {}; page {number} p50 {} p99 {}; {ratio:.2} x  alike (within 20%): {}{}",
+                micros(first.p50),
+                micros(first.p99),
+                micros(far.p50),
+                micros(far.p99),
+                if (ratio - 1.0).abs() <= 0.2 {
+                    "met"
+                } else {
+                    "MISSED"
+                },
+                failures(far)
+            );
+        }
     }
     Ok(report)
 }
@@ -95,6 +115,8 @@ struct Run {
     round: Option<Duration>,
     size_mib: f64,
     written: Duration,
+    /// The attempt log's first and far page (when the history is retained).
+    pages: Option<(Load, Load, usize)>,
 }
 
 async fn one_run(
@@ -182,6 +204,11 @@ async fn one_run(
     });
     let after = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, AFTER).await?;
     worker.stop().await?;
+    let pages = if days_back == 36 {
+        None
+    } else {
+        Some(attempt_pages(addr, &tokens, webhooks[0]).await?)
+    };
     server.stop().await?;
     Ok(Run {
         during,
@@ -189,5 +216,42 @@ async fn one_run(
         round,
         size_mib,
         written,
+        pages,
     })
+}
+
+/// The attempt log's page 1 and page [`FAR_PAGE`] of `webhook` (reached by
+/// following the cursors; the last page of a shorter log), each read over and
+/// over on one connection, in turns; and the far page's number.
+async fn attempt_pages(
+    addr: SocketAddr,
+    tokens: &[String],
+    webhook: WebhookId,
+) -> anyhow::Result<(Load, Load, usize)> {
+    let first = format!("/admin/v1/hooks/{webhook}/attempts");
+    let mut far = first.clone();
+    let mut number = 1;
+    while number < FAR_PAGE {
+        let page = load::get_json(addr, &far, &tokens[0]).await?;
+        let Some(cursor) = page["nextCursor"].as_str() else {
+            break;
+        };
+        far = format!("{first}?before={}", cursor.replace(':', "%3A"));
+        number += 1;
+    }
+    let (first, far) = (Call::get(&first), Call::get(&far));
+    let side = |call| Side {
+        addr,
+        call,
+        keys: tokens,
+    };
+    let loads = load::alternating(
+        &[side(&first), side(&far)],
+        1,
+        None,
+        Duration::from_secs(4),
+        4,
+    )
+    .await?;
+    Ok((loads[0], loads[1], number))
 }

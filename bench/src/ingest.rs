@@ -9,12 +9,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookline_domain::{EventName, EventPayload, KeyName, Plan, WebhookSource};
+use hookline_domain::{EventName, EventPayload, KeyName, Plan, WebhookSource, WorkspaceId};
 use hookline_testdb::{Backend, TestDb};
 use hookline_tests::Receiver;
 
-use crate::api::{ROUNDS, failures, listening_addr, micros};
-use crate::load::{self, Call};
+use crate::api::{ROUNDS, against_line, failures, listening_addr, micros};
+use crate::load::{self, Call, Side};
 use crate::process::Measured;
 
 /// Keep-alive connections of the ingest load.
@@ -53,27 +53,73 @@ pub(crate) async fn serve_admin(
     Ok((server, addr, vec![token.expose().to_owned()]))
 }
 
+/// A `hookline serve` ingesting into a database of its own, delivering to one
+/// HTTPS webhook.
+struct Ingesting {
+    receiver: Receiver,
+    // Kept for the run: dropping it removes the database.
+    _db: TestDb,
+    server: Measured,
+    addr: SocketAddr,
+    tokens: Vec<String>,
+    call: Call,
+}
+
+impl Ingesting {
+    async fn start(hookline: &Path, backend: Backend) -> anyhow::Result<Ingesting> {
+        let receiver = Receiver::start().await;
+        let db = TestDb::new(backend).await;
+        let ws = db.workspace(Plan::Studio).await;
+        db.webhook(
+            ws,
+            &receiver.url("/ingested"),
+            &[EventName::LinkClicked],
+            WebhookSource::Api,
+        )
+        .await?;
+        let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &[]).await?;
+        let body = serde_json::json!({"event": "link.clicked", "data": data()}).to_string();
+        let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
+        Ok(Ingesting {
+            receiver,
+            _db: db,
+            server,
+            addr,
+            tokens,
+            call,
+        })
+    }
+
+    fn side(&self) -> Side<'_> {
+        Side {
+            addr: self.addr,
+            call: &self.call,
+            keys: &self.tokens,
+        }
+    }
+}
+
+/// What each ingested event carries.
+fn data() -> serde_json::Value {
+    serde_json::json!({"link": {"id": "lnk_91d0c7e3", "url": "https://shop.example.com/spring-sale"}})
+}
+
+/// `against`: another `hookline` binary, measured in the same turns on a
+/// database of its own set up alike.
 pub(crate) async fn run(
     hookline: &Path,
+    against: Option<&Path>,
     backend: Backend,
     seconds: Duration,
 ) -> anyhow::Result<String> {
-    let receiver = Receiver::start().await;
-    let db = TestDb::new(backend).await;
-    let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        &receiver.url("/ingested"),
-        &[EventName::LinkClicked],
-        WebhookSource::Api,
-    )
-    .await?;
-    let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &[]).await?;
-    let data = serde_json::json!({"link": {"id": "lnk_91d0c7e3", "url": "https://shop.example.com/spring-sale"}});
-    let body = serde_json::json!({"event": "link.clicked", "data": data}).to_string();
-    let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
+    let this = Ingesting::start(hookline, backend).await?;
+    let other = match against {
+        Some(path) => Some(Ingesting::start(path, backend).await?),
+        None => None,
+    };
+    let (receiver, call, tokens) = (&this.receiver, &this.call, &this.tokens);
     // The baseline answers a body the size of ingest's answer.
-    let answer = EventPayload::new(EventName::LinkClicked, ws, data)?
+    let answer = EventPayload::new(EventName::LinkClicked, WorkspaceId::generate(), data())?
         .to_json()
         .len()
         + 24;
@@ -84,29 +130,32 @@ pub(crate) async fn run(
         Some("listening on "),
     )
     .await?;
-    let base_addr = listening_addr(&base_line)?;
+    let mut sides = vec![this.side()];
+    sides.extend(other.as_ref().map(Ingesting::side));
+    sides.push(Side {
+        addr: listening_addr(&base_line)?,
+        call,
+        keys: tokens,
+    });
 
     let started = Instant::now();
-    let warm = load::run(addr, &call, &tokens, CONNECTIONS, Duration::from_secs(1)).await?;
-    load::run(
-        base_addr,
-        &call,
-        &tokens,
-        CONNECTIONS,
-        Duration::from_secs(1),
-    )
-    .await?;
-    let (measured, base) = load::alternating(
-        (addr, base_addr),
-        &call,
-        &tokens,
-        CONNECTIONS,
-        seconds,
-        ROUNDS,
-    )
-    .await?;
+    let mut warm = Vec::new();
+    for side in &sides {
+        warm.push(
+            load::run(
+                side.addr,
+                side.call,
+                side.keys,
+                CONNECTIONS,
+                Duration::from_secs(1),
+            )
+            .await?,
+        );
+    }
+    let loads = load::alternating(&sides, CONNECTIONS, None, seconds, ROUNDS).await?;
+    let (measured, base) = (loads[0], loads[loads.len() - 1]);
     baseline.stop().await?;
-    let accepted = warm.requests - warm.failures + measured.requests - measured.failures;
+    let accepted = warm[0].requests - warm[0].failures + measured.requests - measured.failures;
     // Every accepted event is delivered; how long after the last was accepted.
     let load_ended = started.elapsed();
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -116,20 +165,23 @@ pub(crate) async fn run(
     let delivered = receiver.count() as u64;
     let drained = started.elapsed().saturating_sub(load_ended);
     let delivered_per_second = delivered as f64 / started.elapsed().as_secs_f64();
-
-    // Latency at half the rate, with deliveries running beside it.
+    // Latency at half the rate, with deliveries running beside it (the
+    // `--against` binary in turns, at the same rate).
     receiver.clear();
-    let half = load::paced(
-        addr,
-        &call,
-        &tokens,
+    let halves = load::alternating(
+        &sides[..sides.len() - 1],
         CONNECTIONS,
-        measured.per_second / 2.0,
+        Some(measured.per_second / 2.0),
         seconds,
+        ROUNDS,
     )
     .await?;
-    let (peak_rss, cpu) = (server.peak_rss_mib(), server.cpu_seconds());
-    server.stop().await?;
+    let half = halves[0];
+    if let Some(other) = other {
+        other.server.stop().await?;
+    }
+    let (peak_rss, cpu) = (this.server.peak_rss_mib(), this.server.cpu_seconds());
+    this.server.stop().await?;
 
     let ratio = measured.per_second / base.per_second;
     let target = if backend == Backend::Sqlite {
@@ -158,6 +210,9 @@ pub(crate) async fn run(
         if ratio >= target { "met" } else { "MISSED" },
         failures(&measured)
     );
+    if against.is_some() {
+        let _ = writeln!(report, "{}", against_line(&measured, &loads[1], &base));
+    }
     let latency_met = half.p99 < Duration::from_millis(20);
     let _ = writeln!(
         report,
@@ -171,6 +226,17 @@ pub(crate) async fn run(
         if latency_met { "met" } else { "MISSED" },
         failures(&half)
     );
+    if against.is_some() {
+        let _ = writeln!(
+            report,
+            "    {:<20} {:>10.0} {:>9} {:>9}{}",
+            "against",
+            halves[1].per_second,
+            micros(halves[1].p50),
+            micros(halves[1].p99),
+            failures(&halves[1])
+        );
+    }
     let kept_up = delivered >= accepted;
     let _ = writeln!(
         report,

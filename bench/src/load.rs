@@ -97,25 +97,71 @@ pub(crate) async fn paced_until(
     }
 }
 
-/// Two servers under the same load in turns, `rounds` slices each, alternating
-/// for `duration` in all per server: a disturbance of the machine (its other
-/// services share the two cores) falls on both alike, rather than on whichever
-/// was measured at that moment.
+/// One side of an [`alternating`] load: where it goes, what it sends, with which
+/// keys.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Side<'a> {
+    pub(crate) addr: SocketAddr,
+    pub(crate) call: &'a Call,
+    pub(crate) keys: &'a [String],
+}
+
+/// Servers (or calls) under the same load in turns, `rounds` slices each,
+/// alternating for `duration` in all per side: a disturbance of the machine
+/// (its other services share the two cores) falls on all alike, rather than on
+/// whichever was measured at that moment. Answers one load per side, in order.
+/// With `per_second`, each side is [`paced`] at that rate.
 pub(crate) async fn alternating(
-    (first, second): (SocketAddr, SocketAddr),
-    call: &Call,
-    keys: &[String],
+    sides: &[Side<'_>],
     connections: usize,
+    per_second: Option<f64>,
     duration: Duration,
     rounds: u32,
-) -> anyhow::Result<(Load, Load)> {
+) -> anyhow::Result<Vec<Load>> {
     let slice = duration / rounds.max(1);
-    let (mut firsts, mut seconds) = (Vec::new(), Vec::new());
+    let pace = per_second
+        .map(|per_second| Duration::from_secs_f64(connections as f64 / per_second.max(1.0)));
+    let mut samples: Vec<Vec<Sample>> = sides.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds.max(1) {
-        firsts.push(sample(first, call, keys, connections, slice, None).await?);
-        seconds.push(sample(second, call, keys, connections, slice, None).await?);
+        for (side, taken) in sides.iter().zip(&mut samples) {
+            taken.push(sample(side.addr, side.call, side.keys, connections, slice, pace).await?);
+        }
     }
-    Ok((Load::of(firsts), Load::of(seconds)))
+    Ok(samples.into_iter().map(Load::of).collect())
+}
+
+/// `GET path` with `key`, on a connection of its own.
+pub(crate) async fn get(
+    addr: SocketAddr,
+    path: &str,
+    key: &str,
+) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+    let stream = TcpStream::connect(addr).await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    let request = Request::get(path)
+        .header("host", addr.to_string())
+        .header("authorization", format!("Bearer {key}"))
+        .body(http_body_util::Empty::<Bytes>::new())?;
+    Ok(sender.send_request(request).await?)
+}
+
+/// [`get`]'s JSON answer, which must be a 2xx.
+pub(crate) async fn get_json(
+    addr: SocketAddr,
+    path: &str,
+    key: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let response = get(addr, path, key).await?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    anyhow::ensure!(
+        status.is_success(),
+        "GET {path}: {status} {}",
+        String::from_utf8_lossy(&body)
+    );
+    Ok(serde_json::from_slice(&body)?)
 }
 
 /// What one stretch of load saw: each answer's latency in µs.

@@ -19,8 +19,16 @@
 //!
 //! Guarantees stay on: keys are checked against the database and every request is
 //! counted in its rate window (the limit is raised, not switched off).
+//!
+//! `--against PATH` measures a second `hookline` binary (main's release build from
+//! before a change, say) beside this one, each on a database of its own: in the
+//! same turns for the API and ingest figures, run after run for delivery and the
+//! noisy neighbour; each figure is printed for both, with this one's over the
+//! other's. Absolute figures drift from hour to hour on a shared machine; a pair
+//! measured in the same turns does not.
 
 mod api;
+mod backlog;
 mod delivery;
 mod history;
 mod ingest;
@@ -57,9 +65,15 @@ struct Args {
     /// Which backends: sqlite, postgres or both.
     #[arg(long, default_value = "both")]
     backend: String,
-    /// Events of history for `--only history` (not part of `all`).
+    /// Events of history for `--only history` (not part of `all`), and due
+    /// deliveries of its backlog.
     #[arg(long, default_value_t = 1_000_000)]
     history: u64,
+    /// Another `hookline` binary (say, main's release build from before a change),
+    /// measured in the same turns as this one on a database of its own: each figure
+    /// is printed for both, with this one's over the other's.
+    #[arg(long, value_name = "PATH")]
+    against: Option<std::path::PathBuf>,
     /// Which figures: api, delivery, ingest, noisy, all (these four), or history.
     #[arg(long, default_value = "all")]
     only: String,
@@ -107,11 +121,22 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         }
     };
     let hookline = process::sibling("hookline")?;
+    let against = args.against.as_deref();
+    if let Some(path) = against {
+        anyhow::ensure!(
+            path.is_file(),
+            "--against {}: no such file (give a hookline binary)",
+            path.display()
+        );
+    }
     say(&format!(
         "hookline-bench: {} cores, hookline at {}",
         std::thread::available_parallelism().map_or(0, usize::from),
         hookline.display()
     ));
+    if let Some(path) = against {
+        say(&format!("against: {}", path.display()));
+    }
     // The private PostgreSQL cluster skips fsync unless told otherwise; production
     // does not, so a benchmark should not either.
     let durable = std::env::var_os("HOOKLINE_TEST_PG_DURABLE").is_some()
@@ -126,6 +151,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         if api {
             let report = api::run(
                 &hookline,
+                against,
                 backend,
                 Duration::from_secs(args.seconds),
                 args.connections,
@@ -134,11 +160,18 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             say(&report);
         }
         if ingest {
-            say(&ingest::run(&hookline, backend, Duration::from_secs(args.seconds)).await?);
+            say(&ingest::run(
+                &hookline,
+                against,
+                backend,
+                Duration::from_secs(args.seconds),
+            )
+            .await?);
         }
         if delivery {
             say(&delivery::run(
                 &hookline,
+                against,
                 backend,
                 args.deliveries,
                 args.delivery_concurrency,
@@ -147,9 +180,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         }
         if noisy {
             say(&noisy::run(&hookline, backend).await?);
+            if let Some(path) = against {
+                say(&format!("  against:\n{}", noisy::run(path, backend).await?));
+            }
         }
         if history {
             say(&history::run(&hookline, backend, args.history).await?);
+            say(&backlog::run(&hookline, backend, args.history).await?);
         }
     }
     Ok(())

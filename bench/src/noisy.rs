@@ -100,33 +100,7 @@ async fn one_run(hookline: &Path, backend: Backend, stall: bool) -> anyhow::Resu
     let (worker, _) = Measured::start(hookline, &["worker"], &env, None).await?;
     // The stalled receiver's attempts are under way before the measurement.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let emitted_at = emit_steadily(&outbox, &healthy).await?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let received = loop {
-        let received: Vec<_> = receiver
-            .received()
-            .into_iter()
-            .filter(|request| request.path.starts_with("/healthy"))
-            .collect();
-        if received.len() >= emitted_at.len() || Instant::now() > deadline {
-            break received;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    anyhow::ensure!(
-        received.len() >= emitted_at.len(),
-        "only {} of {} healthy deliveries arrived",
-        received.len(),
-        emitted_at.len()
-    );
-    let latencies = received
-        .iter()
-        .filter_map(|request| {
-            let id = request.headers.get("webhook-id")?.to_str().ok()?;
-            request.at.duration_since(*emitted_at.get(id)?).ok()
-        })
-        .collect();
-    let (p50, p99) = percentiles(latencies);
+    let (p50, p99) = emit_to_receipt(&outbox, &receiver, &healthy).await?;
     let stalled_received = receiver
         .received()
         .iter()
@@ -138,6 +112,39 @@ async fn one_run(hookline: &Path, backend: Backend, stall: bool) -> anyhow::Resu
         p99,
         stalled_received,
     })
+}
+
+/// Emits [`RATE`] events a second for five seconds, round robin over the
+/// workspaces, and waits for their deliveries at `receiver`: answers
+/// emit-to-receipt p50 and p99.
+pub(crate) async fn emit_to_receipt(
+    outbox: &Outbox,
+    receiver: &Receiver,
+    workspaces: &[WorkspaceId],
+) -> anyhow::Result<(Duration, Duration)> {
+    let emitted_at = emit_steadily(outbox, workspaces).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let latencies = loop {
+        let latencies: Vec<Duration> = receiver
+            .received()
+            .iter()
+            .filter_map(|request| {
+                let id = request.headers.get("webhook-id")?.to_str().ok()?;
+                request.at.duration_since(*emitted_at.get(id)?).ok()
+            })
+            .collect();
+        if latencies.len() >= emitted_at.len() || Instant::now() > deadline {
+            break latencies;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    anyhow::ensure!(
+        latencies.len() >= emitted_at.len(),
+        "only {} of {} healthy deliveries arrived",
+        latencies.len(),
+        emitted_at.len()
+    );
+    Ok(percentiles(latencies))
 }
 
 /// Emits [`RATE`] events a second for five seconds, round robin over the

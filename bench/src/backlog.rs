@@ -1,0 +1,207 @@
+//! The backlog figures (part of `--only history`): a dead receiver's backlog of
+//! `--history` due deliveries beside a healthy workspace, on one database with
+//! one `hookline serve` (API and worker) at a time. The healthy workspace's
+//! emit-to-receipt and `GET /api/v1/hooks` with its key, together:
+//! - alone (the baseline);
+//! - beside the backlog, written in bulk as due, its receiver refusing connections
+//!   (its breaker opens and it rests);
+//! - while the backlog drains, once its receiver answers; and how long it takes.
+//!
+//! On PostgreSQL the database holds a month of (empty) day partitions, as one
+//! kept for 30 days does.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hookline_delivery::Outbox;
+use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, Timestamp, WebhookSource};
+use hookline_testdb::{Backend, History, TestDb};
+use hookline_tests::Receiver;
+
+use crate::api::{failures, listening_addr, micros};
+use crate::ingest::serve_admin;
+use crate::load::{self, Call, Load};
+use crate::noisy::emit_to_receipt;
+use crate::process::Measured;
+
+/// `GET /api/v1/hooks` per second, over a few connections, while the healthy
+/// events are emitted.
+const HOOKS_RATE: f64 = 100.0;
+const HOOKS_CONNECTIONS: usize = 4;
+const HOOKS_FOR: Duration = Duration::from_secs(5);
+/// After the server starts and before a measurement: pools filled, the dead
+/// receiver's first attempts refused and its breaker open.
+const SETTLE: Duration = Duration::from_secs(3);
+/// The drain is given up after this long (the report then says so).
+const LONGEST_DRAIN: Duration = Duration::from_secs(1_800);
+const DAY_MS: i64 = 86_400_000;
+/// On PostgreSQL, the days of partitions a database kept for 30 days holds
+/// (every statement on the history tables is planned across them).
+const DAYS_KEPT: i64 = 31;
+
+pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyhow::Result<String> {
+    let receiver = Receiver::start().await;
+    // Nothing listens here until the receiver comes back.
+    let dead_addr = hookline_tests::free_addr();
+    let db = TestDb::new(backend).await;
+    let store = db.store();
+    let outbox = Outbox::new(store.events());
+    let healthy = db.workspace(Plan::Studio).await;
+    db.webhook(
+        healthy,
+        &receiver.url("/healthy"),
+        &[EventName::LinkClicked],
+        WebhookSource::Api,
+    )
+    .await?;
+    let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
+    store
+        .api_keys()
+        .create(healthy, &KeyName::parse("bench")?, &hash)
+        .await?;
+    let keys = vec![key.expose().to_owned()];
+    let dead = db.workspace(Plan::Studio).await;
+    let (dead_hook, _) = db
+        .webhook(
+            dead,
+            &format!("https://localhost:{}/dead", dead_addr.port()),
+            &[EventName::DmSent],
+            WebhookSource::Api,
+        )
+        .await?;
+    // Refused attempts come back due within a second, so that the whole
+    // backlog is due when its receiver answers; the breaker's first rest is short.
+    let schedule = vec!["1s"; 60].join(",");
+    let env = [
+        ("HOOKLINE_RATE_LIMIT", "2000000000".to_owned()),
+        ("HOOKLINE_BREAKER_REST", "1s".to_owned()),
+        ("HOOKLINE_RETRY_SCHEDULE", schedule),
+    ];
+    let figures = async |server: &Measured| -> anyhow::Result<Figures> {
+        let addr = listening_addr(
+            &server
+                .log_line(" backend=")
+                .ok_or_else(|| anyhow::anyhow!("the public API's address is not logged"))?,
+        )?;
+        let call = Call::get("/api/v1/hooks");
+        let workspaces = [healthy];
+        let (hooks, emitted) = tokio::join!(
+            load::paced(addr, &call, &keys, HOOKS_CONNECTIONS, HOOKS_RATE, HOOKS_FOR),
+            emit_to_receipt(&outbox, &receiver, &workspaces)
+        );
+        Ok(Figures {
+            emit: emitted?,
+            hooks: hooks?,
+        })
+    };
+
+    let now = Timestamp::now();
+    // Each call makes a day's partitions and those of the days just after it.
+    for days_back in (0..=DAYS_KEPT).rev().step_by(2) {
+        store
+            .upkeep()
+            .prepare_partitions(now.plus_millis(-days_back * DAY_MS))
+            .await?;
+    }
+    let (server, _, _) = serve_admin(hookline, &db, &receiver, &env).await?;
+    tokio::time::sleep(SETTLE).await;
+    let alone = figures(&server).await?;
+    server.stop().await?;
+
+    let written = Instant::now();
+    let chunks = events.div_ceil(2_000).max(1) as i64;
+    db.write_history(&History {
+        workspace: dead,
+        webhooks: vec![dead_hook.id],
+        events,
+        from: now.plus_millis(-DAY_MS),
+        step_ms: DAY_MS / 2 / chunks,
+        state: "pending",
+        due_at: now.plus_millis(-DAY_MS),
+        attempted: None,
+    })
+    .await;
+    db.analyze().await;
+    let written = written.elapsed();
+
+    let (server, _, _) = serve_admin(hookline, &db, &receiver, &env).await?;
+    tokio::time::sleep(SETTLE).await;
+    let beside = figures(&server).await?;
+
+    let back = Receiver::start_at(dead_addr).await;
+    let started = Instant::now();
+    let mut drained = 0;
+    let count = async |drained: &mut usize| {
+        while *drained < events as usize && started.elapsed() < LONGEST_DRAIN {
+            *drained += back.take().len();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let draining = tokio::select! {
+        measured = figures(&server) => measured?,
+        () = count(&mut drained) => anyhow::bail!("the backlog drained before the healthy figures were taken"),
+    };
+    count(&mut drained).await;
+    let drain = started.elapsed();
+    server.stop().await?;
+
+    let mut report = format!(
+        "Backlog ({events} due deliveries to a receiver refusing connections, beside a healthy workspace; its emit-to-receipt at 40/s and GET /api/v1/hooks at {HOOKS_RATE:.0}/s, together)\n  \
+         {:<26} {:>9} {:>9} {:>9} {:>9}  target\n",
+        "", "emit p50", "emit p99", "hooks p50", "hooks p99"
+    );
+    for (label, run) in [
+        ("alone (baseline)", &alone),
+        ("beside the backlog", &beside),
+        ("while it drains", &draining),
+    ] {
+        let verdict = if std::ptr::eq(run, &alone) {
+            String::new()
+        } else {
+            let emit = ratio(run.emit.1, alone.emit.1);
+            let hooks = ratio(run.hooks.p99, alone.hooks.p99);
+            format!(
+                "p99s within 20% of alone: {emit:.2} x, {hooks:.2} x: {}",
+                if emit <= 1.2 && hooks <= 1.2 {
+                    "met"
+                } else {
+                    "MISSED"
+                }
+            )
+        };
+        let _ = writeln!(
+            report,
+            "  {label:<26} {:>9} {:>9} {:>9} {:>9}  {verdict}{}",
+            micros(run.emit.0),
+            micros(run.emit.1),
+            micros(run.hooks.p50),
+            micros(run.hooks.p99),
+            failures(&run.hooks)
+        );
+    }
+    let _ = writeln!(
+        report,
+        "  the backlog (written in {:.1} s) {} in {:.1} s once its receiver answered: {:.0} deliveries/s",
+        written.as_secs_f64(),
+        if drained >= events as usize {
+            "drained".to_owned()
+        } else {
+            format!("had NOT drained ({drained} of {events} received)")
+        },
+        drain.as_secs_f64(),
+        drained as f64 / drain.as_secs_f64()
+    );
+    Ok(report)
+}
+
+/// The healthy workspace's figures at one moment.
+struct Figures {
+    /// Emit-to-receipt p50 and p99.
+    emit: (Duration, Duration),
+    hooks: Load,
+}
+
+fn ratio(measured: Duration, baseline: Duration) -> f64 {
+    measured.as_secs_f64() / baseline.as_secs_f64().max(1e-6)
+}
