@@ -102,7 +102,7 @@ fn give_space_back(conn: &mut SqliteConnection) -> Result<()> {
 /// they are not yet, rows included, in one transaction: from the day of the oldest
 /// event to a few days ahead.
 fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Result<()> {
-    use crate::partitions::{Answer, Name, convert_to_partitioned};
+    use crate::partitions::{Answer, DELIVERY_EVENT_KEYS, Name, convert_to_partitioned};
     use hookline_domain::{EventId, HistoryDay, PARTITION_DAYS_AHEAD, Timestamp};
 
     let partitioned: Answer = diesel::sql_query(
@@ -110,6 +110,15 @@ fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Re
     )
     .get_result(conn)?;
     if partitioned.answer {
+        // Partitioned before deliveries gave up their foreign key to events.
+        let keys: Vec<Name> = diesel::sql_query(DELIVERY_EVENT_KEYS).load(conn)?;
+        for key in keys {
+            diesel::sql_query(format!(
+                "ALTER TABLE deliveries DROP CONSTRAINT \"{}\"",
+                key.name
+            ))
+            .execute(conn)?;
+        }
         return Ok(());
     }
     let oldest: Option<Name> =

@@ -48,25 +48,47 @@ pub(crate) fn create_day(day: HistoryDay) -> Vec<String> {
         .collect()
 }
 
-/// The statements that drop `day`'s three partitions, referring rows first.
+/// One step of forgetting a day: one short transaction that takes `lock`'s
+/// tables' locks, checks that the day has no pending delivery (a delivery made
+/// again for an old event lands in its day), and only then runs `then`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DayStep {
+    pub(crate) lock: String,
+    pub(crate) then: String,
+}
+
+/// The steps that forget `day`, in order.
 ///
-/// Every lock they need is taken first, at once: taken one by one as each
-/// statement came to it, a detach held one table while waiting for another that
-/// a claim held while waiting for the first (a deadlock, seen under load).
-/// Attempts and deliveries are dropped without a detach: nothing refers to them
-/// (PostgreSQL's attempts keep no foreign key to their delivery, see
-/// [`KEYS_AND_INDEXES`]), and a detach would lock `webhooks` too, to give the
-/// detached table a foreign key of its own. Events are referred to by
-/// deliveries, so they are detached (checking, by index, that no delivery of the
-/// day is left) before they are dropped.
-pub(crate) fn drop_day(day: HistoryDay) -> Vec<String> {
+/// Each partition is emptied first (`TRUNCATE`), each in its own step that
+/// locks that partition alone (and the day's deliveries, for the check): giving
+/// a large day's files back takes a while, and meanwhile emits into today's
+/// partitions go on. Then the emptied partitions are dropped in one step that
+/// locks the three tables, as dropping a partition must, for a moment. Every
+/// lock a step needs is taken first, at once: taken one by one, a detach once
+/// held one table while waiting for another that a claim held while waiting
+/// for the first (a deadlock, seen under load). No foreign key refers to a
+/// history partition on PostgreSQL (see [`KEYS_AND_INDEXES`]), so nothing else
+/// is locked and no detach is needed.
+pub(crate) fn forget_day(day: HistoryDay) -> Vec<DayStep> {
     let [attempts, deliveries, events] = HISTORY_TABLES.map(|table| partition_name(table, day));
+    let lock = |tables: &str| format!("LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE");
     vec![
-        "LOCK TABLE events, deliveries, delivery_attempts IN ACCESS EXCLUSIVE MODE".to_owned(),
-        format!("DROP TABLE {attempts}"),
-        format!("DROP TABLE {deliveries}"),
-        format!("ALTER TABLE events DETACH PARTITION {events}"),
-        format!("DROP TABLE {events}"),
+        DayStep {
+            lock: lock(&deliveries),
+            then: format!("TRUNCATE {deliveries}"),
+        },
+        DayStep {
+            lock: lock(&format!("{deliveries}, {attempts}")),
+            then: format!("TRUNCATE {attempts}"),
+        },
+        DayStep {
+            lock: lock(&format!("{deliveries}, {events}")),
+            then: format!("TRUNCATE {events}"),
+        },
+        DayStep {
+            lock: lock(&HISTORY_TABLES.join(", ")),
+            then: format!("DROP TABLE {attempts}, {deliveries}, {events}"),
+        },
     ]
 }
 
@@ -97,17 +119,19 @@ pub(crate) struct Answer {
 
 /// The history tables' keys, foreign keys and indexes, made after their rows are
 /// in (faster than keeping them up row by row). Unlike SQLite's, PostgreSQL's
-/// attempts keep no foreign key to their delivery, nor events to their
-/// workspace: a day's partitions can then be dropped without locking any other
-/// table (see [`drop_day`]). Attempts of a webhook deleted meanwhile stay until
-/// their day is dropped, and nothing reads them (a deleted webhook's attempt log
-/// is not found); workspaces are never deleted, and the outbox write refuses an
-/// event of an unknown workspace itself.
-const KEYS_AND_INDEXES: [&str; 9] = [
+/// deliveries keep no foreign key to their event, attempts none to their
+/// delivery, events none to their workspace: nothing refers to a history
+/// partition, so a day's partitions can be emptied and dropped without locking
+/// any other table (see [`forget_day`]). The outbox writes an event and its
+/// deliveries in one transaction; the upkeep forgets the default partition's
+/// deliveries and attempts with their events. Attempts of a webhook deleted
+/// meanwhile stay until their day is dropped, and nothing reads them (a deleted
+/// webhook's attempt log is not found); workspaces are never deleted, and the
+/// outbox write refuses an event of an unknown workspace itself.
+const KEYS_AND_INDEXES: [&str; 8] = [
     "ALTER TABLE events ADD PRIMARY KEY (id)",
     "CREATE INDEX events_recent ON events (workspace_id, event, id)",
     "ALTER TABLE deliveries ADD PRIMARY KEY (event_id, webhook_id)",
-    "ALTER TABLE deliveries ADD FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE",
     "ALTER TABLE deliveries ADD FOREIGN KEY (webhook_id) REFERENCES webhooks (id) ON DELETE CASCADE",
     "CREATE INDEX deliveries_due ON deliveries (webhook_id, next_attempt_at, event_id) \
      WHERE state = 'pending'",
@@ -116,6 +140,12 @@ const KEYS_AND_INDEXES: [&str; 9] = [
     "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts \
      (webhook_id, attempted_at, event_id, attempt)",
 ];
+
+/// The foreign keys from deliveries to events, by name: none once partitioned
+/// (see [`KEYS_AND_INDEXES`]).
+pub(crate) const DELIVERY_EVENT_KEYS: &str = "SELECT conname::text AS name FROM pg_constraint \
+     WHERE conrelid = 'deliveries'::regclass AND confrelid = 'events'::regclass \
+     AND contype = 'f' AND conparentid = 0";
 
 /// Tests: the history tables back as plain tables with the same rows, keys and
 /// indexes, as a database made before partitioning has them.
@@ -133,6 +163,10 @@ pub(crate) fn convert_to_plain() -> Vec<String> {
         sql.push(format!("ALTER TABLE {table}_plain RENAME TO {table}"));
     }
     sql.extend(KEYS_AND_INDEXES.map(String::from));
+    sql.push(
+        "ALTER TABLE deliveries ADD FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE"
+            .into(),
+    );
     sql
 }
 
@@ -205,20 +239,27 @@ mod tests {
     }
 
     #[test]
-    fn a_day_is_dropped_attempts_first_and_made_events_first() {
+    fn a_day_is_emptied_partition_by_partition_then_dropped_and_made_events_first() {
         let day = HistoryDay::of(Timestamp::parse_iso("2026-11-23T00:00:00Z").unwrap());
         let made = create_day(day);
         assert!(
             made[0].starts_with("CREATE TABLE IF NOT EXISTS events_p20261123 PARTITION OF events")
         );
         assert!(made[2].contains("delivery_attempts_p20261123"));
-        let dropped = drop_day(day);
-        assert!(dropped[0].starts_with("LOCK TABLE events, deliveries, delivery_attempts"));
-        assert_eq!(dropped[1], "DROP TABLE delivery_attempts_p20261123");
+        let steps = forget_day(day);
+        assert_eq!(steps[0].then, "TRUNCATE deliveries_p20261123");
         assert_eq!(
-            dropped[3],
-            "ALTER TABLE events DETACH PARTITION events_p20261123"
+            steps[1].lock,
+            "LOCK TABLE deliveries_p20261123, delivery_attempts_p20261123 IN ACCESS EXCLUSIVE MODE"
         );
-        assert_eq!(dropped[4], "DROP TABLE events_p20261123");
+        assert_eq!(steps[2].then, "TRUNCATE events_p20261123");
+        assert_eq!(
+            steps[3].lock,
+            "LOCK TABLE delivery_attempts, deliveries, events IN ACCESS EXCLUSIVE MODE"
+        );
+        assert_eq!(
+            steps[3].then,
+            "DROP TABLE delivery_attempts_p20261123, deliveries_p20261123, events_p20261123"
+        );
     }
 }

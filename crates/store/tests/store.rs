@@ -722,6 +722,8 @@ backend_tests! {
         let postgres = db.backend() == Backend::Postgres;
         let ws = db.workspace(Plan::Studio).await;
         let (hook, _) = db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let (contacts_hook, _) =
+            db.webhook(ws, "https://b.example.com/", &[EventName::ContactCreated], WebhookSource::Api).await.unwrap();
         let now = Timestamp::now();
         let day = 86_400_000;
         // PostgreSQL: partitions for the days from ten days back (and three after),
@@ -743,9 +745,9 @@ backend_tests! {
         }
         let recent = emit(store, ws, EventName::DmFailed).await.0;
         let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
-        assert_eq!(claimed.len(), 5);
+        assert_eq!(claimed.len(), 9);
         for claimed in claimed.iter().filter(|c| c.event_id != pending.id) {
-            deliver(store, claimed, hook.id, now).await;
+            deliver(store, claimed, claimed.webhook_id, now).await;
         }
         let unfinished: Vec<ClaimedDelivery> = claimed.into_iter().filter(|c| c.event_id == pending.id).collect();
         assert_eq!(store.queue().release(&unfinished).await.unwrap(), 1);
@@ -767,7 +769,13 @@ backend_tests! {
             assert!(store.events().payload(gone.id).await.unwrap().is_none(), "forgotten");
         }
         assert!(store.events().payload(recent.id).await.unwrap().is_some(), "within retention");
-        assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty(), "attempts go with their events");
+        for forgotten_hook in [hook.id, contacts_hook.id] {
+            let attempts = store.webhooks().attempts(forgotten_hook, 100).await.unwrap();
+            assert!(attempts.is_empty(), "attempts go with their events");
+        }
+        for contact in &contacts {
+            assert!(store.events().deliveries(contact.id).await.unwrap().is_empty(), "deliveries go with their events");
+        }
         // The samples are the same as before the round.
         let payloads = |events: &[&EventPayload]| events.iter().map(|e| e.to_json()).collect::<Vec<_>>();
         let events = store.events();

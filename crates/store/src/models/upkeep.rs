@@ -170,10 +170,9 @@ impl Upkeep {
         }
     }
 
-    /// PostgreSQL: drops the days wholly before `cutoff` whose deliveries have
-    /// none pending. Each day goes in one short transaction that waits at most
-    /// a moment for its tables' lock (a busy day is tried again next round), with
-    /// a pause as long as it took before the next.
+    /// PostgreSQL: forgets the days wholly before `cutoff` whose deliveries have
+    /// none pending, each in [`partitions::forget_day`]'s short steps (a day with
+    /// a step that stays busy is tried again next round).
     async fn drop_days(&self, cutoff: Timestamp, forgotten: &mut Forgotten) -> Result<()> {
         let Pools::Postgres(pool) = &self.db.pools else {
             return Ok(());
@@ -185,37 +184,14 @@ impl Upkeep {
             .filter(|day| day.next().start() <= cutoff)
             .collect();
         days.sort_unstable();
-        for day in days {
-            let pending: Answer = diesel::sql_query(partitions::day_has_pending(day))
-                .get_result(&mut *conn)
-                .await?;
-            if pending.answer {
-                forgotten.days_held += 1;
-                continue;
-            }
-            // A day whose tables stay busy past the lock timeout is tried again
-            // after a pause, a few times, then next round.
-            let mut tries = 0;
-            loop {
-                let started = Instant::now();
-                let dropped = run_ddl(&mut conn, "20ms", partitions::drop_day(day)).await;
-                tries += 1;
-                // Emits and claims waited on the tables' lock meanwhile: they go
-                // first before anything else is tried.
-                tokio::time::sleep(started.elapsed()).await;
-                match dropped {
-                    Ok(()) => {
-                        forgotten.days += 1;
-                        break;
-                    }
-                    Err(error) if tries == DROP_TRIES => {
-                        tracing::warn!(day = day.label(), %error, "could not drop a day of history; trying again next round");
-                        forgotten.days_held += 1;
-                        break;
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100) * tries).await,
+        'days: for day in days {
+            for step in partitions::forget_day(day) {
+                if !run_day_step(&mut conn, day, &step).await {
+                    forgotten.days_held += 1;
+                    continue 'days;
                 }
             }
+            forgotten.days += 1;
         }
         Ok(())
     }
@@ -384,6 +360,44 @@ async fn partition_days(conn: &mut PgConn) -> Result<Vec<HistoryDay>> {
         .collect())
 }
 
+/// PostgreSQL: runs one step of forgetting `day` in one transaction that waits
+/// at most a moment for its locks, and only when the day has no delivery pending;
+/// answers whether it ran. A step whose tables stay busy is tried again after a
+/// pause, a few times. After each try it pauses as long as the try took, so the
+/// emits and claims that waited on its locks go first.
+async fn run_day_step(conn: &mut PgConn, day: HistoryDay, step: &partitions::DayStep) -> bool {
+    let mut tries = 0;
+    loop {
+        let started = Instant::now();
+        let ran = conn
+            .transaction(async |conn| {
+                diesel::sql_query("SET LOCAL lock_timeout = '20ms'")
+                    .execute(conn)
+                    .await?;
+                diesel::sql_query(&step.lock).execute(conn).await?;
+                let pending: Answer = diesel::sql_query(partitions::day_has_pending(day))
+                    .get_result(conn)
+                    .await?;
+                if pending.answer {
+                    return QueryResult::Ok(false);
+                }
+                diesel::sql_query(&step.then).execute(conn).await?;
+                Ok(true)
+            })
+            .await;
+        tries += 1;
+        tokio::time::sleep(started.elapsed()).await;
+        match ran {
+            Ok(ran) => return ran,
+            Err(error) if tries == DROP_TRIES => {
+                tracing::warn!(day = day.label(), %error, "could not forget a day of history; trying again next round");
+                return false;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100) * tries).await,
+        }
+    }
+}
+
 /// PostgreSQL: runs partition DDL in one transaction that waits at most
 /// `lock_timeout` for a table's lock, so that it never queues the emits and
 /// claims behind it for long.
@@ -464,24 +478,13 @@ fn samples_statement<'a, Ids>(
     ))
 }
 
-/// The next ids to look at and the deletion of those among them with no pending
-/// delivery, on `$table` (a table of events).
-macro_rules! forget_turn {
+/// The next ids to look at in `$table` (a table of events): the last of a turn.
+macro_rules! next_turn {
     ($table:literal) => {
-        (
-            concat!(
-                "SELECT MAX(id) AS last FROM (SELECT id FROM ",
-                $table,
-                " WHERE id > $1 AND id < $2 ORDER BY id LIMIT $3) AS turn"
-            ),
-            concat!(
-                "DELETE FROM ",
-                $table,
-                " WHERE id > $1 AND id <= $2 AND NOT EXISTS (SELECT 1 FROM deliveries \
-                 WHERE deliveries.event_id = ",
-                $table,
-                ".id AND deliveries.state = 'pending')"
-            ),
+        concat!(
+            "SELECT MAX(id) AS last FROM (SELECT id FROM ",
+            $table,
+            " WHERE id > $1 AND id < $2 ORDER BY id LIMIT $3) AS turn"
         )
     };
 }
@@ -492,7 +495,8 @@ struct Last {
     last: Option<String>,
 }
 
-/// Runs a [`forget_turn!`] pair on any connection.
+/// Runs a turn on any connection: the [`next_turn!`] statement, then the
+/// deletion of the events in `($1, $2]` with no pending delivery.
 macro_rules! forget_events_with {
     ($conn:expr, $statements:expr, $after:expr, $cut:expr, $limit:expr) => {{
         let (next, delete) = $statements;
@@ -571,7 +575,11 @@ impl HistorySql for SqliteConn {
     ) -> QueryResult<Option<(String, usize)>> {
         // One IMMEDIATE transaction: the turn's look and its deletion together.
         self.immediate_transaction(async |conn| {
-            forget_events_with!(conn, forget_turn!("events"), after, cut, limit)
+            // Deliveries and attempts go with their events (foreign keys cascade).
+            let delete = "DELETE FROM events WHERE id > $1 AND id <= $2 AND NOT EXISTS \
+                 (SELECT 1 FROM deliveries WHERE deliveries.event_id = events.id \
+                 AND deliveries.state = 'pending')";
+            forget_events_with!(conn, (next_turn!("events"), delete), after, cut, limit)
         })
         .await
     }
@@ -616,7 +624,24 @@ impl HistorySql for PgConn {
         cut: &str,
         limit: i64,
     ) -> QueryResult<Option<(String, usize)>> {
-        forget_events_with!(self, forget_turn!("events_default"), after, cut, limit)
+        // Nothing cascades on PostgreSQL (see `partitions::KEYS_AND_INDEXES`): the
+        // turn's deliveries and attempts go with their events, from the default
+        // partitions too (the same bounds route them there).
+        let delete = "WITH gone AS (SELECT id FROM events_default WHERE id > $1 AND id <= $2 \
+             AND NOT EXISTS (SELECT 1 FROM deliveries_default AS d \
+                 WHERE d.event_id = events_default.id AND d.state = 'pending')), \
+             deliveries_gone AS (DELETE FROM deliveries_default \
+                 WHERE event_id IN (SELECT id FROM gone)), \
+             attempts_gone AS (DELETE FROM delivery_attempts_default \
+                 WHERE event_id IN (SELECT id FROM gone)) \
+             DELETE FROM events_default WHERE id IN (SELECT id FROM gone)";
+        forget_events_with!(
+            self,
+            (next_turn!("events_default"), delete),
+            after,
+            cut,
+            limit
+        )
     }
 }
 
