@@ -22,8 +22,9 @@
 //!
 //! `--against PATH` measures a second `hookline` binary (main's release build from
 //! before a change, say) beside this one, each on a database of its own: in the
-//! same turns for the API and ingest figures, run after run for delivery and the
-//! noisy neighbour; each figure is printed for both, with this one's over the
+//! same turns for the API and ingest figures, run after run for delivery, the
+//! noisy neighbour and the retention rounds of `--only history` (the backlog
+//! figures are this binary's alone); each figure is printed for both, with this one's over the
 //! other's. Absolute figures drift from hour to hour on a shared machine; a pair
 //! measured in the same turns does not.
 
@@ -186,6 +187,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         }
         if history {
             say(&history::run(&hookline, backend, args.history).await?);
+            if let Some(path) = against {
+                say(&format!(
+                    "  against:\n{}",
+                    history::run(path, backend, args.history).await?
+                ));
+            }
             say(&backlog::run(&hookline, backend, args.history).await?);
         }
     }
