@@ -7,6 +7,12 @@ use hookline_domain::{
 
 use crate::{App, Result};
 
+/// The most due deliveries `/metrics`' `hookline_delivery_queue_due` counts (it
+/// reads this when more are due): counting a dead receiver's million would read
+/// every one at each scrape. `hookline_delivery_queue_oldest_due_seconds` stays
+/// exact.
+pub(crate) const DUE_COUNTED_AT_MOST: u64 = 100_000;
+
 impl App {
     /// Emits an event as the product's services do (the CLI, HTTP ingest): stored
     /// with its deliveries before this returns. Under an `Idempotency-Key`, a key
@@ -25,11 +31,11 @@ impl App {
         })
     }
 
-    /// The outbox's backlog now: deliveries due, and how late the oldest of them
-    /// is (`/metrics`).
+    /// The outbox's backlog now: deliveries due (up to [`DUE_COUNTED_AT_MOST`]),
+    /// and how late the oldest of them is (`/metrics`).
     pub async fn backlog(&self) -> Result<(u64, std::time::Duration)> {
         let now = Timestamp::now();
-        let (due, oldest) = self.events.backlog(now).await?;
+        let (due, oldest) = self.events.backlog(now, DUE_COUNTED_AT_MOST).await?;
         let late = oldest.map_or(0, |at| now.unix_millis() - at.unix_millis());
         Ok((
             due,

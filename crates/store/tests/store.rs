@@ -796,6 +796,36 @@ backend_tests! {
         assert_eq!(samples(EventName::DmSent).await.unwrap(), payloads(&[&dms[3], &dms[2], &dms[1]]));
     }
 
+    async fn the_backlog_counts_due_deliveries_up_to_a_cap_and_finds_the_oldest(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let now = Timestamp::now();
+        let hour = 3_600_000;
+        let (dead, _) = db.webhook(ws, "https://dead.example.com/", &[EventName::BioSubscribed], WebhookSource::Api).await.unwrap();
+        let (later, _) = db.webhook(ws, "https://later.example.com/", &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
+        let backlog = |webhook, from: Timestamp, due_at| hookline_testdb::History {
+            workspace: ws,
+            webhooks: vec![webhook],
+            events: 300,
+            from,
+            step_ms: 1,
+            state: "pending",
+            due_at,
+            attempted: None,
+        };
+        // 300 due for an hour, 300 retries due in an hour, 2 fresh ones.
+        db.write_history(&backlog(dead.id, now.plus_millis(-2 * hour), now.plus_millis(-hour))).await;
+        db.write_history(&backlog(later.id, now.plus_millis(-hour), now.plus_millis(hour))).await;
+        db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        emit(store, ws, EventName::DmSent).await;
+        emit(store, ws, EventName::DmSent).await;
+        let at = Timestamp::now();
+        assert_eq!(store.events().backlog(at, 1_000).await.unwrap(), (302, Some(now.plus_millis(-hour))));
+        assert_eq!(store.events().backlog(at, 100).await.unwrap(), (100, Some(now.plus_millis(-hour))), "capped");
+        // Before anything was due: none, and no oldest.
+        assert_eq!(store.events().backlog(now.plus_millis(-3 * hour), 1_000).await.unwrap(), (0, None));
+    }
+
     async fn a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;

@@ -3,6 +3,20 @@
 //! connection type where they differ). `queue.rs` and `key_check.rs` are the
 //! handles of the worker and of auth, over the entities' rows.
 
+/// The webhooks that have pending deliveries, as `hooks(id)` (the last row is
+/// NULL): a loose index scan of the due-index, one probe per webhook with work and
+/// none per delivery, so a webhook's backlog costs a claim one probe.
+macro_rules! webhooks_with_work {
+    () => {
+        "WITH RECURSIVE hooks(id) AS ( \
+             SELECT MIN(webhook_id) FROM deliveries WHERE state = 'pending' \
+             UNION ALL \
+             SELECT (SELECT MIN(webhook_id) FROM deliveries \
+                     WHERE state = 'pending' AND webhook_id > hooks.id) \
+             FROM hooks WHERE hooks.id IS NOT NULL) "
+    };
+}
+
 pub(crate) mod account;
 pub(crate) mod admin_token;
 pub(crate) mod api_key;

@@ -26,20 +26,6 @@ use crate::text_in::{
 };
 use crate::{Backend, Error, Result};
 
-/// The webhooks that have pending deliveries, as `hooks(id)` (the last row is
-/// NULL): a loose index scan of the due-index, one probe per webhook with work and
-/// none per delivery, so a webhook's backlog costs a claim one probe.
-macro_rules! webhooks_with_work {
-    () => {
-        "WITH RECURSIVE hooks(id) AS ( \
-             SELECT MIN(webhook_id) FROM deliveries WHERE state = 'pending' \
-             UNION ALL \
-             SELECT (SELECT MIN(webhook_id) FROM deliveries \
-                     WHERE state = 'pending' AND webhook_id > hooks.id) \
-             FROM hooks WHERE hooks.id IS NOT NULL) "
-    };
-}
-
 /// Of one webhook's deliveries (`{webhook}`), the due ones that no live lease
 /// holds, oldest due first: a range of the due-index.
 macro_rules! due_of_webhook {
