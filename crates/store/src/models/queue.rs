@@ -44,7 +44,10 @@ macro_rules! due_of_webhook {
 
 /// PostgreSQL's claim: per webhook with work, a `LATERAL` range of its own due
 /// rows (all of them up to the claim's size for a fast webhook, `$6` for
-/// another), locked with `SKIP LOCKED`; then the oldest due of those. The rows
+/// another), locked with `SKIP LOCKED`; then of those, each webhook's oldest
+/// before any webhook's second, and so on, oldest due first within a turn (so a
+/// fast webhook's backlog, due since long before, fills only what the others
+/// leave of the claim). The rows
 /// picked are found again by key as `= ANY (ARRAY(…))`, which the planner takes
 /// as a few index probes per partition: joined instead, it may read a whole
 /// partition to hash it (a join's cost model knows nothing of the run-time
@@ -54,12 +57,13 @@ macro_rules! pg_claim {
         concat!(
             webhooks_with_work!(),
             ", picked AS MATERIALIZED (SELECT due.event_id, due.webhook_id \
-                 FROM hooks CROSS JOIN LATERAL (",
+                 FROM hooks CROSS JOIN LATERAL (SELECT mine.*, ROW_NUMBER() OVER \
+                     (ORDER BY mine.next_attempt_at, mine.event_id) AS turn FROM (",
             due_of_webhook!("event_id, webhook_id, next_attempt_at", "hooks.id"),
             " LIMIT CASE WHEN hooks.id = ANY($7::text[]) THEN $4 ELSE $6 END \
-                 FOR UPDATE SKIP LOCKED) AS due \
+                 FOR UPDATE SKIP LOCKED) AS mine) AS due \
              WHERE NOT (hooks.id = ANY($5::text[])) \
-             ORDER BY due.next_attempt_at, due.event_id LIMIT $4) \
+             ORDER BY due.turn, due.next_attempt_at, due.event_id LIMIT $4) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
              WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
                AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
@@ -117,7 +121,8 @@ pub enum Recording {
 pub struct ClaimRequest<'a> {
     pub now: Timestamp,
     pub lease_until: Timestamp,
-    /// Deliveries claimed, at most; oldest due first.
+    /// Deliveries claimed, at most: each webhook's oldest due before any
+    /// webhook's second, and so on; oldest due first within a turn.
     pub limit: u32,
     /// Of one webhook's deliveries, at most: so that one backlog cannot fill a
     /// claim.
@@ -598,7 +603,8 @@ pub(crate) const NOTIFY_WORKERS: &str = concat!("NOTIFY ", delivery_channel!());
 
 /// The queue's statements that differ by dialect.
 pub(crate) trait QueueSql {
-    /// Leases up to `limit` due deliveries, oldest due first, to `token` until
+    /// Leases up to `limit` due deliveries, in turns over their webhooks (see
+    /// [`ClaimRequest::limit`]), to `token` until
     /// `lease_until`; answers them. One statement: on PostgreSQL rows another worker
     /// is claiming are skipped (`FOR UPDATE SKIP LOCKED`); on SQLite the statement
     /// holds the write lock.
@@ -681,20 +687,22 @@ impl QueueSql for SqliteConn {
             "UPDATE deliveries SET lease_until = $1, lease_token = $2 WHERE rowid IN (",
             webhooks_with_work!(),
             "SELECT rowid FROM ( \
-                 SELECT d.rowid, d.next_attempt_at, d.event_id FROM hooks JOIN deliveries AS d \
-                 ON d.rowid IN (",
+                 SELECT d.rowid, d.next_attempt_at, d.event_id, ROW_NUMBER() OVER (PARTITION BY \
+                     d.webhook_id ORDER BY d.next_attempt_at, d.event_id) AS turn \
+                 FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
             " LIMIT $6) \
                  WHERE hooks.id NOT IN (SELECT value FROM json_each($5)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($7)) \
                  UNION ALL \
-                 SELECT d.rowid, d.next_attempt_at, d.event_id FROM hooks JOIN deliveries AS d \
-                 ON d.rowid IN (",
+                 SELECT d.rowid, d.next_attempt_at, d.event_id, ROW_NUMBER() OVER (PARTITION BY \
+                     d.webhook_id ORDER BY d.next_attempt_at, d.event_id) AS turn \
+                 FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
             " LIMIT $4) \
                  WHERE hooks.id IN (SELECT value FROM json_each($7)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($5))) \
-             ORDER BY next_attempt_at, event_id LIMIT $4) \
+             ORDER BY turn, next_attempt_at, event_id LIMIT $4) \
              RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
