@@ -26,6 +26,13 @@ pub(crate) type PgConn = AsyncPgConnection;
 pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; \
      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
 
+/// Per PostgreSQL connection. Our statements stay prepared, and a custom plan
+/// (the default while it looks cheaper) is planned again at every execution,
+/// across every day's partition of the history tables; a generic plan is
+/// planned once and still skips the partitions its parameters rule out, when it
+/// starts.
+const PG_SETTINGS: &str = "SET plan_cache_mode = force_generic_plan";
+
 #[derive(Clone)]
 pub(crate) enum Pools {
     Sqlite(Pool<SqliteConn>),
@@ -56,6 +63,15 @@ impl Pools {
                 let mut manager = ManagerConfig::<PgConn>::default();
                 // The default (`Verified`) sends `SELECT 1` on every checkout.
                 manager.recycling_method = RecyclingMethod::Fast;
+                manager.custom_setup = Box::new(|url| {
+                    Box::pin(async move {
+                        let mut conn = PgConn::establish(url).await?;
+                        conn.batch_execute(PG_SETTINGS)
+                            .await
+                            .map_err(ConnectionError::CouldntSetupConfiguration)?;
+                        Ok(conn)
+                    })
+                });
                 let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
                 Pools::Postgres(configure(Pool::builder(manager), size)?)
             }
