@@ -34,6 +34,8 @@ mod partitions;
 mod pool;
 mod prepared;
 mod schema;
+#[cfg(feature = "test-util")]
+mod statements;
 mod text_in;
 mod write_lock;
 
@@ -49,6 +51,8 @@ pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
 pub use models::upkeep::{Forgotten, Upkeep};
 pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
+#[cfg(feature = "test-util")]
+pub use statements::{count_statements, statements_sent};
 
 /// The database, and the handles on it. Cheap to clone; clones and handles share
 /// one pool.
