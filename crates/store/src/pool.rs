@@ -30,8 +30,10 @@ pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA jour
 /// (the default while it looks cheaper) is planned again at every execution,
 /// across every day's partition of the history tables; a generic plan is
 /// planned once and still skips the partitions its parameters rule out, when it
-/// starts.
-const PG_SETTINGS: &str = "SET plan_cache_mode = force_generic_plan";
+/// starts. No JIT: a claim beside a large backlog is estimated costly enough to
+/// be compiled, across every partition, at each execution, which took a
+/// hundred times longer than running it; our statements each touch a few rows.
+const PG_SETTINGS: &str = "SET plan_cache_mode = force_generic_plan; SET jit = off";
 
 #[derive(Clone)]
 pub(crate) enum Pools {
