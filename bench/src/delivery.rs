@@ -218,15 +218,23 @@ async fn latency(
     }
     wait_for(receiver, emitted * webhooks, Duration::from_secs(120)).await?;
     let emitted_at = emitted_at.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    let latencies: Vec<Duration> = receiver
+    Ok(percentiles(receipt_latencies(receiver, &emitted_at)))
+}
+
+/// From emit to receipt, each delivery `receiver` got of an event `emitted_at`
+/// holds (by its id).
+pub(crate) fn receipt_latencies(
+    receiver: &Receiver,
+    emitted_at: &HashMap<String, SystemTime>,
+) -> Vec<Duration> {
+    receiver
         .received()
         .iter()
         .filter_map(|request| {
             let id = request.headers.get("webhook-id")?.to_str().ok()?;
             request.at.duration_since(*emitted_at.get(id)?).ok()
         })
-        .collect();
-    Ok(percentiles(latencies))
+        .collect()
 }
 
 /// p50 and p99 of `latencies`.

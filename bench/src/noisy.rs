@@ -13,7 +13,7 @@ use hookline_testdb::{Backend, TestDb};
 use hookline_tests::{Receiver, Reply};
 
 use crate::api::micros;
-use crate::delivery::percentiles;
+use crate::delivery::{percentiles, receipt_latencies};
 use crate::process::Measured;
 
 /// Deliveries queued for the stalled webhook before the healthy ones are measured.
@@ -125,14 +125,7 @@ pub(crate) async fn emit_to_receipt(
     let emitted_at = emit_steadily(outbox, workspaces).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let latencies = loop {
-        let latencies: Vec<Duration> = receiver
-            .received()
-            .iter()
-            .filter_map(|request| {
-                let id = request.headers.get("webhook-id")?.to_str().ok()?;
-                request.at.duration_since(*emitted_at.get(id)?).ok()
-            })
-            .collect();
+        let latencies = receipt_latencies(receiver, &emitted_at);
         if latencies.len() >= emitted_at.len() || Instant::now() > deadline {
             break latencies;
         }
