@@ -647,6 +647,11 @@ fn log_recording(finished: &Finished, recording: Recording) {
             webhook_id = %claimed.webhook_id,
             "the delivery went with its webhook before the attempt was recorded"
         ),
+        Recording::Stopped => tracing::debug!(
+            event_id = %claimed.event_id,
+            webhook_id = %claimed.webhook_id,
+            "the delivery was stopped (its webhook disabled) before the attempt was recorded"
+        ),
         Recording::TakenOver => tracing::warn!(
             event_id = %claimed.event_id,
             webhook_id = %claimed.webhook_id,

@@ -163,6 +163,33 @@ backend_tests! {
         assert_eq!(store.queue().claim(&request).await.unwrap().len(), 18 - 4 - 3 - 5);
     }
 
+    async fn an_attempt_ending_after_its_webhook_was_disabled_leaves_the_delivery_stopped(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let event = emit(store, ws, EventName::DmSent).await.0;
+        let now = Timestamp::now().plus_millis(1);
+        let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
+        assert_eq!(claimed.len(), 1);
+        // Disabled while the attempt is in flight: its pending delivery stops.
+        store.webhooks().set_enabled(hook.id, false).await.unwrap();
+        let attempt = DeliveryAttempt {
+            event_id: claimed[0].event_id,
+            webhook_id: hook.id,
+            event: claimed[0].event,
+            attempt: 1,
+            at: now,
+            status: Some(500),
+            error: None,
+            duration_ms: 1,
+            response_body: None,
+        };
+        let finished = [Finished { claimed: claimed[0].clone(), attempt, outcome: Outcome::RetryAt(now.plus_millis(1_000)) }];
+        assert_eq!(store.queue().finish(&finished).await.unwrap(), [hookline_store::Recording::Stopped]);
+        let deliveries = store.events().deliveries(event.id).await.unwrap();
+        assert_eq!(deliveries[0].state, DeliveryState::Cancelled, "the retry did not bring it back");
+    }
+
     async fn workspaces_are_created_read_and_moved_between_plans(db) {
         let store = db.store();
         let name = WorkspaceName::parse("  Studio Maria ").unwrap();

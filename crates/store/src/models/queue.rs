@@ -114,6 +114,8 @@ pub enum Recording {
     Deleted,
     /// The claim's lease ran out and another worker took the delivery over.
     TakenOver,
+    /// The delivery was stopped meanwhile (its webhook disabled): it stays so.
+    Stopped,
 }
 
 /// What a worker asks of [`Queue::claim`].
@@ -260,14 +262,19 @@ impl Queue {
             .filter(|(_, recorded)| recorded.is_none())
             .map(|(row, _)| row.event_id.clone())
             .collect();
-        let present: std::collections::HashSet<(String, String)> = with_conn!(self.db, |conn| {
+        let present: HashMap<(String, String), String> = with_conn!(self.db, |conn| {
             deliveries::table
                 .filter(text_in(deliveries::event_id, missing))
-                .select((deliveries::event_id, deliveries::webhook_id))
-                .load::<(String, String)>(conn)
+                .select((
+                    deliveries::event_id,
+                    deliveries::webhook_id,
+                    deliveries::state,
+                ))
+                .load::<(String, String, String)>(conn)
                 .await?
         })
         .into_iter()
+        .map(|(event, webhook, state)| ((event, webhook), state))
         .collect();
         Ok(rows
             .iter()
@@ -275,10 +282,12 @@ impl Queue {
             .map(|(row, recorded)| {
                 recorded.unwrap_or_else(|| {
                     let key = (row.event_id.clone(), row.webhook_id.clone());
-                    if present.contains(&key) {
-                        Recording::TakenOver
-                    } else {
-                        Recording::Deleted
+                    match present.get(&key) {
+                        None => Recording::Deleted,
+                        Some(state) if state == DeliveryState::Pending.as_str() => {
+                            Recording::TakenOver
+                        }
+                        Some(_) => Recording::Stopped,
                     }
                 })
             })
@@ -610,7 +619,8 @@ pub(crate) trait QueueSql {
     /// holds the write lock.
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>>;
 
-    /// Records outcomes whose lease is still held, with their attempts; answers for
+    /// Records outcomes whose lease is still held and whose delivery is still
+    /// pending (one cancelled meanwhile stays cancelled), with their attempts; answers for
     /// each row whether it was. SQLite: two statements (the rows as one JSON text,
     /// `json_each`); PostgreSQL: one (the rows as arrays, `unnest`; the attempts
     /// inserted by a CTE), atomic on its own.
@@ -732,6 +742,7 @@ impl QueueSql for SqliteConn {
              WHERE deliveries.event_id = json_extract(o.value, '$[0]') \
                AND deliveries.webhook_id = json_extract(o.value, '$[1]') \
                AND deliveries.lease_token = json_extract(o.value, '$[2]') \
+               AND deliveries.state = 'pending' \
              RETURNING event_id, webhook_id",
         )
         .binds((bind::<Text, _>(outcomes),))
@@ -808,7 +819,7 @@ impl QueueSql for PgConn {
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
                      AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
                  WHERE d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
-                   AND d.lease_token = v.lease_token \
+                   AND d.lease_token = v.lease_token AND d.state = 'pending' \
                  RETURNING d.event_id, d.webhook_id), \
              logged AS ( \
                  INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
