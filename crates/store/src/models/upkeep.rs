@@ -209,7 +209,7 @@ impl Upkeep {
         let mut made = 0;
         for day in (0..=PARTITION_DAYS_AHEAD).map(|ahead| today.plus_days(ahead)) {
             if !existing.contains(&day) {
-                run_ddl(&mut conn, "100ms", partitions::create_day(day)).await?;
+                run_ddl(&mut conn, "100ms", partitions::create_day(day), None).await?;
                 made += 1;
             }
         }
@@ -360,31 +360,23 @@ async fn partition_days(conn: &mut PgConn) -> Result<Vec<HistoryDay>> {
         .collect())
 }
 
-/// PostgreSQL: runs one step of forgetting `day` in one transaction that waits
-/// at most a moment for its locks, and only when the day has no delivery pending;
-/// answers whether it ran. A step whose tables stay busy is tried again after a
-/// pause, a few times. After each try it pauses as long as the try took, so the
-/// emits and claims that waited on its locks go first.
+/// PostgreSQL: runs one step of forgetting `day` (see [`run_ddl`]), only when
+/// the day has no delivery pending; answers whether it ran. A step whose tables
+/// stay busy is tried again after a pause, a few times. After each try it
+/// pauses as long as the try took, so the emits and claims that waited on its
+/// locks go first.
 async fn run_day_step(conn: &mut PgConn, day: HistoryDay, step: &partitions::DayStep) -> bool {
     let mut tries = 0;
     loop {
         let started = Instant::now();
-        let ran = conn
-            .transaction(async |conn| {
-                diesel::sql_query("SET LOCAL lock_timeout = '20ms'")
-                    .execute(conn)
-                    .await?;
-                diesel::sql_query(&step.lock).execute(conn).await?;
-                let pending: Answer = diesel::sql_query(partitions::day_has_pending(day))
-                    .get_result(conn)
-                    .await?;
-                if pending.answer {
-                    return QueryResult::Ok(false);
-                }
-                diesel::sql_query(&step.then).execute(conn).await?;
-                Ok(true)
-            })
-            .await;
+        let statements = vec![step.lock.clone(), step.then.clone()];
+        let ran = run_ddl(
+            conn,
+            "20ms",
+            statements,
+            Some(partitions::day_has_pending(day)),
+        )
+        .await;
         tries += 1;
         tokio::time::sleep(started.elapsed()).await;
         match ran {
@@ -400,19 +392,33 @@ async fn run_day_step(conn: &mut PgConn, day: HistoryDay, step: &partitions::Day
 
 /// PostgreSQL: runs partition DDL in one transaction that waits at most
 /// `lock_timeout` for a table's lock, so that it never queues the emits and
-/// claims behind it for long.
-async fn run_ddl(conn: &mut PgConn, lock_timeout: &str, statements: Vec<String>) -> Result<()> {
-    conn.transaction(async |conn| {
-        diesel::sql_query(format!("SET LOCAL lock_timeout = '{lock_timeout}'"))
-            .execute(conn)
-            .await?;
-        for statement in statements {
-            diesel::sql_query(statement).execute(conn).await?;
-        }
-        QueryResult::Ok(())
-    })
-    .await?;
-    Ok(())
+/// claims behind it for long. `unless`, a query answering `answer`, is asked
+/// after the first statement (the one that takes the locks): when it answers
+/// true, nothing more is run. Answers whether every statement ran.
+async fn run_ddl(
+    conn: &mut PgConn,
+    lock_timeout: &str,
+    statements: Vec<String>,
+    unless: Option<String>,
+) -> Result<bool> {
+    let ran = conn
+        .transaction(async |conn| {
+            diesel::sql_query(format!("SET LOCAL lock_timeout = '{lock_timeout}'"))
+                .execute(conn)
+                .await?;
+            for (n, statement) in statements.into_iter().enumerate() {
+                diesel::sql_query(statement).execute(conn).await?;
+                if let (0, Some(unless)) = (n, &unless) {
+                    let answer: Answer = diesel::sql_query(unless).get_result(conn).await?;
+                    if answer.answer {
+                        return QueryResult::Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        })
+        .await?;
+    Ok(ran)
 }
 
 /// A sample as `event_samples` keeps it.
