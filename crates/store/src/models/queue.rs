@@ -57,13 +57,14 @@ macro_rules! pg_claim {
         concat!(
             webhooks_with_work!(),
             ", picked AS MATERIALIZED (SELECT due.event_id, due.webhook_id \
-                 FROM hooks CROSS JOIN LATERAL (SELECT mine.*, ROW_NUMBER() OVER \
-                     (ORDER BY mine.next_attempt_at, mine.event_id) AS turn FROM (",
+                 FROM hooks CROSS JOIN LATERAL (",
             due_of_webhook!("event_id, webhook_id, next_attempt_at", "hooks.id"),
             " LIMIT CASE WHEN hooks.id = ANY($7::text[]) THEN $4 ELSE $6 END \
-                 FOR UPDATE SKIP LOCKED) AS mine) AS due \
+                 FOR UPDATE SKIP LOCKED) AS due \
              WHERE NOT (hooks.id = ANY($5::text[])) \
-             ORDER BY due.turn, due.next_attempt_at, due.event_id LIMIT $4) \
+             ORDER BY ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
+                 ORDER BY due.next_attempt_at, due.event_id), due.next_attempt_at, due.event_id \
+             LIMIT $4) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
              WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
                AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
@@ -697,22 +698,21 @@ impl QueueSql for SqliteConn {
             "UPDATE deliveries SET lease_until = $1, lease_token = $2 WHERE rowid IN (",
             webhooks_with_work!(),
             "SELECT rowid FROM ( \
-                 SELECT d.rowid, d.next_attempt_at, d.event_id, ROW_NUMBER() OVER (PARTITION BY \
-                     d.webhook_id ORDER BY d.next_attempt_at, d.event_id) AS turn \
+                 SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
             " LIMIT $6) \
                  WHERE hooks.id NOT IN (SELECT value FROM json_each($5)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($7)) \
                  UNION ALL \
-                 SELECT d.rowid, d.next_attempt_at, d.event_id, ROW_NUMBER() OVER (PARTITION BY \
-                     d.webhook_id ORDER BY d.next_attempt_at, d.event_id) AS turn \
+                 SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
             " LIMIT $4) \
                  WHERE hooks.id IN (SELECT value FROM json_each($7)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($5))) \
-             ORDER BY turn, next_attempt_at, event_id LIMIT $4) \
+             ORDER BY ROW_NUMBER() OVER (PARTITION BY webhook_id \
+                 ORDER BY next_attempt_at, event_id), next_attempt_at, event_id LIMIT $4) \
              RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
