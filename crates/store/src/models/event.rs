@@ -286,41 +286,39 @@ impl Events {
 
     /// The outbox's backlog at `now`: how many deliveries are due (counted up to
     /// `at_most`), and since when the oldest of them has been (for `/metrics`).
-    /// Neither reads the backlog through: the count stops at its cap, and the
-    /// oldest is one probe per webhook with work.
+    /// One statement over the webhooks with work, each read on its own range of
+    /// the due-index: its due rows up to the cap, and its oldest; the rows not yet
+    /// due (a dead receiver's retries) are never read.
     pub async fn backlog(&self, now: Timestamp, at_most: u64) -> Result<(u64, Option<Timestamp>)> {
         #[derive(QueryableByName)]
-        struct Due {
+        struct Backlog {
             #[diesel(sql_type = BigInt)]
             due: i64,
-        }
-        #[derive(QueryableByName)]
-        struct Oldest {
             #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
             oldest: Option<i64>,
         }
-        const DUE: &str = "SELECT COUNT(*) AS due FROM (SELECT 1 FROM deliveries \
-             WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT $2) AS due";
-        const OLDEST: &str = concat!(
+        const BACKLOG: &str = concat!(
             webhooks_with_work!(),
-            "SELECT MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
+            "SELECT CAST(COALESCE(SUM((SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d \
+                 WHERE d.webhook_id = hooks.id AND d.state = 'pending' \
+                   AND d.next_attempt_at <= $1 LIMIT $2) AS due)), 0) AS BIGINT) AS due, \
+                 MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
                  WHERE d.webhook_id = hooks.id AND d.state = 'pending')) AS oldest \
              FROM hooks WHERE hooks.id IS NOT NULL"
         );
         let cap = i64::try_from(at_most).unwrap_or(i64::MAX);
-        let (due, oldest): (Due, Oldest) = with_conn!(self.db, |conn| {
-            let due = prepared(DUE)
+        let backlog: Backlog = with_conn!(self.db, |conn| {
+            prepared(BACKLOG)
                 .binds((bind::<BigInt, _>(now.unix_millis()), bind::<BigInt, _>(cap)))
                 .get_result(conn)
-                .await?;
-            (due, prepared(OLDEST).get_result(conn).await?)
+                .await?
         });
-        let oldest = oldest
+        let oldest = backlog
             .oldest
             .filter(|at| *at <= now.unix_millis())
             .map(|at| crate::models::timestamp(at, "delivery next_attempt_at"))
             .transpose()?;
-        Ok((u64::try_from(due.due).unwrap_or(0), oldest))
+        Ok((u64::try_from(backlog.due).unwrap_or(0).min(at_most), oldest))
     }
 
     /// The stored payload of an event, byte for byte as it is delivered and signed;
