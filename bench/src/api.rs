@@ -193,20 +193,7 @@ pub(crate) async fn run(
             call: &call,
             keys: &this.keys,
         });
-        // Warm up connections, caches and the pool before measuring.
-        let mut warm = Vec::new();
-        for side in &sides {
-            warm.push(
-                load::run(
-                    side.addr,
-                    &call,
-                    side.keys,
-                    connections,
-                    Duration::from_secs(1),
-                )
-                .await?,
-            );
-        }
+        let warm = load::warm(&sides, connections).await?;
         let loads = load::alternating(&sides, connections, None, seconds, ROUNDS).await?;
         let (measured, base) = (loads[0], loads[loads.len() - 1]);
         sent += 1 + warm[0].requests + measured.requests;

@@ -139,19 +139,7 @@ pub(crate) async fn run(
     });
 
     let started = Instant::now();
-    let mut warm = Vec::new();
-    for side in &sides {
-        warm.push(
-            load::run(
-                side.addr,
-                side.call,
-                side.keys,
-                CONNECTIONS,
-                Duration::from_secs(1),
-            )
-            .await?,
-        );
-    }
+    let warm = load::warm(&sides, CONNECTIONS).await?;
     let loads = load::alternating(&sides, CONNECTIONS, None, seconds, ROUNDS).await?;
     let (measured, base) = (loads[0], loads[loads.len() - 1]);
     baseline.stop().await?;

@@ -106,6 +106,25 @@ pub(crate) struct Side<'a> {
     pub(crate) keys: &'a [String],
 }
 
+/// One second of load on each side, before measuring: connections made, caches
+/// and pools filled. Answers each side's load, in order.
+pub(crate) async fn warm(sides: &[Side<'_>], connections: usize) -> anyhow::Result<Vec<Load>> {
+    let mut loads = Vec::new();
+    for side in sides {
+        loads.push(
+            run(
+                side.addr,
+                side.call,
+                side.keys,
+                connections,
+                Duration::from_secs(1),
+            )
+            .await?,
+        );
+    }
+    Ok(loads)
+}
+
 /// Servers (or calls) under the same load in turns, `rounds` slices each,
 /// alternating for `duration` in all per side: a disturbance of the machine
 /// (its other services share the two cores) falls on all alike, rather than on
