@@ -9,7 +9,7 @@ use diesel::ConnectionError;
 use diesel::sqlite::SqliteConnection;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::pooled_connection::{
-    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod, SetupCallback,
 };
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
@@ -49,15 +49,7 @@ impl Pools {
             Backend::Sqlite => {
                 let mut manager = ManagerConfig::<SqliteConn>::default();
                 manager.recycling_method = RecyclingMethod::Fast;
-                manager.custom_setup = Box::new(|url| {
-                    Box::pin(async move {
-                        let mut conn = SqliteConn::establish(url).await?;
-                        conn.batch_execute(SQLITE_PRAGMAS)
-                            .await
-                            .map_err(ConnectionError::CouldntSetupConfiguration)?;
-                        Ok(conn)
-                    })
-                });
+                manager.custom_setup = connect_with::<SqliteConn>(SQLITE_PRAGMAS);
                 let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
                 Pools::Sqlite(configure(Pool::builder(manager), size)?)
             }
@@ -65,15 +57,7 @@ impl Pools {
                 let mut manager = ManagerConfig::<PgConn>::default();
                 // The default (`Verified`) sends `SELECT 1` on every checkout.
                 manager.recycling_method = RecyclingMethod::Fast;
-                manager.custom_setup = Box::new(|url| {
-                    Box::pin(async move {
-                        let mut conn = PgConn::establish(url).await?;
-                        conn.batch_execute(PG_SETTINGS)
-                            .await
-                            .map_err(ConnectionError::CouldntSetupConfiguration)?;
-                        Ok(conn)
-                    })
-                });
+                manager.custom_setup = connect_with::<PgConn>(PG_SETTINGS);
                 let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
                 Pools::Postgres(configure(Pool::builder(manager), size)?)
             }
@@ -85,6 +69,23 @@ impl Pools {
         }
         Ok(pools)
     }
+}
+
+/// A pool's way to connect: the connection, then `settings` on it.
+fn connect_with<C>(settings: &'static str) -> SetupCallback<C>
+where
+    C: AsyncConnection + SimpleAsyncConnection + 'static,
+{
+    Box::new(move |url| {
+        let url = url.to_owned();
+        Box::pin(async move {
+            let mut conn = C::establish(&url).await?;
+            conn.batch_execute(settings)
+                .await
+                .map_err(ConnectionError::CouldntSetupConfiguration)?;
+            Ok(conn)
+        })
+    })
 }
 
 fn configure<M: Manager>(
