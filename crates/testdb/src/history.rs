@@ -104,6 +104,32 @@ impl TestDb {
             }
         }
     }
+
+    /// Marks every delivery of `webhook` delivered, as a drained backlog leaves
+    /// them, without new statistics (PostgreSQL's planner still sees them pending
+    /// until the next `ANALYZE`).
+    pub async fn mark_delivered(&self, webhook: WebhookId) {
+        const MARK: &str =
+            "UPDATE deliveries SET state = 'delivered', attempts = 1 WHERE webhook_id = $1";
+        let update = |sql: String| diesel::sql_query(sql).bind::<Text, _>(webhook.to_string());
+        match self.backend() {
+            Backend::Sqlite => {
+                let mut conn =
+                    SyncConnectionWrapper::<diesel::SqliteConnection>::establish(self.url())
+                        .await
+                        .expect("connection");
+                // SQLite numbers its parameters `?N`.
+                update(MARK.replace('$', "?")).execute(&mut conn).await
+            }
+            Backend::Postgres => {
+                let mut conn = AsyncPgConnection::establish(self.url())
+                    .await
+                    .expect("connection");
+                update(MARK.to_owned()).execute(&mut conn).await
+            }
+        }
+        .expect("mark delivered");
+    }
 }
 
 /// Writes `$history` in chunks with the statements `$sql` on `$conn` (either

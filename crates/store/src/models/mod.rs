@@ -5,14 +5,19 @@
 
 /// The webhooks that have pending deliveries, as `hooks(id)` (the last row is
 /// NULL): a loose index scan of the due-index, one probe per webhook with work and
-/// none per delivery, so a webhook's backlog costs a claim one probe.
+/// none per delivery, so a webhook's backlog costs a claim one probe. Each probe is
+/// ordered as only the due-index is: as `MIN(webhook_id)`, PostgreSQL could take
+/// `deliveries_by_webhook` (smaller, and as good while a backlog is all pending)
+/// and then walk every delivered row of a draining backlog, filtering `state`.
 macro_rules! webhooks_with_work {
     () => {
         "WITH RECURSIVE hooks(id) AS ( \
-             SELECT MIN(webhook_id) FROM deliveries WHERE state = 'pending' \
+             SELECT (SELECT webhook_id FROM deliveries WHERE state = 'pending' \
+                     ORDER BY webhook_id, next_attempt_at LIMIT 1) \
              UNION ALL \
-             SELECT (SELECT MIN(webhook_id) FROM deliveries \
-                     WHERE state = 'pending' AND webhook_id > hooks.id) \
+             SELECT (SELECT webhook_id FROM deliveries \
+                     WHERE state = 'pending' AND webhook_id > hooks.id \
+                     ORDER BY webhook_id, next_attempt_at LIMIT 1) \
              FROM hooks WHERE hooks.id IS NOT NULL) "
     };
 }
