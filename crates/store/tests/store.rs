@@ -979,6 +979,35 @@ backend_tests! {
         }
     }
 
+    async fn the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace(db) {
+        let busy = db.workspace(Plan::Studio).await;
+        let quiet = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(busy, "https://a.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let now = Timestamp::now();
+        // A day held by one workspace: by its statistics, every row matches any
+        // workspace.
+        let history = hookline_testdb::History {
+            workspace: busy,
+            webhooks: vec![hook.id],
+            events: 20_000,
+            from: now.plus_millis(-3_600_000),
+            step_ms: 1,
+            state: "delivered",
+            due_at: now,
+            attempted: None,
+        };
+        db.write_history(&history).await;
+        db.analyze().await;
+        let plan = db.store().upkeep().explain_samples(now, &[quiet, busy]).await.unwrap();
+        if db.backend() == Backend::Postgres {
+            // The busy workspace's three of its one name, and nothing walked for the
+            // other pairs (each name of each workspace).
+            let read = rows_read(&plan);
+            assert!(read.iter().all(|&(rows, loops)| rows * loops <= 2 * 7 + 3), "{}", plan.join("\n"));
+            assert!(plan.iter().all(|line| !line.contains("Rows Removed by Filter") || rows_removed(line) <= 3), "{}", plan.join("\n"));
+        }
+    }
+
     async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;

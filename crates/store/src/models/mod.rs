@@ -22,6 +22,15 @@ macro_rules! webhooks_with_work {
     };
 }
 
+/// A line of `EXPLAIN`'s answer, for tests that hold a statement to the rows it
+/// reads (PostgreSQL).
+#[cfg(feature = "test-util")]
+#[derive(diesel::QueryableByName)]
+pub(crate) struct PlanLine {
+    #[diesel(sql_type = diesel::sql_types::Text, column_name = "QUERY PLAN")]
+    pub(crate) line: String,
+}
+
 pub(crate) mod account;
 pub(crate) mod admin_token;
 pub(crate) mod api_key;

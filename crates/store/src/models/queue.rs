@@ -222,11 +222,6 @@ impl Queue {
     #[cfg(feature = "test-util")]
     pub async fn explain_claim(&self, request: &ClaimRequest<'_>) -> Result<Vec<String>> {
         use diesel::pg::sql_types::Array;
-        #[derive(diesel::QueryableByName)]
-        struct PlanLine {
-            #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-            line: String,
-        }
         let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
             return Ok(Vec::new());
         };
@@ -234,7 +229,7 @@ impl Queue {
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
         let claim = Claim::of(request, &skip, &fast);
         let mut conn = pool.get().await?;
-        let lines: Vec<PlanLine> = claim_statement(
+        let lines: Vec<super::PlanLine> = claim_statement(
             concat!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ", pg_claim!()),
             &claim,
             bind::<Array<Text>, _>,

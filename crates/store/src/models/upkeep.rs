@@ -84,6 +84,18 @@ pub struct Forgotten {
     pub largest_turn: u64,
 }
 
+/// PostgreSQL's [`HistorySql::newest_before`].
+macro_rules! pg_newest_before {
+    () => {
+        "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
+         FROM unnest($4::text[]) AS w(id) CROSS JOIN unnest($2::text[]) AS n(event) \
+         CROSS JOIN LATERAL (SELECT * FROM events AS s \
+             WHERE s.workspace_id = w.id AND s.event >= n.event AND s.event <= n.event \
+             ORDER BY s.event DESC, s.id DESC LIMIT $3) AS e \
+         WHERE e.id < $1"
+    };
+}
+
 /// The worker's housekeeping handle: nothing else of the store.
 #[derive(Debug, Clone)]
 pub struct Upkeep {
@@ -126,6 +138,36 @@ impl Upkeep {
             tokio::time::sleep(took).await;
         }
         Ok(forgotten)
+    }
+
+    /// PostgreSQL: runs the look for samples before `cutoff` in `workspaces` under
+    /// `EXPLAIN ANALYZE` and answers the plan's lines; nothing on SQLite. For tests
+    /// that hold it to index probes.
+    #[cfg(feature = "test-util")]
+    pub async fn explain_samples(
+        &self,
+        cutoff: Timestamp,
+        workspaces: &[hookline_domain::WorkspaceId],
+    ) -> Result<Vec<String>> {
+        use diesel::pg::sql_types::Array;
+        let Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(Vec::new());
+        };
+        let cut = EventId::first_at(cutoff).to_string();
+        let names: Vec<String> = EventName::ALL.iter().map(ToString::to_string).collect();
+        let workspaces: Vec<String> = workspaces.iter().map(ToString::to_string).collect();
+        let mut conn = pool.get().await?;
+        let lines: Vec<super::PlanLine> = samples_statement(
+            concat!(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ",
+                pg_newest_before!()
+            ),
+            (&cut, &names, &workspaces),
+            bind::<Array<Text>, _>,
+        )
+        .load(&mut *conn)
+        .await?;
+        Ok(lines.into_iter().map(|line| line.line).collect())
     }
 
     /// Copies aside the samples among the events made before `cut` (an event id):
@@ -441,7 +483,12 @@ pub(crate) struct SampleRow {
 pub(crate) trait HistorySql {
     /// Of each name in `names` in each workspace of `workspaces`, the events among
     /// the last [`SAMPLES_KEPT`] that were made before `cut`: one index probe per
-    /// pair (PostgreSQL: `LATERAL`; SQLite: a correlated `rowid IN`).
+    /// pair (PostgreSQL: `LATERAL`; SQLite: a correlated `rowid IN`). The probe's
+    /// name is a range (`>= AND <=`), ordered by `(event, id)`, which only the
+    /// `(workspace_id, event, id)` index gives: as an equality, the planner saw
+    /// the order as `id` alone, and where one busy workspace held a whole day
+    /// (every row matching by its statistics) it walked that day backwards by
+    /// primary key for every other pair, finding nothing.
     async fn newest_before(
         &mut self,
         cut: &str,
@@ -553,8 +600,8 @@ impl HistorySql for SqliteConn {
             "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
              FROM json_each($4) AS w JOIN json_each($2) AS n \
              JOIN events AS e ON e.rowid IN (SELECT s.rowid FROM events AS s \
-                 WHERE s.workspace_id = w.value AND s.event = n.value \
-                 ORDER BY s.id DESC LIMIT $3) \
+                 WHERE s.workspace_id = w.value AND s.event >= n.value AND s.event <= n.value \
+                 ORDER BY s.event DESC, s.id DESC LIMIT $3) \
              WHERE e.id < $1",
             (cut, names, workspaces),
             |ids| bind::<Text, _>(json_string_array(ids)),
@@ -600,12 +647,7 @@ impl HistorySql for PgConn {
     ) -> QueryResult<Vec<SampleRow>> {
         use diesel::pg::sql_types::Array;
         samples_statement(
-            "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
-             FROM unnest($4::text[]) AS w(id) CROSS JOIN unnest($2::text[]) AS n(event) \
-             CROSS JOIN LATERAL (SELECT * FROM events AS s \
-                 WHERE s.workspace_id = w.id AND s.event = n.event \
-                 ORDER BY s.id DESC LIMIT $3) AS e \
-             WHERE e.id < $1",
+            pg_newest_before!(),
             (cut, names, workspaces),
             bind::<Array<Text>, _>,
         )
