@@ -26,14 +26,14 @@ pub(crate) type PgConn = AsyncPgConnection;
 pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; \
      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
 
-/// Per PostgreSQL connection. Our statements stay prepared, and a custom plan
-/// (the default while it looks cheaper) is planned again at every execution,
-/// across every day's partition of the history tables; a generic plan is
-/// planned once and still skips the partitions its parameters rule out, when it
-/// starts. No JIT: a claim beside a large backlog is estimated costly enough to
-/// be compiled, across every partition, at each execution, which took a
-/// hundred times longer than running it; our statements each touch a few rows.
-const PG_SETTINGS: &str = "SET plan_cache_mode = force_generic_plan; SET jit = off";
+/// Per PostgreSQL connection. No JIT: a claim beside a large backlog is
+/// estimated costly enough to be compiled, across every partition, at each
+/// execution, which took a hundred times longer than running it; our statements
+/// each touch a few rows. Plans are left to PostgreSQL's own choice between a
+/// custom and a generic plan: forcing generic plans made ingest slower
+/// (PERFORMANCE.md), and the claim, whose partitions are pruned only when it runs
+/// anyway, settles on its generic plan by itself.
+const PG_SETTINGS: &str = "SET jit = off";
 
 #[derive(Clone)]
 pub(crate) enum Pools {
