@@ -75,7 +75,8 @@ struct Args {
     /// is printed for both, with this one's over the other's.
     #[arg(long, value_name = "PATH")]
     against: Option<std::path::PathBuf>,
-    /// Which figures: api, delivery, ingest, noisy, all (these four), or history.
+    /// Which figures: api, delivery, ingest, noisy, all (these four), history
+    /// (retention rounds, attempt pages and the backlog), or backlog alone.
     #[arg(long, default_value = "all")]
     only: String,
     #[command(subcommand)]
@@ -110,15 +111,18 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         "both" => vec![Backend::Sqlite, Backend::Postgres],
         other => anyhow::bail!("--backend {other}: expected sqlite, postgres or both"),
     };
-    let (api, delivery, ingest, noisy, history) = match args.only.as_str() {
-        "api" => (true, false, false, false, false),
-        "delivery" => (false, true, false, false, false),
-        "ingest" => (false, false, true, false, false),
-        "noisy" => (false, false, false, true, false),
-        "history" => (false, false, false, false, true),
-        "all" => (true, true, true, true, false),
+    let (api, delivery, ingest, noisy, history, backlog) = match args.only.as_str() {
+        "api" => (true, false, false, false, false, false),
+        "delivery" => (false, true, false, false, false, false),
+        "ingest" => (false, false, true, false, false, false),
+        "noisy" => (false, false, false, true, false, false),
+        "history" => (false, false, false, false, true, true),
+        "backlog" => (false, false, false, false, false, true),
+        "all" => (true, true, true, true, false, false),
         other => {
-            anyhow::bail!("--only {other}: expected api, delivery, ingest, noisy, history or all")
+            anyhow::bail!(
+                "--only {other}: expected api, delivery, ingest, noisy, history, backlog or all"
+            )
         }
     };
     let hookline = process::sibling("hookline")?;
@@ -193,6 +197,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                     history::run(path, backend, args.history).await?
                 ));
             }
+        }
+        if backlog {
             say(&backlog::run(&hookline, backend, args.history).await?);
         }
     }
