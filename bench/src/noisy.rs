@@ -22,8 +22,10 @@ const BACKLOG: usize = 300;
 const STALL: Duration = Duration::from_secs(10);
 /// Workspaces with a healthy webhook each.
 const HEALTHY: usize = 5;
-/// Healthy events emitted per second, over five seconds.
+/// Healthy events emitted per second.
 const RATE: u32 = 40;
+/// How long the healthy events are emitted for.
+const EMIT_FOR: Duration = Duration::from_secs(5);
 
 pub(crate) async fn run(hookline: &Path, backend: Backend) -> anyhow::Result<String> {
     let quiet = one_run(hookline, backend, false).await?;
@@ -100,7 +102,7 @@ async fn one_run(hookline: &Path, backend: Backend, stall: bool) -> anyhow::Resu
     let (worker, _) = Measured::start(hookline, &["worker"], &env, None).await?;
     // The stalled receiver's attempts are under way before the measurement.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (p50, p99) = emit_to_receipt(&outbox, &receiver, &healthy).await?;
+    let (p50, p99) = emit_to_receipt(&outbox, &receiver, &healthy, EMIT_FOR).await?;
     let stalled_received = receiver
         .received()
         .iter()
@@ -114,15 +116,16 @@ async fn one_run(hookline: &Path, backend: Backend, stall: bool) -> anyhow::Resu
     })
 }
 
-/// Emits [`RATE`] events a second for five seconds, round robin over the
+/// Emits [`RATE`] events a second for `emit_for`, round robin over the
 /// workspaces, and waits for their deliveries at `receiver`: answers
 /// emit-to-receipt p50 and p99.
 pub(crate) async fn emit_to_receipt(
     outbox: &Outbox,
     receiver: &Receiver,
     workspaces: &[WorkspaceId],
+    emit_for: Duration,
 ) -> anyhow::Result<(Duration, Duration)> {
-    let emitted_at = emit_steadily(outbox, workspaces).await?;
+    let emitted_at = emit_steadily(outbox, workspaces, emit_for).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let latencies = loop {
         let latencies = receipt_latencies(receiver, &emitted_at);
@@ -140,15 +143,16 @@ pub(crate) async fn emit_to_receipt(
     Ok(percentiles(latencies))
 }
 
-/// Emits [`RATE`] events a second for five seconds, round robin over the
+/// Emits [`RATE`] events a second for `emit_for`, round robin over the
 /// workspaces; answers when each event id was emitted.
 async fn emit_steadily(
     outbox: &Outbox,
     workspaces: &[WorkspaceId],
+    emit_for: Duration,
 ) -> anyhow::Result<HashMap<String, SystemTime>> {
     let mut interval = tokio::time::interval(Duration::from_secs(1) / RATE);
     let mut emitted_at = HashMap::new();
-    for n in 0..(RATE as usize * 5) {
+    for n in 0..(f64::from(RATE) * emit_for.as_secs_f64()) as usize {
         interval.tick().await;
         let at = SystemTime::now();
         let ws = workspaces[n % workspaces.len()];
