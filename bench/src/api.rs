@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 
 use crate::load::{self, Call, Load, Side};
 use crate::process::Measured;
+use crate::work::Work;
 
 /// hookline and its baseline take turns this many times per figure.
 pub(crate) const ROUNDS: u32 = 5;
@@ -193,8 +194,10 @@ pub(crate) async fn run(
             call: &call,
             keys: &this.keys,
         });
+        let before = Work::now(&this.db, &server).await;
         let warm = load::warm(&sides, connections).await?;
         let loads = load::alternating(&sides, connections, None, seconds, ROUNDS).await?;
+        let work = Work::now(&this.db, &server).await;
         let (measured, base) = (loads[0], loads[loads.len() - 1]);
         sent += 1 + warm[0].requests + measured.requests;
         baseline.stop().await?;
@@ -211,6 +214,15 @@ pub(crate) async fn run(
             target,
             if ratio >= target { "met" } else { "MISSED" },
             failures(&measured)
+        );
+        let _ = writeln!(
+            report,
+            "    work {}",
+            work.per(
+                &before,
+                (warm[0].requests + measured.requests) as u64,
+                "request"
+            )
         );
         if other.is_some() {
             let _ = writeln!(report, "{}", against_line(&measured, &loads[1], &base));

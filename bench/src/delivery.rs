@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 
 use crate::api::micros;
 use crate::process::Measured;
+use crate::work::Work;
 
 /// Emits in flight at once while filling the outbox.
 const EMITTERS: usize = 16;
@@ -58,6 +59,7 @@ pub(crate) async fn run(
             run.peak_rss_mib,
             if met { "met" } else { "MISSED" }
         );
+        let _ = writeln!(report, "    work {}", run.work);
         if let Some(path) = against {
             let other = one_run(path, backend, &receiver, webhooks, events, concurrency).await?;
             let _ = writeln!(
@@ -73,6 +75,7 @@ pub(crate) async fn run(
                 other.peak_rss_mib,
                 ratio / (other.rate / other.baseline)
             );
+            let _ = writeln!(report, "      work {}", other.work);
         }
     }
     Ok(report)
@@ -85,6 +88,8 @@ struct Run {
     p99: Duration,
     cpu_per_1000: f64,
     peak_rss_mib: f64,
+    /// Statements and CPU per delivered event, as a line.
+    work: String,
 }
 
 async fn one_run(
@@ -121,7 +126,11 @@ async fn one_run(
         ("HOOKLINE_DELIVERY_CONCURRENCY", concurrency.to_string()),
     ];
     let (worker, _) = Measured::start(hookline, &["worker"], &env, None).await?;
+    let before = Work::now(&db, &worker).await;
     wait_for(receiver, total, Duration::from_secs(900)).await?;
+    let work = Work::now(&db, &worker)
+        .await
+        .per(&before, total as u64, "delivered event");
     let rate = sustained_rate(receiver)?;
     let cpu_per_1000 = worker.cpu_seconds() / (total as f64 / 1000.0);
 
@@ -140,6 +149,7 @@ async fn one_run(
         p99,
         cpu_per_1000,
         peak_rss_mib,
+        work,
     })
 }
 

@@ -15,7 +15,9 @@
 //! - Noisy neighbour: emit-to-receipt of healthy webhooks in five workspaces,
 //!   alone and then beside a backlog of deliveries to a receiver that answers
 //!   after 10 s.
-//! - Cost: peak RSS and CPU seconds of the hookline process.
+//! - Cost: peak RSS and CPU seconds of the hookline process; per request and per
+//!   delivered event, the statements the database executed (PostgreSQL) and the
+//!   CPU of hookline and of the database's sessions (`work.rs`).
 //!
 //! Guarantees stay on: keys are checked against the database and every request is
 //! counted in its rate window (the limit is raised, not switched off).
@@ -36,6 +38,7 @@ mod ingest;
 mod load;
 mod noisy;
 mod process;
+mod work;
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -105,6 +108,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: &Args) -> anyhow::Result<()> {
+    // Before the first database: the private cluster then counts statements.
+    hookline_testdb::keep_statement_statistics();
     let backends = match args.backend.as_str() {
         "sqlite" => vec![Backend::Sqlite],
         "postgres" => vec![Backend::Postgres],

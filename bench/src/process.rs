@@ -85,22 +85,7 @@ impl Measured {
 
     /// User plus system CPU seconds so far.
     pub(crate) fn cpu_seconds(&self) -> f64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
-            return 0.0;
-        };
-        // Fields after the command name (which may hold spaces) closed by ')'.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        // utime and stime are fields 14 and 15 of stat; 11 and 12 after the name.
-        (ticks(11) + ticks(12)) / clock_ticks_per_second()
+        cpu_seconds_of(self.pid)
     }
 
     /// The first line of its output holding `needle`, if one does yet.
@@ -135,6 +120,26 @@ impl Measured {
         let _ = std::fs::remove_file(&self.log);
         Ok(())
     }
+}
+
+/// User plus system CPU seconds of process `pid` so far (0 when it is gone).
+pub(crate) fn cpu_seconds_of(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) closed by ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat; 11 and 12 after the name.
+    (ticks(11) + ticks(12)) / clock_ticks_per_second()
 }
 
 fn clock_ticks_per_second() -> f64 {

@@ -13,6 +13,7 @@
 mod history;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
@@ -24,6 +25,16 @@ use hookline_domain::{
 pub use hookline_store::Backend;
 use hookline_store::{ClaimRequest, NewWebhook, Store, StoreConfig};
 use tokio::sync::OnceCell;
+
+/// Set by [`keep_statement_statistics`].
+static STATEMENT_STATISTICS: AtomicBool = AtomicBool::new(false);
+
+/// Makes the private PostgreSQL cluster load `pg_stat_statements` when this
+/// process starts it, so that [`TestDb::statements_executed`] can count. Called
+/// by the benchmark before its first database; tests do without.
+pub fn keep_statement_statistics() {
+    STATEMENT_STATISTICS.store(true, Ordering::Relaxed);
+}
 
 /// A new, empty database (no schema): a SQLite path no file is at yet, or a
 /// PostgreSQL database just created. Removed when dropped.
@@ -198,6 +209,60 @@ impl TestDb {
     /// would be measured beside autovacuum's first pass over all of them.
     pub async fn vacuum(&self) {
         self.on_postgres("VACUUM (ANALYZE)").await;
+    }
+
+    /// Statements executed in this database so far, `BEGIN` and `COMMIT`
+    /// included (PostgreSQL's `pg_stat_statements`); `None` on SQLite, or when the
+    /// server does not load it (see [`keep_statement_statistics`]).
+    pub async fn statements_executed(&self) -> Option<u64> {
+        #[derive(diesel::QueryableByName)]
+        struct Calls {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            calls: i64,
+        }
+        if self.backend() != Backend::Postgres {
+            return None;
+        }
+        let mut conn = AsyncPgConnection::establish(self.url()).await.ok()?;
+        diesel::sql_query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(&mut conn)
+            .await
+            .ok()?;
+        let calls: Calls = diesel::sql_query(
+            "SELECT CAST(COALESCE(SUM(calls), 0) AS BIGINT) AS calls FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .get_result(&mut conn)
+        .await
+        .ok()?;
+        u64::try_from(calls.calls).ok()
+    }
+
+    /// The process ids of the PostgreSQL sessions on this database (other than
+    /// the one asking): where its work's CPU time is spent. Empty on SQLite.
+    pub async fn session_pids(&self) -> Vec<u32> {
+        #[derive(diesel::QueryableByName)]
+        struct Session {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            pid: i32,
+        }
+        if self.backend() != Backend::Postgres {
+            return Vec::new();
+        }
+        let mut conn = AsyncPgConnection::establish(self.url())
+            .await
+            .expect("connection");
+        let sessions: Vec<Session> = diesel::sql_query(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .load(&mut conn)
+        .await
+        .expect("sessions");
+        sessions
+            .into_iter()
+            .filter_map(|session| u32::try_from(session.pid).ok())
+            .collect()
     }
 
     async fn on_postgres(&self, statement: &str) {
@@ -584,11 +649,17 @@ mod cluster {
                 } else {
                     " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
                 };
+                let statistics =
+                    if super::STATEMENT_STATISTICS.load(std::sync::atomic::Ordering::Relaxed) {
+                        " -c shared_preload_libraries=pg_stat_statements"
+                    } else {
+                        ""
+                    };
                 // More server settings for a look inside, e.g. `HOOKLINE_TEST_PG_OPTIONS=
-                // "-c shared_preload_libraries=pg_stat_statements"` (docs/PERFORMANCE.md).
+                // "-c session_preload_libraries=auto_explain …"` (docs/PERFORMANCE.md).
                 let extra = std::env::var("HOOKLINE_TEST_PG_OPTIONS").unwrap_or_default();
                 cluster.options = format!(
-                    "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability} {extra}",
+                    "-p {port} -k {dir} -c listen_addresses=127.0.0.1 -c max_connections=400{durability}{statistics} {extra}",
                     dir = cluster.dir.display()
                 );
                 match cluster.start_server() {
