@@ -1,9 +1,11 @@
 """Schemathesis hooks for scripts/api-fuzz: most generated path ids are swapped for
 ids that exist (set by the script in FUZZ_* variables), so that the fuzzed bodies
-reach the handlers instead of stopping at a 404."""
+reach the handlers instead of stopping at a 404; and what a case created against
+a workspace's limits is removed again."""
 
 import os
 import random
+import urllib.request
 
 import schemathesis
 
@@ -24,3 +26,33 @@ def map_path_parameters(ctx, path_parameters):
         if path_parameters and name in path_parameters and value and random.random() < 0.7:
             path_parameters[name] = value
     return path_parameters
+
+
+# What a case made that counts against a limit, and how to take it away again:
+# the path that answered 201, the id's prefix, and the removal's path.
+REMOVE_AFTER_CREATION = [
+    ("/api/v1/hooks", "wh_", "FUZZ_PUBLIC", "FUZZ_API_KEY", "/api/v1/hooks/{}"),
+    ("/hooks", "wh_", "FUZZ_ADMIN", "FUZZ_TOKEN", "/admin/v1/hooks/{}"),
+    ("/keys", "key_", "FUZZ_ADMIN", "FUZZ_TOKEN", "/admin/v1/keys/{}"),
+]
+
+
+@schemathesis.hook
+def after_call(ctx, case, response):
+    """A webhook or key a case created is deleted (revoked) again, so that the
+    next case meets a workspace below its limits of ten, as a test would."""
+    if response.status_code != 201:
+        return
+    path = case.formatted_path
+    for suffix, prefix, base, credential, removal in REMOVE_AFTER_CREATION:
+        if not path.endswith(suffix) or not os.environ.get(base):
+            continue
+        made = response.json().get("data", {}).get("id", "")
+        if made.startswith(prefix):
+            request = urllib.request.Request(
+                os.environ[base] + removal.format(made),
+                method="DELETE",
+                headers={"Authorization": "Bearer " + os.environ[credential]},
+            )
+            urllib.request.urlopen(request, timeout=10).read()
+        return

@@ -120,16 +120,11 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
 
     let written = Instant::now();
     let chunks = events.div_ceil(2_000).max(1) as i64;
-    db.write_history(&History {
-        workspace: dead,
-        webhooks: vec![dead_hook.id],
-        events,
-        from: now.plus_millis(-DAY_MS),
-        step_ms: DAY_MS / 2 / chunks,
-        state: "pending",
-        due_at: now.plus_millis(-DAY_MS),
-        attempted: None,
-    })
+    let day_ago = now.plus_millis(-DAY_MS);
+    db.write_history(
+        &History::pending(dead, vec![dead_hook.id], events, day_ago, day_ago)
+            .every(DAY_MS / 2 / chunks),
+    )
     .await;
     db.vacuum().await;
     let written = written.elapsed();

@@ -142,16 +142,14 @@ async fn one_run(
     }
     let now = Timestamp::now();
     let chunks = events.div_ceil(2_000).max(1) as i64;
-    let history = History {
-        workspace: ws,
-        webhooks: webhooks.clone(),
+    let history = History::delivered(
+        ws,
+        webhooks.clone(),
         events,
-        from: now.plus_millis(-days_back * DAY_MS),
-        step_ms: (5 * DAY_MS) / chunks,
-        state: "delivered",
-        due_at: now.plus_millis(-days_back * DAY_MS),
-        attempted: Some(webhooks[0]),
-    };
+        now.plus_millis(-days_back * DAY_MS),
+    )
+    .every((5 * DAY_MS) / chunks)
+    .attempted_by(webhooks[0]);
     // The history's days have their partitions (PostgreSQL), as they would
     // have had when it was written: each call makes four days.
     let upkeep = db.store().upkeep();

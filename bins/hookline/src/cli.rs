@@ -1,4 +1,4 @@
-//! The command line, as `shared/spec/decisions.md` fixes it for outside tools.
+//! The command line, as `docs/spec/decisions.md` fixes it for outside tools.
 
 use std::io::Write as _;
 use std::net::SocketAddr;

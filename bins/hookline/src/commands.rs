@@ -3,12 +3,12 @@
 //! argument fails before it touches the database.
 
 use anyhow::{Context as _, anyhow};
-use hookline_app::{App, AppConfig, WebhookSpec, WebhookUpdate};
+use hookline_app::{App, AppConfig, WebhookInput};
 use hookline_auth::AuthConfig;
 use hookline_delivery::{DeliveryConfig, Emission, Isolation, Outbox, Worker};
 use hookline_domain::{
     ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, PublicUrl, TargetPolicy, Timestamp, Username,
-    WebhookDescription, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
+    WebhookSource, WorkspaceId, WorkspaceName,
 };
 use hookline_http::wire::{
     AccountObject, AttemptObject, CredentialObject, KeyCreatedObject, KeyObject, WebhookObject,
@@ -306,15 +306,12 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             description,
             ..
         } => {
-            let url = WebhookUrl::parse(&url, config.app.target_policy)?;
-            let events = hookline_domain::subscribed_events(events.iter().map(|e| e.as_str()))?;
-            let description =
-                WebhookDescription::parse_or_default(description.as_deref(), None, &url)?;
-            let spec = WebhookSpec {
-                url,
-                events,
-                description,
-            };
+            let spec = config.app.webhook_spec(&WebhookInput {
+                url: Some(("--url", &url)),
+                events: events.iter().map(|event| event.as_str()).collect(),
+                description: description.as_deref(),
+                ..WebhookInput::default()
+            })?;
             let created = config
                 .open_app()
                 .await?
@@ -337,19 +334,12 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             description,
             ..
         } => {
-            let update = WebhookUpdate {
-                url: url
-                    .map(|url| WebhookUrl::parse(&url, config.app.target_policy))
-                    .transpose()?,
-                events: (!events.is_empty())
-                    .then(|| hookline_domain::subscribed_events(events.iter().map(|e| e.as_str())))
-                    .transpose()?,
-                description: description
-                    .as_deref()
-                    .map(WebhookDescription::parse)
-                    .transpose()?,
-                enabled: None,
-            };
+            let update = config.app.webhook_change(&WebhookInput {
+                url: url.as_deref().map(|url| ("--url", url)),
+                events: events.iter().map(|event| event.as_str()).collect(),
+                description: description.as_deref(),
+                ..WebhookInput::default()
+            })?;
             let updated = config
                 .open_app()
                 .await?

@@ -22,6 +22,17 @@ pub enum Error {
     Delivery(hookline_delivery::Error),
 }
 
+impl Error {
+    /// Whether this is the database out of reach for now (front ends answer 503).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Error::Store(store) => store.is_unavailable(),
+            Error::Credentials(auth) => auth.is_unavailable(),
+            _ => false,
+        }
+    }
+}
+
 impl From<hookline_delivery::Error> for Error {
     fn from(error: hookline_delivery::Error) -> Self {
         match error {

@@ -35,8 +35,7 @@ impl App {
         let ttl = portal_ttl_seconds(ttl_seconds)?;
         self.require_workspace(workspace).await?;
         let (token, hash) = hookline_auth::generate_portal_token()?;
-        let expires_at =
-            Timestamp::now().plus_millis(i64::try_from(ttl * 1000).unwrap_or(i64::MAX));
+        let expires_at = Timestamp::now().plus(std::time::Duration::from_secs(ttl));
         self.portal_links
             .create(workspace, &hash, expires_at)
             .await?;

@@ -83,20 +83,20 @@ impl Settings<'_> {
     }
 
     pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
-        self.webhook(id).await?;
-        self.app.send_test_event(id, event).await
+        let webhook = self.webhook(id).await?;
+        self.app.send_test_event_to(&webhook, event).await
     }
 
     pub async fn recover_webhook(&self, id: WebhookId, since: Timestamp) -> Result<u64> {
-        self.webhook(id).await?;
-        self.app.recover_webhook(id, since).await
+        let webhook = self.webhook(id).await?;
+        self.app.recover_webhook_of(&webhook, since).await
     }
 
     /// Sends the event again to this webhook (the event must be of this
     /// workspace: [`App::redeliver`] checks it against the webhook's).
     pub async fn redeliver(&self, event: EventId, id: WebhookId) -> Result<u64> {
-        self.webhook(id).await?;
-        self.app.redeliver(event, Some(id)).await
+        let webhook = self.webhook(id).await?;
+        self.app.redeliver_to(event, Some(&webhook)).await
     }
 
     /// The webhook, and a page of its attempt log (newest first): the webhook is

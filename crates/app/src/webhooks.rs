@@ -3,14 +3,15 @@
 
 use hookline_domain::limits::MAX_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, Refusal, Timestamp,
-    Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
+    DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, Refusal, TargetPolicy,
+    Timestamp, Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
+    WorkspaceId, subscribed_events,
 };
 use hookline_store::{NewWebhook, WebhookChange};
 
 use crate::error::found;
 use crate::page::{Page, PageRequest};
-use crate::{App, Result};
+use crate::{App, AppConfig, Result};
 
 /// A webhook to make, its values parsed by the front end.
 #[derive(Debug, Clone)]
@@ -19,6 +20,94 @@ pub struct WebhookSpec {
     /// Never empty, no duplicates (`subscribed_events`).
     pub events: Vec<EventName>,
     pub description: WebhookDescription,
+}
+
+/// A webhook's fields as a front end received them, still text: the public and
+/// admin APIs' JSON bodies, the portal's form, the command line. The rules (and
+/// the target policy) are applied here, once for all of them, each broken rule in
+/// one message: [`AppConfig::webhook_spec`], [`AppConfig::webhook_change`].
+#[derive(Debug, Clone, Default)]
+pub struct WebhookInput<'a> {
+    /// The URL, and the name of the field it came in (`url`, or a name automation
+    /// platforms send it under): messages name the field the caller used.
+    pub url: Option<(&'a str, &'a str)>,
+    /// `events` and `event`, merged as sent (duplicates dropped here).
+    pub events: Vec<&'a str>,
+    pub description: Option<&'a str>,
+    pub enabled: Option<bool>,
+    /// The caller's `User-Agent`: a blank description names its platform.
+    pub user_agent: Option<&'a str>,
+}
+
+/// A field that broke a rule, named as the caller sent it.
+fn invalid_field(field: &str, error: Invalid) -> crate::Error {
+    let reason = match error {
+        Invalid::Invalid { reason, .. } => reason,
+        other => other.to_string(),
+    };
+    Invalid::Field {
+        field: field.to_owned(),
+        reason,
+    }
+    .into()
+}
+
+impl WebhookInput<'_> {
+    fn url(&self, policy: TargetPolicy) -> Result<Option<WebhookUrl>> {
+        self.url
+            .map(|(field, url)| {
+                WebhookUrl::parse(url, policy).map_err(|error| invalid_field(field, error))
+            })
+            .transpose()
+    }
+
+    /// The events of a change: none given, none changed.
+    fn changed_events(&self) -> Result<Option<Vec<EventName>>> {
+        if self.events.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(subscribed_events(self.events.iter().copied())?))
+    }
+}
+
+impl AppConfig {
+    /// A new webhook: a URL and at least one event are required; a blank or absent
+    /// description becomes the caller's platform or the URL's host.
+    pub fn webhook_spec(&self, input: &WebhookInput<'_>) -> Result<WebhookSpec> {
+        let url = input.url(self.target_policy)?.ok_or(Invalid::Required(
+            "`url` is required: the https:// URL to send events to",
+        ))?;
+        let events = subscribed_events(input.events.iter().copied())?;
+        let description =
+            WebhookDescription::parse_or_default(input.description, input.user_agent, &url)
+                .map_err(|error| invalid_field("description", error))?;
+        Ok(WebhookSpec {
+            url,
+            events,
+            description,
+        })
+    }
+
+    /// A change to a webhook: each field given is checked and set, the others
+    /// kept; a description given must not be blank.
+    pub fn webhook_change(&self, input: &WebhookInput<'_>) -> Result<WebhookUpdate> {
+        Ok(WebhookUpdate {
+            url: input.url(self.target_policy)?,
+            events: input.changed_events()?,
+            description: input
+                .description
+                .map(WebhookDescription::parse)
+                .transpose()
+                .map_err(|error| invalid_field("description", error))?,
+            enabled: input.enabled,
+        })
+    }
+}
+
+/// What [`attempt_cursor`] accepts, as a regular expression for the OpenAPI
+/// documents, without anchors (the attempt's number kept to nine digits).
+pub fn attempt_cursor_pattern() -> String {
+    format!("{}:[0-9]{{1,9}}", EventId::unanchored_pattern())
 }
 
 /// An attempt cursor, `<eventId>:<attempt>`.
@@ -206,8 +295,7 @@ impl App {
             .into());
         }
         let secret = hookline_auth::generate_webhook_secret()?;
-        let grace_ms = i64::try_from(grace_seconds * 1000).unwrap_or(i64::MAX);
-        let grace_until = Timestamp::now().plus_millis(grace_ms);
+        let grace_until = Timestamp::now().plus(std::time::Duration::from_secs(grace_seconds));
         let webhook = self
             .webhooks
             .rotate_secret(id, &secret, grace_until)
@@ -219,7 +307,18 @@ impl App {
     /// Sends the event's example payload, as a new event of the webhook's
     /// workspace, to this webhook alone: signed, retried and logged like any.
     pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
-        let webhook = self.enabled_webhook(id).await?;
+        self.send_test_event_to(&self.webhook(id).await?, event)
+            .await
+    }
+
+    /// [`App::send_test_event`] to a webhook read already (Settings reads it to
+    /// check its workspace: it is not read twice).
+    pub(crate) async fn send_test_event_to(
+        &self,
+        webhook: &Webhook,
+        event: EventName,
+    ) -> Result<EventId> {
+        require_enabled(webhook)?;
         let payload = EventPayload {
             id: EventId::generate(),
             event,
@@ -227,40 +326,65 @@ impl App {
             occurred_at: Timestamp::now(),
             data: event.example_data(),
         };
-        self.outbox.send_test(&payload, id).await?;
+        self.outbox.send_test(&payload, webhook.id).await?;
         Ok(payload.id)
     }
 
     /// Sends again every delivery to the webhook that gave up at or after `since`,
     /// each with a fresh count of attempts; answers how many.
     pub async fn recover_webhook(&self, id: WebhookId, since: Timestamp) -> Result<u64> {
-        self.enabled_webhook(id).await?;
-        Ok(self.outbox.recover(id, since).await?)
+        self.recover_webhook_of(&self.webhook(id).await?, since)
+            .await
+    }
+
+    /// [`App::recover_webhook`] of a webhook read already.
+    pub(crate) async fn recover_webhook_of(
+        &self,
+        webhook: &Webhook,
+        since: Timestamp,
+    ) -> Result<u64> {
+        require_enabled(webhook)?;
+        Ok(self.outbox.recover(webhook.id, since).await?)
     }
 
     /// Sends the event again with a fresh count of attempts: to `webhook` (of the
     /// event's workspace, enabled), or to every enabled webhook it reached before.
     /// Answers how many deliveries were queued.
     pub async fn redeliver(&self, event: EventId, webhook: Option<WebhookId>) -> Result<u64> {
-        let workspace = found(self.events.workspace_of(event).await?, "event", event)?;
-        if let Some(id) = webhook {
-            let hook = self.enabled_webhook(id).await?;
-            if hook.workspace_id != workspace {
-                return Err(Refusal::not_found("webhook", id).into());
-            }
-        }
-        Ok(self.outbox.send_again(event, webhook).await?)
+        let webhook = match webhook {
+            Some(id) => Some(self.webhook(id).await?),
+            None => None,
+        };
+        self.redeliver_to(event, webhook.as_ref()).await
     }
 
-    /// The webhook, refused when it is disabled.
-    async fn enabled_webhook(&self, id: WebhookId) -> Result<Webhook> {
-        let webhook = self.webhook(id).await?;
-        if !webhook.enabled {
-            return Err(Refusal::WebhookDisabled {
-                webhook: id.to_string(),
+    /// [`App::redeliver`] to a webhook read already.
+    pub(crate) async fn redeliver_to(
+        &self,
+        event: EventId,
+        webhook: Option<&Webhook>,
+    ) -> Result<u64> {
+        let workspace = found(self.events.workspace_of(event).await?, "event", event)?;
+        if let Some(hook) = webhook {
+            require_enabled(hook)?;
+            if hook.workspace_id != workspace {
+                return Err(Refusal::not_found("webhook", hook.id).into());
             }
-            .into());
         }
-        Ok(webhook)
+        Ok(self
+            .outbox
+            .send_again(event, webhook.map(|hook| hook.id))
+            .await?)
     }
+}
+
+/// Refuses a disabled webhook.
+fn require_enabled(webhook: &Webhook) -> Result<()> {
+    if webhook.enabled {
+        return Ok(());
+    }
+    Err(Refusal::WebhookDisabled {
+        webhook: webhook.id.to_string(),
+    }
+    .into())
 }

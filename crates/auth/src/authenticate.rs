@@ -39,7 +39,7 @@ impl AuthConfig {
     }
 
     fn window_ms(&self) -> i64 {
-        i64::try_from(self.rate_window.as_millis()).unwrap_or(i64::MAX)
+        hookline_domain::span_millis(self.rate_window)
     }
 }
 

@@ -51,6 +51,13 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// Whether this is the database out of reach for now (front ends answer 503).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Store(store) if store.is_unavailable())
+    }
+}
+
 /// A new API key under `prefix`, and the hash to store for it. The key itself is
 /// shown once and then forgotten.
 pub fn generate_api_key(prefix: &KeyPrefix) -> Result<(ApiKey, KeyHash)> {

@@ -24,6 +24,11 @@ use tokio::time::Instant;
 
 use crate::{Error, Result};
 
+/// Claimed deliveries wait ready for at most this many slots' worth: enough that
+/// slots freed during a claim start at once, few enough that a claim's lease (the
+/// worker's `LEASE`) covers the wait.
+pub(crate) const AHEAD_ROUNDS: u32 = 2;
+
 /// How the worker keeps receivers apart. Defaults suit 64 slots; see
 /// [`Isolation::for_concurrency`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,7 +399,7 @@ impl Lanes {
                     Speed::Fast => usize::MAX / 4,
                     Speed::Unknown | Speed::Slow => self.config.per_webhook,
                 };
-                lane.ready.len() >= cap.saturating_mul(crate::worker::AHEAD_ROUNDS as usize)
+                lane.ready.len() >= cap.saturating_mul(AHEAD_ROUNDS as usize)
                     || speed != Speed::Fast && slow_full
                     || speed == Speed::Slow
                         && (full(&self.hosts, &lane.host, self.config.per_host)

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use hookline_domain::Timestamp;
-use hookline_store::{Queue, Upkeep};
+use hookline_store::Upkeep;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -16,13 +16,11 @@ const RETENTION_CHECK: Duration = Duration::from_secs(3600);
 
 /// Runs until `stopped` says so, which also ends a retention round under way.
 pub(crate) async fn run(
-    queue: Queue,
     upkeep: Upkeep,
     retention: Duration,
     disable_after: Option<Duration>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
     let mut next_retention = Instant::now();
     // A short auto-disable period (tests, impatient operators) is looked at as often.
     let every = disable_after.map_or(STATISTICS_CHECK, |after| {
@@ -30,7 +28,7 @@ pub(crate) async fn run(
     });
     loop {
         if let Some(after) = disable_after {
-            disable_failing(&queue, after).await;
+            disable_failing(&upkeep, after).await;
         }
         match upkeep.analyze_if_never_analyzed().await {
             Ok(0) => {}
@@ -60,7 +58,7 @@ pub(crate) async fn run(
 
 /// One retention round at `now`, each step logged (and its failure, without
 /// stopping the others).
-async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
+async fn round(upkeep: &Upkeep, now: Timestamp, retention: Duration) {
     let started = Instant::now();
     match upkeep.prepare_partitions(now).await {
         Ok(0) => {}
@@ -68,7 +66,7 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention_ms: i64) {
         Err(error) => tracing::error!(%error, "cannot make the history's partitions ahead"),
     }
     let step = Instant::now();
-    match upkeep.forget_history(now.plus_millis(-retention_ms)).await {
+    match upkeep.forget_history(now.minus(retention)).await {
         Ok(forgotten) => {
             if forgotten.events + forgotten.days + forgotten.days_held > 0 {
                 tracing::info!(
@@ -115,19 +113,15 @@ fn millis(since: Instant) -> u64 {
 }
 
 /// Disables the webhooks that have failed for `after` with no success between.
-async fn disable_failing(queue: &Queue, after: Duration) {
-    let after = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
-    match queue
-        .disable_failing(Timestamp::now().plus_millis(-after))
-        .await
-    {
+async fn disable_failing(upkeep: &Upkeep, after: Duration) {
+    match upkeep.disable_failing(Timestamp::now().minus(after)).await {
         Ok(disabled) => {
             for webhook_id in disabled {
                 metrics::counter!("hookline_webhooks_disabled_total", "reason" => "failing")
                     .increment(1);
                 tracing::warn!(
                     %webhook_id,
-                    failing_for_seconds = after / 1000,
+                    failing_for_seconds = after.as_secs(),
                     "disabled a webhook whose every attempt has failed; its pending deliveries are cancelled"
                 );
             }

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::client::HttpsClient;
-use crate::lanes::{BreakerChange, Isolation, Lanes, Reach};
+use crate::lanes::{AHEAD_ROUNDS, BreakerChange, Isolation, Lanes, Reach};
 use crate::schedule::RetrySchedule;
 use crate::signing::sign;
 use crate::{Error, Outbox, Result};
@@ -145,8 +145,7 @@ async fn renew_leases(
             _ = stopped.changed() => return,
         }
         let keys = held.snapshot();
-        let until =
-            Timestamp::now().plus_millis(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX));
+        let until = Timestamp::now().plus(LEASE);
         match queue.renew(&keys, &token, until).await {
             Ok(renewed) if renewed < keys.len() => tracing::debug!(
                 held = keys.len(),
@@ -160,11 +159,6 @@ async fn renew_leases(
         }
     }
 }
-
-/// Claimed deliveries wait ready for at most this many slots' worth: enough that
-/// slots freed during a claim start at once, few enough that a claim's lease
-/// (`DeliveryConfig::lease`) covers the wait.
-pub(crate) const AHEAD_ROUNDS: u32 = 2;
 
 /// Delivers what the outbox holds. Run one per process (`hookline serve` or
 /// `hookline worker`); several, in several processes, share the work.
@@ -270,7 +264,6 @@ impl Worker {
         };
         let (stop_upkeep, upkeep_stopped) = watch::channel(false);
         let upkeep = tokio::spawn(crate::upkeep::run(
-            self.queue.clone(),
             self.upkeep.clone(),
             self.config.retention,
             self.config.disable_after,
@@ -429,10 +422,9 @@ impl Worker {
         fast: Vec<WebhookId>,
     ) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
         let now = Timestamp::now();
-        let lease = i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX);
         let request = ClaimRequest {
             now,
-            lease_until: now.plus_millis(lease),
+            lease_until: now.plus(LEASE),
             limit: wanted,
             per_webhook,
             skip: &skip,
@@ -804,10 +796,7 @@ fn outcome(schedule: &RetrySchedule, attempt: u32, response: &crate::Response) -
                 .flatten()
                 .unwrap_or_default();
                 let wait = delay.max(asked);
-                Outcome::RetryAt(
-                    Timestamp::now()
-                        .plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)),
-                )
+                Outcome::RetryAt(Timestamp::now().plus(wait))
             }
         },
     }

@@ -19,6 +19,14 @@ pub struct Username(String);
 
 impl Username {
     pub const MAX_CHARS: usize = 64;
+    /// What [`Username::parse`] accepts, as a regular expression.
+    pub const PATTERN: &'static str = concat!(
+        "^[",
+        crate::text::white_space!(),
+        "]*@?[A-Za-z0-9._-]{1,64}[",
+        crate::text::white_space!(),
+        "]*$"
+    );
 
     pub fn parse(input: &str) -> Result<Self> {
         let handle = input.trim();

@@ -10,10 +10,16 @@ pub enum Error {
     },
     #[error("unknown plan `{0}`: expected FREE, CREATOR or STUDIO")]
     UnknownPlan(String),
-    #[error("unknown event `{0}`: valid events are {list}", list = crate::EventName::LIST)]
+    #[error("unknown event `{0}`: valid events are {list}", list = crate::EventName::list())]
     UnknownEvent(String),
     #[error("invalid {field}: {reason}")]
     Invalid { field: &'static str, reason: String },
+    /// A field of a request, named as the caller sent it, broke a rule.
+    #[error("`{field}` is invalid: {reason}")]
+    Field { field: String, reason: String },
+    /// A request lacks what it must have; the message says what.
+    #[error("{0}")]
+    Required(&'static str),
 }
 
 impl Error {

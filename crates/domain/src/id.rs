@@ -57,6 +57,18 @@ impl<K: IdKind> Id<K> {
     pub fn ulid(&self) -> Ulid {
         self.ulid
     }
+
+    /// The ids of this kind as a regular expression (ECMA 262 and Python alike),
+    /// for the OpenAPI documents: the prefix, `_`, and a ULID in its one
+    /// spelling (Crockford's base32 in upper case, at most 128 bits).
+    pub fn pattern() -> String {
+        format!("^{}$", Self::unanchored_pattern())
+    }
+
+    /// [`Id::pattern`] without its anchors, to build a larger pattern of.
+    pub fn unanchored_pattern() -> String {
+        format!("{}_[0-7][0-9A-HJKMNP-TV-Z]{{25}}", K::PREFIX)
+    }
 }
 
 impl<K: IdKind> FromStr for Id<K> {

@@ -35,7 +35,9 @@ pub use delivery::{
     ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryState, Finished, GoneAction, Outcome,
 };
 pub use error::{Error, Result};
-pub use event::{EventName, EventPayload, IdempotencyKey, subscribed_events};
+pub use event::{
+    CONTACT_FIELDS, EMAIL_PATTERN, EventName, EventPayload, IdempotencyKey, subscribed_events,
+};
 pub use history::{HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT};
 pub use id::{
     AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, RequestId, WebhookId, WorkspaceId,
@@ -46,7 +48,7 @@ pub use portal::{
     DEFAULT_PORTAL_TTL_SECONDS, MAX_PORTAL_TTL_SECONDS, PublicUrl, portal_ttl_seconds,
 };
 pub use refusal::Refusal;
-pub use time::Timestamp;
+pub use time::{Timestamp, span_millis};
 pub use url::{Host, WebhookUrl};
 pub use webhook::{DisabledReason, Webhook, WebhookDescription, WebhookSecret, WebhookSource};
 pub use workspace::{Workspace, WorkspaceName};

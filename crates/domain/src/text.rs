@@ -2,25 +2,84 @@
 
 use crate::{Error, Result};
 
-/// Trims surrounding white space, then requires 1..=`max_chars` characters and no
-/// control characters (they break terminals, logs and the Settings page alike).
+/// At most `max_chars` characters as sent (so that a schema's `maxLength` says the
+/// same), then trims surrounding white space and requires what is left to be
+/// non-empty, without control characters (they break terminals, logs and the
+/// Settings page alike).
 pub(crate) fn label(field: &'static str, input: &str, max_chars: usize) -> Result<String> {
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
-    }
-    let chars = trimmed.chars().count();
+    let chars = input.chars().count();
     if chars > max_chars {
         return Err(Error::invalid(
             field,
             format!("is {chars} characters long; at most {max_chars} are allowed"),
         ));
     }
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
     if trimmed.chars().any(char::is_control) {
         return Err(Error::invalid(field, "must not contain control characters"));
     }
     Ok(trimmed.to_owned())
 }
+
+/// What [`label`]'s trim removes (`char::is_whitespace`, Unicode's White_Space),
+/// as the inside of a regular expression's class.
+macro_rules! white_space {
+    () => {
+        r"\t\n\u000B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+    };
+}
+pub(crate) use white_space;
+
+/// Control characters (`char::is_control`, Unicode's Cc), likewise.
+macro_rules! control {
+    () => {
+        r"\u0000-\u001F\u007F-\u009F"
+    };
+}
+
+/// A label between its white space, without the anchors: no control character
+/// inside, and neither end white space.
+macro_rules! label_body {
+    () => {
+        concat!(
+            "[^",
+            white_space!(),
+            control!(),
+            "](?:[^",
+            control!(),
+            "]*[^",
+            white_space!(),
+            control!(),
+            "])?"
+        )
+    };
+}
+
+/// What [`label`] accepts, as a regular expression (ECMA 262 and Python alike) for
+/// the OpenAPI documents; the length is the schema's `maxLength`.
+pub(crate) const LABEL_PATTERN: &str = concat!(
+    "^[",
+    white_space!(),
+    "]*",
+    label_body!(),
+    "[",
+    white_space!(),
+    "]*$"
+);
+
+/// [`LABEL_PATTERN`], or nothing but white space (a blank that counts as none).
+pub(crate) const BLANK_OR_LABEL_PATTERN: &str = concat!(
+    "^[",
+    white_space!(),
+    "]*(?:",
+    label_body!(),
+    "[",
+    white_space!(),
+    "]*)?$"
+);
 
 /// A validated label type: a `String` that passed [`label`], compared and shown as text.
 macro_rules! label_type {
@@ -31,6 +90,8 @@ macro_rules! label_type {
 
         impl $name {
             pub const MAX_CHARS: usize = $max;
+            /// What `parse` accepts, but for the length ([`Self::MAX_CHARS`]).
+            pub const PATTERN: &'static str = $crate::text::LABEL_PATTERN;
 
             pub fn parse(input: &str) -> $crate::Result<Self> {
                 $crate::text::label($field, input, Self::MAX_CHARS).map($name)

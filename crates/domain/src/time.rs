@@ -1,4 +1,5 @@
 use std::fmt;
+use std::time::Duration;
 
 use time::OffsetDateTime;
 
@@ -51,13 +52,24 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(millis).clamp(0, MAX_UNIX_MILLIS))
     }
 
+    /// This instant moved forward by `span`, saturating at the end of the range.
+    pub fn plus(self, span: Duration) -> Self {
+        self.plus_millis(span_millis(span))
+    }
+
+    /// This instant moved back by `span`, saturating at the epoch.
+    pub fn minus(self, span: Duration) -> Self {
+        self.plus_millis(-span_millis(span))
+    }
+
     /// An RFC 3339 time (`2026-11-24T09:00:00Z`, `2026-11-24T10:00:00.5+01:00`),
-    /// kept to the millisecond.
+    /// kept to the millisecond. A time before 1970 is 1970 (a `since` that far back
+    /// means "since always").
     pub fn parse_iso(text: &str) -> Result<Self> {
         let parsed = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
             .map_err(|error| Error::invalid("timestamp", format!("`{text}`: {error}")))?;
-        let millis = parsed.unix_timestamp_nanos() / 1_000_000;
-        Timestamp::from_unix_millis(i64::try_from(millis).unwrap_or(i64::MAX))
+        let millis = i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+        Ok(Timestamp(millis.clamp(0, MAX_UNIX_MILLIS)))
     }
 
     /// This instant cut down to the whole minute.
@@ -123,6 +135,11 @@ impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
     }
+}
+
+/// A span in whole milliseconds, saturating (a span past `i64` is forever).
+pub fn span_millis(span: Duration) -> i64 {
+    i64::try_from(span.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -39,7 +39,42 @@ fn invalid(reason: impl Into<String>) -> Error {
     Error::invalid("url", reason)
 }
 
+/// A host name's label, up to `$max` characters (`_` is in real DNS names).
+macro_rules! host_label {
+    ($max:literal) => {
+        concat!("[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,", $max, "}[A-Za-z0-9_])?")
+    };
+}
+
+/// A number from 0 to 255 in decimal, without leading zeros.
+macro_rules! octet {
+    () => {
+        "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+    };
+}
+
 impl WebhookUrl {
+    /// URLs that [`WebhookUrl::parse`] accepts where private targets are allowed,
+    /// as a regular expression (ECMA 262, Python and Rust alike) for the OpenAPI
+    /// documents; the length is [`MAX_WEBHOOK_URL_LEN`]. It leaves out what
+    /// `parse` takes but no one should write: IPv6 literals, IPv4 in other than
+    /// dotted decimal, and host names past a regular expression's counting (a
+    /// first label of up to 63 characters, five more and the last of up to 30,
+    /// which keeps the name within DNS's 253). The last label starts with a letter:
+    /// one that is a number makes the host an IPv4 address.
+    pub const PATTERN: &'static str = concat!(
+        "^[Hh][Tt][Tt][Pp][Ss]://(?:(?:",
+        host_label!(61),
+        "\\.)?(?:",
+        host_label!(28),
+        "\\.){0,5}[A-Za-z](?:[A-Za-z0-9_-]{0,28}[A-Za-z0-9_])?\\.?|(?:",
+        octet!(),
+        "\\.){3}",
+        octet!(),
+        ")(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?",
+        "(?:[/?#](?:[A-Za-z0-9._~:/?#\\[\\]@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)?$"
+    );
+
     /// Applies the URL rules: `https` only, a host, no user info, no white space or
     /// control characters, at most 2,048 characters, and the target rules of `policy`.
     /// A DNS name is not resolved here: its addresses are checked at delivery.

@@ -148,6 +148,10 @@ const PLATFORMS: &[(&str, &str)] = &[
 ];
 
 impl WebhookDescription {
+    /// What [`WebhookDescription::parse_or_default`] accepts, but for the length:
+    /// a label, or nothing but white space.
+    pub const OPTIONAL_PATTERN: &'static str = crate::text::BLANK_OR_LABEL_PATTERN;
+
     /// The description given, or else the default: the automation platform named in the
     /// caller's `User-Agent`, or else the URL's host. A blank description counts as none.
     pub fn parse_or_default(

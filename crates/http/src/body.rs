@@ -1,11 +1,14 @@
-//! Reading a request's body, bounded: shared by both APIs and the portal, each of which says
-//! what a failure means in its own words (`error.rs`, `admin/error.rs`).
+//! Reading a request's body, bounded: shared by both APIs and the portal. A body
+//! too large or too slow is the transport's failure; one that does not parse is
+//! the input's, which each front end words as its own.
 
 use http_body_util::{BodyExt as _, Limited};
 use hyper::Request;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::CONTENT_LENGTH;
 use serde_json::Value;
+
+use crate::transport::TransportError;
 
 /// Why a body could not be read as JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +22,18 @@ pub(crate) enum BodyError {
     },
     Unreadable,
     NotJson(String),
+}
+
+impl BodyError {
+    /// What the input got wrong, in words, or the transport's failure.
+    pub(crate) fn input_fault(self) -> Result<String, TransportError> {
+        match self {
+            BodyError::TooLarge { limit } => Err(TransportError::PayloadTooLarge { limit }),
+            BodyError::TimedOut { after } => Err(TransportError::BodyTimedOut { after }),
+            BodyError::Unreadable => Ok("The request body could not be read.".into()),
+            BodyError::NotJson(reason) => Ok(format!("The body is not valid JSON: {reason}.")),
+        }
+    }
 }
 
 /// Reads a JSON body of at most `limit` bytes; a larger one is refused from its

@@ -5,12 +5,11 @@ use hookline_auth::RateLimit;
 use hookline_domain::{ApiKeyId, EventName, Plan, WorkspaceId};
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{
-    ALLOW, CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
-};
+use hyper::header::{HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
 use crate::body::BodyError;
+use crate::transport::{TransportError, json_response, service_failure};
 use crate::wire::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,9 +18,6 @@ pub(crate) enum ApiError {
     NoRoute,
     /// A resource the path names does not exist (an unknown event name).
     NotFound(String),
-    MethodNotAllowed {
-        allow: &'static str,
-    },
     Unauthenticated,
     PlanExcludesApi(Plan),
     RateLimited(RateLimit),
@@ -30,32 +26,24 @@ pub(crate) enum ApiError {
     InvalidHook(String),
     /// A path segment that cannot be an id of its kind (400; e.g. `undefined`).
     InvalidId(String),
-    PayloadTooLarge {
-        limit: usize,
-    },
-    /// The body did not all arrive in time (408; the connection closes).
-    BodyTimedOut {
-        after: std::time::Duration,
-    },
-    /// The database is out of reach for now (503 with `Retry-After`).
-    Unavailable,
-    /// A failure of ours; the cause is logged where it happened, never sent.
-    Internal,
+    Transport(TransportError),
+}
+
+impl From<TransportError> for ApiError {
+    fn from(error: TransportError) -> Self {
+        ApiError::Transport(error)
+    }
 }
 
 impl ApiError {
     pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::NoRoute | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
             ApiError::PlanExcludesApi(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::InvalidHook(_) | ApiError::InvalidId(_) => StatusCode::BAD_REQUEST,
-            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::BodyTimedOut { .. } => StatusCode::REQUEST_TIMEOUT,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Transport(transport) => transport.status(),
         }
     }
 
@@ -67,9 +55,6 @@ impl ApiError {
             ApiError::NotFound(message)
             | ApiError::InvalidHook(message)
             | ApiError::InvalidId(message) => message.clone(),
-            ApiError::MethodNotAllowed { allow } => {
-                format!("Method not allowed on this endpoint; allowed: {allow}.")
-            }
             ApiError::Unauthenticated => "Missing or invalid API key. Send it as \
                 `Authorization: Bearer <API key>`; keys are created in Settings, Integrations, API keys."
                 .to_owned(),
@@ -83,17 +68,7 @@ impl ApiError {
                 rate.window.as_secs(),
                 rate.retry_after_secs()
             ),
-            ApiError::PayloadTooLarge { limit } => {
-                format!("The request body is larger than {limit} bytes.")
-            }
-            ApiError::BodyTimedOut { after } => format!(
-                "The request body did not arrive within {} s; send it whole, promptly.",
-                after.as_secs()
-            ),
-            ApiError::Unavailable => UNAVAILABLE.to_owned(),
-            ApiError::Internal => {
-                "Internal error on the service side; retry with backoff.".to_owned()
-            }
+            ApiError::Transport(transport) => transport.message(),
         }
     }
 
@@ -115,20 +90,11 @@ impl ApiError {
             ApiError::Unauthenticated => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            ApiError::MethodNotAllowed { allow } => {
-                headers.insert(ALLOW, HeaderValue::from_static(allow));
-            }
-            ApiError::Unavailable => {
-                headers.insert(RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
-            }
-            // What is left of the body may still come: this connection is done.
-            ApiError::BodyTimedOut { .. } => {
-                headers.insert(CONNECTION, HeaderValue::from_static("close"));
-            }
             ApiError::RateLimited(rate) => {
                 rate_limit_headers(headers, &rate);
                 headers.insert(RETRY_AFTER, HeaderValue::from(rate.retry_after_secs()));
             }
+            ApiError::Transport(transport) => transport.add_headers(headers),
             _ => {}
         }
         response
@@ -137,15 +103,9 @@ impl ApiError {
 
 impl From<BodyError> for ApiError {
     fn from(error: BodyError) -> Self {
-        match error {
-            BodyError::TooLarge { limit } => ApiError::PayloadTooLarge { limit },
-            BodyError::TimedOut { after } => ApiError::BodyTimedOut { after },
-            BodyError::Unreadable => {
-                ApiError::InvalidHook("The request body could not be read.".into())
-            }
-            BodyError::NotJson(reason) => {
-                ApiError::InvalidHook(format!("The body is not valid JSON: {reason}."))
-            }
+        match error.input_fault() {
+            Ok(message) => ApiError::InvalidHook(message),
+            Err(transport) => transport.into(),
         }
     }
 }
@@ -175,11 +135,7 @@ impl From<hookline_auth::Error> for ApiError {
                 record_caller(key, workspace);
                 ApiError::RateLimited(rate)
             }
-            Error::Store(store) if unavailable(&store, Some(&store)) => ApiError::Unavailable,
-            other => {
-                tracing::error!(error = %other, "authentication failed");
-                ApiError::Internal
-            }
+            other => service_failure(&other, other.is_unavailable()).into(),
         }
     }
 }
@@ -189,35 +145,6 @@ pub(crate) fn record_caller(key: ApiKeyId, workspace: WorkspaceId) {
     let span = tracing::Span::current();
     span.record("key_id", tracing::field::display(key));
     span.record("workspace", tracing::field::display(workspace));
-}
-
-/// What a 503 says, in both APIs.
-pub(crate) const UNAVAILABLE: &str =
-    "The service's database is not answering; nothing was changed. Retry in a few seconds.";
-/// `Retry-After` of a 503.
-pub(crate) const RETRY_UNAVAILABLE_SECS: u32 = 5;
-
-/// Whether a failure of the service is the database being out of reach, logged
-/// once here either way.
-pub(crate) fn unavailable(
-    error: &dyn std::fmt::Display,
-    store: Option<&hookline_store::Error>,
-) -> bool {
-    if store.is_some_and(hookline_store::Error::is_unavailable) {
-        tracing::warn!(%error, "the database is not answering; answered 503");
-        true
-    } else {
-        tracing::error!(%error, "request failed");
-        false
-    }
-}
-
-/// The store failure inside a use case's failure, if that is what it is.
-pub(crate) fn store_error(error: &hookline_app::Error) -> Option<&hookline_store::Error> {
-    match error {
-        hookline_app::Error::Store(store) => Some(store),
-        _ => None,
-    }
 }
 
 impl From<hookline_app::Error> for ApiError {
@@ -235,19 +162,9 @@ impl From<hookline_app::Error> for ApiError {
             }
             // The caller's own workspace, found by its key a moment ago: gone since,
             // or a failure of ours.
-            other if unavailable(&other, store_error(&other)) => ApiError::Unavailable,
-            _ => ApiError::Internal,
+            other => service_failure(&other, other.is_unavailable()).into(),
         }
     }
-}
-
-pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 /// The headers of every counted response: the classic `X-RateLimit-*` trio and the

@@ -1,7 +1,7 @@
 //! The request-body parsers, reachable from `fuzz/` (feature `fuzzing`): each
 //! runs the exact code a request's body goes through, short of the database.
 
-use hookline_domain::{EventPayload, TargetPolicy, WorkspaceId};
+use hookline_domain::{EventPayload, WorkspaceId};
 
 /// A `POST /api/v1/hooks` body, as the public API reads it; `true` when it is
 /// accepted.
@@ -9,7 +9,8 @@ pub fn new_hook_body(bytes: &[u8]) -> bool {
     let Ok(body) = serde_json::from_slice(bytes) else {
         return false;
     };
-    crate::handlers::parse_new_hook(body, None, TargetPolicy::PublicOnly).is_ok()
+    // The default policy is public targets only, as production's.
+    crate::handlers::parse_new_hook(&body, None, &hookline_app::AppConfig::default()).is_ok()
 }
 
 /// A `POST /admin/v1/workspaces/:ws/events` body, as HTTP ingest reads it, and

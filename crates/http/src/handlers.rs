@@ -1,11 +1,9 @@
 //! One function per endpoint. Each gets the authenticated caller and answers a
 //! response or an [`ApiError`].
 
-use hookline_app::{App, WebhookSpec};
+use hookline_app::{App, AppConfig, WebhookInput, WebhookSpec};
 use hookline_auth::Caller;
-use hookline_domain::{
-    EventName, WebhookDescription, WebhookId, WebhookSource, WebhookUrl, subscribed_events,
-};
+use hookline_domain::{EventName, WebhookId, WebhookSource};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::USER_AGENT;
@@ -13,8 +11,9 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::body::read_json;
-use crate::error::{ApiError, json_response};
+use crate::error::ApiError;
 use crate::server::Api;
+use crate::transport::json_response;
 use crate::wire::{AccountObject, Me, Success, WebhookObject, WorkspaceObject};
 
 fn ok<T: serde::Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
@@ -56,7 +55,7 @@ pub(crate) async fn create_hook(
     let body = read_json(request, api.config.body_limits())
         .await
         .map_err(ApiError::from)?;
-    let spec = parse_new_hook(body, user_agent.as_deref(), api.app.config().target_policy)?;
+    let spec = parse_new_hook(&body, user_agent.as_deref(), api.app.config())?;
     let created = api
         .app
         .create_webhook(caller.workspace.id, &spec, WebhookSource::Api)
@@ -110,30 +109,41 @@ pub(crate) async fn sample(
 /// Names automation platforms send the target URL under; `url` wins.
 const URL_FIELDS: [&str; 4] = ["url", "target_url", "targetUrl", "hookUrl"];
 
-/// A `POST /hooks` body, checked.
+/// A `POST /hooks` body checked whole: its JSON here, the webhook's rules (and
+/// the target policy) in app.
 pub(crate) fn parse_new_hook(
-    body: Value,
+    body: &Value,
     user_agent: Option<&str>,
-    policy: hookline_domain::TargetPolicy,
+    config: &AppConfig,
 ) -> Result<WebhookSpec, ApiError> {
+    config
+        .webhook_spec(&new_hook_input(body, user_agent)?)
+        .map_err(|error| match error {
+            hookline_app::Error::Invalid(invalid) => ApiError::InvalidHook(format!("{invalid}.")),
+            other => other.into(),
+        })
+}
+
+/// A `POST /hooks` body as the use case takes it: the JSON's types checked here,
+/// the webhook's rules in app.
+fn new_hook_input<'a>(
+    body: &'a Value,
+    user_agent: Option<&'a str>,
+) -> Result<WebhookInput<'a>, ApiError> {
     let Value::Object(body) = body else {
         return Err(ApiError::InvalidHook(
             "The body must be a JSON object.".into(),
         ));
     };
-    let (field, url) = URL_FIELDS
+    let url = URL_FIELDS
         .iter()
         .find_map(|field| {
-            optional_string(&body, field)
+            optional_string(body, field)
                 .transpose()
-                .map(|url| (*field, url))
+                .map(|url| url.map(|url| (*field, url)))
         })
-        .ok_or_else(|| {
-            ApiError::InvalidHook("`url` is required: the https:// URL to send events to.".into())
-        })?;
-    let url = WebhookUrl::parse(url?, policy).map_err(|error| invalid_field(field, &error))?;
-
-    let mut names: Vec<&str> = Vec::new();
+        .transpose()?;
+    let mut events: Vec<&str> = Vec::new();
     match body.get("events") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
@@ -141,7 +151,7 @@ pub(crate) fn parse_new_hook(
                 let name = item.as_str().ok_or_else(|| {
                     ApiError::InvalidHook("`events` must be an array of event names.".into())
                 })?;
-                names.push(name);
+                events.push(name);
             }
         }
         Some(_) => {
@@ -150,24 +160,15 @@ pub(crate) fn parse_new_hook(
             ));
         }
     }
-    if let Some(event) = optional_string(&body, "event")? {
-        names.push(event);
+    if let Some(event) = optional_string(body, "event")? {
+        events.push(event);
     }
-    if names.is_empty() {
-        return Err(ApiError::InvalidHook(
-            "`events` (an array) or `event` (a string) is required.".into(),
-        ));
-    }
-    let events =
-        subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?;
-
-    let description = optional_string(&body, "description")?;
-    let description = WebhookDescription::parse_or_default(description, user_agent, &url)
-        .map_err(|error| invalid_field("description", &error))?;
-    Ok(WebhookSpec {
+    Ok(WebhookInput {
         url,
         events,
-        description,
+        description: optional_string(body, "description")?,
+        enabled: None,
+        user_agent,
     })
 }
 
@@ -185,23 +186,15 @@ fn optional_string<'a>(
     }
 }
 
-fn invalid_field(field: &str, error: &hookline_domain::Error) -> ApiError {
-    let reason = match error {
-        hookline_domain::Error::Invalid { reason, .. } => reason.clone(),
-        other => other.to_string(),
-    };
-    ApiError::InvalidHook(format!("`{field}` is invalid: {reason}."))
-}
-
 #[cfg(test)]
 mod tests {
-    use hookline_domain::TargetPolicy;
     use serde_json::json;
 
     use super::*;
 
     fn parse(body: Value) -> Result<WebhookSpec, ApiError> {
-        parse_new_hook(body, Some("Zapier"), TargetPolicy::PublicOnly)
+        // The default policy is public targets only.
+        parse_new_hook(&body, Some("Zapier"), &AppConfig::default())
     }
 
     fn message(result: Result<WebhookSpec, ApiError>) -> String {

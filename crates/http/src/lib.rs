@@ -5,11 +5,14 @@
 //!   port, header and body limits, a header read timeout, graceful shutdown.
 //! - `connections.rs`: the cap on open connections (the one idle longest makes
 //!   room), the first-request and idle timeouts.
+//! - `transport.rs`: the failures every front end shares (a method a path does
+//!   not take, a body too large or too slow, the database out of reach, a failure
+//!   of ours), with their status and headers decided once.
 //! - `router.rs`: the routes, one `match` on method and path segments.
 //! - `handlers.rs`: one function per endpoint.
 //! - `wire.rs`: the JSON this API speaks (also used by the CLI's `--json`).
-//! - `error.rs`: every way a request fails, and the one place mapping each to a
-//!   status code and the `{success:false, error}` body.
+//! - `error.rs`: every way a public API request fails, and the one place mapping
+//!   each to a status code and the `{success:false, error}` body.
 //! - `portal/`: the Settings portal, `/settings/` on the public listener:
 //!   server-rendered pages for a workspace's owners, behind a portal link.
 //!
@@ -28,6 +31,7 @@ mod openapi;
 mod portal;
 mod router;
 mod server;
+mod transport;
 pub mod wire;
 
 pub use server::{HttpConfig, Server, default_max_connections};

@@ -6,15 +6,20 @@
 
 use std::sync::LazyLock;
 
-use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT};
-use hookline_domain::limits::{DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS};
-use hookline_domain::{EventName, IdempotencyKey, WebhookDescription};
+use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT, attempt_cursor_pattern};
+use hookline_domain::limits::{
+    DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS, MAX_WEBHOOK_URL_LEN,
+};
+use hookline_domain::{
+    AccountId, ApiKeyId, CONTACT_FIELDS, EMAIL_PATTERN, EventId, EventName, IdempotencyKey,
+    KeyName, Username, WebhookDescription, WebhookId, WebhookUrl, WorkspaceId, WorkspaceName,
+};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Response, StatusCode};
 use serde_json::{Map, Value, json};
 
-use crate::error::json_response as json_answer;
+use crate::transport::json_response as json_answer;
 
 /// The public API's document, serialised once.
 static PUBLIC: LazyLock<String> = LazyLock::new(|| public().to_string());
@@ -126,28 +131,55 @@ fn operation(
     operation
 }
 
-fn path_parameter(name: &str, description: &str) -> Value {
+fn path_parameter(name: &str, description: &str, id_pattern: String) -> Value {
     json!({
         "name": name, "in": "path", "required": true, "description": description,
-        "schema": { "type": "string" }
+        "schema": id(id_pattern)
     })
 }
 
-/// `limit` and the list's cursor parameter.
-fn paging(cursor: &str) -> Value {
+/// An id: its prefix and a ULID (`WebhookId::pattern()`, …).
+fn id(pattern: String) -> Value {
+    json!({ "type": "string", "pattern": pattern })
+}
+
+/// A name people give (a workspace, a key): the domain's label rule.
+fn label(max_chars: usize) -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": max_chars, "pattern": WorkspaceName::PATTERN })
+}
+
+/// `schema`, or `null` (the inputs read `null` as absent).
+fn or_null(schema: Value) -> Value {
+    json!({ "anyOf": [schema, { "type": "null" }] })
+}
+
+/// A webhook's URL: the syntax of [`WebhookUrl::PATTERN`]; a private target is
+/// refused with 400 unless the service allows them.
+fn webhook_url() -> Value {
+    json!({ "type": "string", "maxLength": MAX_WEBHOOK_URL_LEN, "pattern": WebhookUrl::PATTERN,
+        "description": "https:// only; a loopback, private or reserved target (by name or address) is refused unless the service allows private targets." })
+}
+
+/// `limit` and the list's cursor parameter, of `cursor_form` (an unanchored
+/// pattern) where the list refuses a malformed cursor; empty is the first page.
+fn paging(cursor: &str, cursor_form: Option<String>) -> Value {
+    let mut cursor_schema = json!({ "type": "string" });
+    if let Some(form) = cursor_form {
+        cursor_schema["pattern"] = json!(format!("^(?:{form})?$"));
+    }
     json!([
         { "name": "limit", "in": "query", "required": false,
           "schema": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT } },
         { "name": cursor, "in": "query", "required": false,
           "description": "The `nextCursor` of the previous page.",
-          "schema": { "type": "string" } }
+          "schema": cursor_schema }
     ])
 }
 
 /// A list's path parameter, then `limit` and its cursor.
-fn listing(parameter: Value, cursor: &str) -> Value {
+fn listing(parameter: Value, cursor: &str, cursor_form: Option<String>) -> Value {
     let mut parameters = vec![parameter];
-    if let Value::Array(more) = paging(cursor) {
+    if let Value::Array(more) = paging(cursor, cursor_form) {
         parameters.extend(more);
     }
     Value::Array(parameters)
@@ -178,14 +210,14 @@ fn common_schemas() -> Map<String, Value> {
         "Account": {
             "type": "object",
             "required": ["id", "username"],
-            "properties": { "id": { "type": "string" }, "username": { "type": "string" } }
+            "properties": { "id": id(AccountId::pattern()), "username": { "type": "string" } }
         },
         "Webhook": {
             "type": "object",
             "required": ["id", "url", "events", "enabled", "description", "createdAt"],
             "properties": {
-                "id": { "type": "string", "pattern": "^wh_" },
-                "url": { "type": "string", "format": "uri" },
+                "id": id(WebhookId::pattern()),
+                "url": { "type": "string", "description": "The URL as given; its path or query may hold `[` and `]`, which RFC 3986's `uri` format does not allow there." },
                 "events": { "type": "array", "items": schema("EventName") },
                 "enabled": { "type": "boolean" },
                 "description": { "type": "string" },
@@ -198,27 +230,76 @@ fn common_schemas() -> Map<String, Value> {
             "type": "object",
             "required": ["id", "event", "workspaceId", "occurredAt", "data"],
             "properties": {
-                "id": { "type": "string", "pattern": "^evt_" },
+                "id": id(EventId::pattern()),
                 "event": schema("EventName"),
-                "workspaceId": { "type": "string", "pattern": "^ws_" },
+                "workspaceId": id(WorkspaceId::pattern()),
                 "occurredAt": schema("Timestamp"),
                 "data": { "type": "object" }
             }
         },
-        "NewWebhook": {
-            "type": "object",
-            "properties": {
-                "url": { "type": "string", "description": "https:// only, a public host." },
-                "events": { "type": "array", "items": schema("EventName") },
-                "event": schema("EventName"),
-                "description": { "type": "string", "maxLength": WebhookDescription::MAX_CHARS }
-            }
-        }
+        "NewWebhook": new_webhook(false)
     });
     match schemas {
         Value::Object(map) => map,
         _ => Map::new(),
     }
+}
+
+/// A webhook to create: `url`, and `events` or `event` (merged). The admin API
+/// refuses fields it does not know (`closed`); the public API ignores them, and
+/// also takes the URL as `target_url`, `targetUrl` or `hookUrl`.
+fn new_webhook(closed: bool) -> Value {
+    let mut new = json!({
+        "type": "object",
+        "required": ["url"],
+        "properties": {
+            "url": webhook_url(),
+            "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
+            "event": or_null(schema("EventName")),
+            "description": { "type": ["string", "null"], "maxLength": WebhookDescription::MAX_CHARS,
+                "pattern": WebhookDescription::OPTIONAL_PATTERN,
+                "description": "Blank or absent: the calling platform's name, or the URL's host." }
+        },
+        "anyOf": [
+            { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
+            { "required": ["event"], "properties": { "event": schema("EventName") } }
+        ]
+    });
+    if closed {
+        new["additionalProperties"] = json!(false);
+    }
+    new
+}
+
+/// An event to emit: its name, and its data, which `contact.email_captured`
+/// requires to name the contact ([`CONTACT_FIELDS`], each a non-empty string,
+/// the e-mail address one).
+fn emit() -> Value {
+    let others: Vec<&str> = EventName::ALL
+        .iter()
+        .filter(|event| **event != EventName::ContactEmailCaptured)
+        .map(|event| event.as_str())
+        .collect();
+    let mut contact = Map::new();
+    for field in CONTACT_FIELDS {
+        contact.insert(
+            field.to_owned(),
+            json!({ "type": "string", "minLength": 1 }),
+        );
+    }
+    contact.insert(
+        "email".to_owned(),
+        json!({ "type": "string", "pattern": EMAIL_PATTERN }),
+    );
+    json!({ "oneOf": [
+        { "type": "object", "required": ["event"], "additionalProperties": false,
+          "properties": { "event": { "type": "string", "enum": others }, "data": { "type": "object" } } },
+        { "type": "object", "required": ["event", "data"], "additionalProperties": false,
+          "properties": {
+            "event": { "const": EventName::ContactEmailCaptured.as_str() },
+            "data": { "type": "object", "required": ["contact"], "properties": {
+                "contact": { "type": "object", "required": CONTACT_FIELDS, "properties": contact } } } } }
+    ] })
 }
 
 fn document(title: &str, description: &str, paths: Value, schemas: Map<String, Value>) -> Value {
@@ -243,14 +324,18 @@ fn public() -> Value {
         ("503", UNAVAILABLE_WHY),
     ];
     let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
-    let hook_id = json!([path_parameter("id", "A webhook id, `wh_…`.")]);
+    let hook_id = json!([path_parameter(
+        "id",
+        "A webhook id, `wh_…`.",
+        WebhookId::pattern()
+    )]);
     let mut paths = json!({
         "/api/v1/me": { "get": op("The key's workspace and its connected accounts.", json!([]), None,
             ("200", success(json!({
                 "type": "object", "required": ["workspace", "accounts"],
                 "properties": {
                     "workspace": { "type": "object", "required": ["id", "name", "plan"],
-                        "properties": { "id": { "type": "string" }, "name": { "type": "string" },
+                        "properties": { "id": id(WorkspaceId::pattern()), "name": { "type": "string" },
                             "plan": schema("Plan") } },
                     "accounts": { "type": "array", "items": schema("Account") }
                 }
@@ -348,18 +433,18 @@ fn admin() -> Value {
         ("503", UNAVAILABLE_WHY),
     ];
     let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
-    let ws = || path_parameter("ws", "A workspace id, `ws_…`.");
-    let wh = || path_parameter("wh", "A webhook id, `wh_…`.");
+    let ws = || path_parameter("ws", "A workspace id, `ws_…`.", WorkspaceId::pattern());
+    let wh = || path_parameter("wh", "A webhook id, `wh_…`.", WebhookId::pattern());
     let mut schemas = common_schemas();
     let more = json!({
         "Workspace": {
             "type": "object", "required": ["id", "name", "plan", "createdAt"],
-            "properties": { "id": { "type": "string", "pattern": "^ws_" }, "name": { "type": "string" },
+            "properties": { "id": id(WorkspaceId::pattern()), "name": { "type": "string" },
                 "plan": schema("Plan"), "createdAt": schema("Timestamp") }
         },
         "Key": {
             "type": "object", "required": ["id", "name", "status", "lastUsedAt", "createdAt"],
-            "properties": { "id": { "type": "string", "pattern": "^key_" }, "name": { "type": "string" },
+            "properties": { "id": id(ApiKeyId::pattern()), "name": { "type": "string" },
                 "status": { "type": "string", "enum": ["active", "revoked"] },
                 "lastUsedAt": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
                 "createdAt": schema("Timestamp"),
@@ -378,28 +463,29 @@ fn admin() -> Value {
         "Attempt": {
             "type": "object",
             "required": ["eventId", "event", "attempt", "at", "status", "error", "durationMs", "responseBody"],
-            "properties": { "eventId": { "type": "string" }, "event": schema("EventName"),
+            "properties": { "eventId": id(EventId::pattern()), "event": schema("EventName"),
                 "attempt": { "type": "integer" }, "at": schema("Timestamp"),
                 "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] },
                 "durationMs": { "type": "integer" }, "responseBody": { "type": ["string", "null"] } }
         },
         "WorkspaceChange": {
-            "type": "object",
-            "properties": { "name": { "type": "string" }, "plan": schema("Plan") }
+            "type": "object", "additionalProperties": false,
+            "properties": { "name": or_null(label(WorkspaceName::MAX_CHARS)), "plan": or_null(schema("Plan")) }
         },
         "WebhookChange": {
-            "type": "object",
-            "properties": { "url": { "type": "string" }, "events": { "type": "array", "items": schema("EventName") },
-                "event": schema("EventName"), "description": { "type": "string" }, "enabled": { "type": "boolean" } }
+            "type": "object", "additionalProperties": false,
+            "properties": { "url": or_null(webhook_url()),
+                "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
+                "event": or_null(schema("EventName")),
+                "description": or_null(label(WebhookDescription::MAX_CHARS)),
+                "enabled": { "type": ["boolean", "null"] } }
         },
+        "NewSettingsWebhook": new_webhook(true),
         "Queued": {
             "type": "object", "required": ["queued"],
             "properties": { "queued": { "type": "integer", "minimum": 0 } }
         },
-        "Emit": {
-            "type": "object", "required": ["event"],
-            "properties": { "event": schema("EventName"), "data": { "type": "object" } }
-        }
+        "Emit": emit()
     });
     if let Value::Object(more) = more {
         schemas.extend(more);
@@ -420,13 +506,15 @@ fn admin() -> Value {
     };
     let idempotency = json!({ "name": "Idempotency-Key", "in": "header", "required": false,
         "description": "The same key for the same workspace within 24 h answers the first payload again and stores nothing.",
-        "schema": { "type": "string", "minLength": 1, "maxLength": IdempotencyKey::MAX_CHARS } });
+        "schema": { "type": "string", "maxLength": IdempotencyKey::MAX_CHARS,
+            "pattern": "^[!-~](?:[ -~]*[!-~])?$" } });
     let paths = json!({
         "/admin/v1/workspaces": {
-            "get": op("Workspaces, oldest first.", paging("after"), None, ("200", page(schema("Workspace")))),
+            "get": op("Workspaces, oldest first.", paging("after", Some(WorkspaceId::unanchored_pattern())), None,
+                ("200", page(schema("Workspace")))),
             "post": op("Create a workspace (plan FREE unless given).", json!([]),
-                Some(json!({ "type": "object", "required": ["name"],
-                    "properties": { "name": { "type": "string" }, "plan": schema("Plan") } })),
+                Some(json!({ "type": "object", "required": ["name"], "additionalProperties": false,
+                    "properties": { "name": label(WorkspaceName::MAX_CHARS), "plan": or_null(schema("Plan")) } })),
                 ("201", success(schema("Workspace"))))
         },
         "/admin/v1/workspaces/{ws}": {
@@ -435,33 +523,36 @@ fn admin() -> Value {
                 json!([ws()]), Some(schema("WorkspaceChange")), ("200", success(schema("Workspace")))))
         },
         "/admin/v1/workspaces/{ws}/accounts": {
-            "get": with_404(op("Connected accounts.", listing(ws(), "after"), None, ("200", page(schema("Account"))))),
+            "get": with_404(op("Connected accounts.", listing(ws(), "after", None), None, ("200", page(schema("Account"))))),
             "post": conflict(with_404(op("Connect an account.", json!([ws()]),
-                Some(json!({ "type": "object", "required": ["username"], "properties": { "username": { "type": "string" } } })),
+                Some(json!({ "type": "object", "required": ["username"], "additionalProperties": false,
+                    "properties": { "username": { "type": "string", "pattern": Username::PATTERN } } })),
                 ("201", success(schema("Account"))))))
         },
         "/admin/v1/accounts/{acc}": {
-            "delete": with_404(op("Disconnect an account.", json!([path_parameter("acc", "An account id, `acc_…`.")]),
+            "delete": with_404(op("Disconnect an account.",
+                json!([path_parameter("acc", "An account id, `acc_…`.", AccountId::pattern())]),
                 None, ("200", bare_success())))
         },
         "/admin/v1/workspaces/{ws}/keys": {
             "get": with_404(op("API keys, newest first, never the keys themselves.",
-                listing(ws(), "before"), None, ("200", page(schema("Key"))))),
+                listing(ws(), "before", None), None, ("200", page(schema("Key"))))),
             "post": with_404(op("Create an API key; the key is shown once.", json!([ws()]),
-                Some(json!({ "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } })),
+                Some(json!({ "type": "object", "required": ["name"], "additionalProperties": false,
+                    "properties": { "name": label(KeyName::MAX_CHARS) } })),
                 ("201", success(schema("Key")))))
         },
         "/admin/v1/keys/{key}": {
             "delete": with_404(op("Revoke a key: refused from the public API's next request.",
-                json!([path_parameter("key", "A key id, `key_…`.")]), None,
+                json!([path_parameter("key", "A key id, `key_…`.", ApiKeyId::pattern())]), None,
                 ("200", success(json!({ "type": "object", "required": ["id", "status"],
                     "properties": { "id": { "type": "string" }, "status": { "const": "revoked" } } })))))
         },
         "/admin/v1/workspaces/{ws}/hooks": {
             "get": with_404(op("Webhooks of both sources, oldest first.",
-                listing(ws(), "after"), None, ("200", page(schema("AdminWebhook"))))),
+                listing(ws(), "after", None), None, ("200", page(schema("AdminWebhook"))))),
             "post": with_404(op("Create a Settings webhook; the secret is shown once.", json!([ws()]),
-                Some(schema("NewWebhook")), ("201", success(schema("AdminWebhook")))))
+                Some(schema("NewSettingsWebhook")), ("201", success(schema("AdminWebhook")))))
         },
         "/admin/v1/hooks/{wh}": {
             "get": with_404(op("A webhook, without its secret.", json!([wh()]), None, ("200", success(schema("AdminWebhook"))))),
@@ -472,13 +563,14 @@ fn admin() -> Value {
         },
         "/admin/v1/hooks/{wh}/attempts": {
             "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
-                listing(wh(), "before"), None, ("200", page(schema("Attempt")))))
+                listing(wh(), "before", Some(attempt_cursor_pattern())), None, ("200", page(schema("Attempt")))))
         },
         "/admin/v1/hooks/{wh}/secret/rotate": {
             "post": optional_body(with_404(op("Rotate the signing secret: the new one is shown once; until the grace \
                 ends every delivery carries both signatures (`v1,<new> v1,<old>`). 400 for a disabled webhook.",
                 json!([wh()]),
-                Some(json!({ "type": "object", "properties": { "graceSeconds": { "type": "integer", "minimum": 0,
+                Some(json!({ "type": "object", "additionalProperties": false,
+                    "properties": { "graceSeconds": { "type": ["integer", "null"], "minimum": 0,
                     "maximum": MAX_SECRET_GRACE_SECONDS, "default": DEFAULT_SECRET_GRACE_SECONDS } } })),
                 ("200", success(json!({ "type": "object", "required": ["secret"],
                     "properties": { "secret": { "type": "string", "pattern": "^whsec_" } } }))))))
@@ -486,22 +578,24 @@ fn admin() -> Value {
         "/admin/v1/hooks/{wh}/test": {
             "post": with_404(op("Send the event's example payload to this webhook alone, as a new event: signed, \
                 retried, logged. 400 for a disabled webhook.", json!([wh()]),
-                Some(json!({ "type": "object", "required": ["event"], "properties": { "event": schema("EventName") } })),
+                Some(json!({ "type": "object", "required": ["event"], "additionalProperties": false,
+                    "properties": { "event": schema("EventName") } })),
                 ("202", success(json!({ "type": "object", "required": ["eventId"],
-                    "properties": { "eventId": { "type": "string", "pattern": "^evt_" } } })))))
+                    "properties": { "eventId": id(EventId::pattern()) } })))))
         },
         "/admin/v1/hooks/{wh}/recover": {
             "post": with_404(op("Send again every delivery to this webhook that gave up since then, each with a \
                 fresh count of attempts. 400 for a disabled webhook.", json!([wh()]),
-                Some(json!({ "type": "object", "required": ["since"],
+                Some(json!({ "type": "object", "required": ["since"], "additionalProperties": false,
                     "properties": { "since": { "type": "string", "format": "date-time" } } })),
                 ("202", success(schema("Queued")))))
         },
         "/admin/v1/events/{evt}/redeliver": {
             "post": optional_body(with_404(op("Send an event again, with a fresh count of attempts: to one webhook of \
                 its workspace, or to every enabled webhook it reached. Deliveries still pending are left alone.",
-                json!([path_parameter("evt", "An event id, `evt_…`.")]),
-                Some(json!({ "type": "object", "properties": { "hookId": { "type": "string", "pattern": "^wh_" } } })),
+                json!([path_parameter("evt", "An event id, `evt_…`.", EventId::pattern())]),
+                Some(json!({ "type": "object", "additionalProperties": false,
+                    "properties": { "hookId": or_null(id(WebhookId::pattern())) } })),
                 ("202", success(schema("Queued"))))))
         },
         "/admin/v1/workspaces/{ws}/events": {
@@ -512,8 +606,8 @@ fn admin() -> Value {
             "post": optional_body(with_404(op("A link to the workspace's Settings portal: it opens a session on the \
                 portal until it expires (an hour by default, at most a day). Its token is stored only as a hash.",
                 json!([ws()]),
-                Some(json!({ "type": "object", "properties": {
-                    "ttlSeconds": { "type": "integer", "minimum": 1, "maximum": 86400 } } })),
+                Some(json!({ "type": "object", "additionalProperties": false, "properties": {
+                    "ttlSeconds": { "type": ["integer", "null"], "minimum": 1, "maximum": 86400 } } })),
                 ("201", success(json!({ "type": "object", "required": ["url", "expiresAt"],
                     "properties": { "url": { "type": "string", "format": "uri" },
                         "expiresAt": { "type": "string", "format": "date-time" } } }))))))

@@ -1,6 +1,7 @@
 use hyper::Method;
 
 use crate::error::ApiError;
+use crate::transport::TransportError;
 
 /// An endpoint, with what its path carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,23 +61,26 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Api
     }
     match (method, segments.as_slice()) {
         (&Method::GET, ["me"]) => Ok(Route::Me),
-        (_, ["me"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
+        (_, ["me"]) => Err(TransportError::MethodNotAllowed { allow: "GET" }.into()),
 
         (&Method::GET, ["hooks"]) => Ok(Route::ListHooks),
         (&Method::POST, ["hooks"]) => Ok(Route::CreateHook),
-        (_, ["hooks"]) => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+        (_, ["hooks"]) => Err(TransportError::MethodNotAllowed { allow: "GET, POST" }.into()),
 
         (&Method::GET, ["hooks", id]) => Ok(Route::GetHook { id }),
         (&Method::DELETE, ["hooks", id]) => Ok(Route::DeleteHook { id }),
-        (_, ["hooks", _]) => Err(ApiError::MethodNotAllowed {
+        (_, ["hooks", _]) => Err(TransportError::MethodNotAllowed {
             allow: "GET, DELETE",
-        }),
+        }
+        .into()),
 
         (&Method::GET, ["openapi.json"]) => Ok(Route::OpenApi),
-        (_, ["openapi.json"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
+        (_, ["openapi.json"]) => Err(TransportError::MethodNotAllowed { allow: "GET" }.into()),
 
         (&Method::GET, ["events", event, "sample"]) => Ok(Route::Sample { event }),
-        (_, ["events", _, "sample"]) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
+        (_, ["events", _, "sample"]) => {
+            Err(TransportError::MethodNotAllowed { allow: "GET" }.into())
+        }
 
         _ => Err(ApiError::NoRoute),
     }
@@ -109,21 +113,22 @@ mod tests {
     fn wrong_methods_name_the_allowed_ones() {
         assert_eq!(
             route(&Method::POST, "/api/v1/me"),
-            Err(ApiError::MethodNotAllowed { allow: "GET" })
+            Err(TransportError::MethodNotAllowed { allow: "GET" }.into())
         );
         assert_eq!(
             route(&Method::PUT, "/api/v1/hooks"),
-            Err(ApiError::MethodNotAllowed { allow: "GET, POST" })
+            Err(TransportError::MethodNotAllowed { allow: "GET, POST" }.into())
         );
         assert_eq!(
             route(&Method::PUT, "/api/v1/hooks/wh_1"),
-            Err(ApiError::MethodNotAllowed {
+            Err(TransportError::MethodNotAllowed {
                 allow: "GET, DELETE"
-            })
+            }
+            .into())
         );
         assert_eq!(
             route(&Method::DELETE, "/api/v1/events/dm.sent/sample"),
-            Err(ApiError::MethodNotAllowed { allow: "GET" })
+            Err(TransportError::MethodNotAllowed { allow: "GET" }.into())
         );
     }
 

@@ -27,6 +27,7 @@ use crate::error::{ApiError, rate_limit_headers};
 use crate::handlers;
 use crate::portal::Portal;
 use crate::router::{Route, route};
+use crate::transport::TransportError;
 use crate::{Error, Result};
 
 /// The server's settings. Filled by the binary from flags and environment.
@@ -407,7 +408,7 @@ async fn handle<D: Dispatch>(
             Err(_) => {
                 tracing::warn!(?deadline, "no answer within the request deadline; answered 503");
                 // Both APIs answer a 503 alike: the public API's error says it.
-                (TIMED_OUT, ApiError::Unavailable.into_response())
+                (TIMED_OUT, ApiError::from(TransportError::Unavailable).into_response())
             }
         };
         if let Ok(value) = HeaderValue::from_str(&request_id) {

@@ -19,12 +19,24 @@ use crate::{Backend, Error, Result, StoreConfig};
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
 pub(crate) type PgConn = AsyncPgConnection;
 
+/// How long a writer waits for SQLite's lock, in milliseconds: SQLite's own busy
+/// timeout and the cross-process writers' turn (`write_lock::BUSY_TIMEOUT`) alike.
+macro_rules! busy_timeout_ms {
+    () => {
+        5000
+    };
+}
+pub(crate) use busy_timeout_ms;
+
 /// Per SQLite connection. busy_timeout makes a second writer wait instead of
 /// failing, and comes first: setting the journal mode itself takes a lock, which
 /// fails at once while another process writes if nothing says to wait. WAL lets
 /// readers run beside the one writer; foreign keys are off by default.
-pub(crate) const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; \
-     PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+pub(crate) const SQLITE_PRAGMAS: &str = concat!(
+    "PRAGMA busy_timeout = ",
+    busy_timeout_ms!(),
+    "; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+);
 
 /// Per PostgreSQL connection. No JIT: a claim beside a large backlog is
 /// estimated costly enough to be compiled, across every partition, at each

@@ -31,7 +31,7 @@ const RETRY_STEP: Duration = Duration::from_millis(1);
 
 /// How long a writer waits for its turn across processes before it falls back to
 /// SQLite's busy handler; SQLite's own busy timeout (`SQLITE_PRAGMAS`) is the same.
-pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(crate::pool::busy_timeout_ms!());
 
 /// The turn of this process's writers, and the lock file shared with other
 /// processes (`None` where it could not be opened).

@@ -4,11 +4,10 @@
 use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
 use hookline_domain::{
     AccountId, ApiKeyId, ApiKeyStatus, ClaimedDelivery, DeliveryAttempt, DeliveryState, EventName,
-    EventPayload, Finished, KeyHash, KeyName, Outcome, Plan, Refusal, TargetPolicy, Timestamp,
-    Username, Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
-    WorkspaceId, WorkspaceName,
+    EventPayload, Finished, KeyHash, KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook,
+    WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
 };
-use hookline_store::{ClaimRequest, Error, NewEvent, NewWebhook, Recorded, Store};
+use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store};
 use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
 
@@ -22,20 +21,9 @@ async fn webhook(
     url: &str,
     events: &[EventName],
 ) -> Result<Webhook, Error> {
-    let url = WebhookUrl::parse(url, TargetPolicy::PublicOnly).unwrap();
-    let description = WebhookDescription::parse("test").unwrap();
-    let secret = WebhookSecret::from_random_bytes(&[3; 32]);
-    store
-        .webhooks()
-        .create(NewWebhook {
-            workspace_id: ws,
-            url: &url,
-            events,
-            description: &description,
-            source: WebhookSource::Api,
-            secret: &secret,
-        })
+    hookline_testdb::create_webhook(store, ws, url, events, WebhookSource::Api)
         .await
+        .map(|(hook, _)| hook)
 }
 
 /// The outbox write of an event without an idempotency key: the webhooks it reaches.
@@ -135,6 +123,36 @@ async fn claim(
         lease_token: token,
     };
     store.queue().claim(&request).await.unwrap()
+}
+
+/// A claim now, for a minute, of up to `limit` deliveries, 10 of each webhook,
+/// skipping `skip`.
+fn claim_now(limit: u32, skip: &[WebhookId]) -> ClaimRequest<'_> {
+    ClaimRequest {
+        now: Timestamp::now(),
+        lease_until: Timestamp::now().plus_millis(60_000),
+        limit,
+        per_webhook: 10,
+        skip,
+        fast: &[],
+        lease_token: "t",
+    }
+}
+
+/// Asserts that no step of the claim's plan reads more than `most` rows in all.
+async fn assert_claim_reads_at_most(
+    store: &Store,
+    request: &ClaimRequest<'_>,
+    most: u64,
+) -> Vec<String> {
+    let plan = store.queue().explain_claim(request).await.unwrap();
+    let read = rows_read(&plan);
+    assert!(
+        read.iter().all(|&(rows, loops)| rows * loops <= most),
+        "{}",
+        plan.join("\n")
+    );
+    plan
 }
 
 backend_tests! {
@@ -319,7 +337,8 @@ backend_tests! {
     async fn webhooks_are_listed_oldest_first_without_their_secret(db) {
         let store = db.store();
         let ws = db.workspace(Plan::Studio).await;
-        let first = webhook(store, ws, "https://a.example.com/1", &[EventName::DmSent]).await.unwrap();
+        let (first, first_secret) =
+            hookline_testdb::create_webhook(store, ws, "https://a.example.com/1", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
         let second = webhook(
             store,
             ws,
@@ -334,7 +353,7 @@ backend_tests! {
         assert_eq!(store.webhooks().list(ws).await.unwrap(), [first.clone(), second.clone()]);
         assert_eq!(store.webhooks().get(second.id).await.unwrap(), Some(second.clone()));
         let secret = store.webhooks().secret(first.id).await.unwrap().unwrap();
-        assert_eq!(secret, WebhookSecret::from_random_bytes(&[3; 32]));
+        assert_eq!(secret, first_secret);
 
         let other = db.workspace(Plan::Studio).await;
         assert!(store.webhooks().list(other).await.unwrap().is_empty());
@@ -838,16 +857,7 @@ backend_tests! {
         let hour = 3_600_000;
         let (dead, _) = db.webhook(ws, "https://dead.example.com/", &[EventName::BioSubscribed], WebhookSource::Api).await.unwrap();
         let (later, _) = db.webhook(ws, "https://later.example.com/", &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
-        let backlog = |webhook, from: Timestamp, due_at| hookline_testdb::History {
-            workspace: ws,
-            webhooks: vec![webhook],
-            events: 300,
-            from,
-            step_ms: 1,
-            state: "pending",
-            due_at,
-            attempted: None,
-        };
+        let backlog = |webhook, from: Timestamp, due_at| hookline_testdb::History::pending(ws, vec![webhook], 300, from, due_at);
         // 300 due for an hour, 300 retries due in an hour, 2 fresh ones.
         db.write_history(&backlog(dead.id, now.plus_millis(-2 * hour), now.plus_millis(-hour))).await;
         db.write_history(&backlog(later.id, now.plus_millis(-hour), now.plus_millis(hour))).await;
@@ -868,16 +878,8 @@ backend_tests! {
         let (resting, _) = db.webhook(ws, "https://resting.example.com/", &[EventName::BioSubscribed], WebhookSource::Api).await.unwrap();
         let now = Timestamp::now();
         // The resting webhook's backlog: 20,000 deliveries due for an hour.
-        let history = hookline_testdb::History {
-            workspace: ws,
-            webhooks: vec![resting.id],
-            events: 20_000,
-            from: now.plus_millis(-3_600_000),
-            step_ms: 1,
-            state: "pending",
-            due_at: now.plus_millis(-3_600_000),
-            attempted: None,
-        };
+        let hour_ago = now.plus_millis(-3_600_000);
+        let history = hookline_testdb::History::pending(ws, vec![resting.id], 20_000, hour_ago, hour_ago);
         db.write_history(&history).await;
         let (a, _) = db.webhook(ws, "https://a.example.com/", &dm, WebhookSource::Api).await.unwrap();
         let (b, _) = db.webhook(ws, "https://b.example.com/", &dm, WebhookSource::Api).await.unwrap();
@@ -885,21 +887,12 @@ backend_tests! {
             emit(store, ws, EventName::DmSent).await;
         }
         db.analyze().await;
-        let request = ClaimRequest {
-            now: Timestamp::now(),
-            lease_until: Timestamp::now().plus_millis(60_000),
-            limit: 256,
-            per_webhook: 10,
-            skip: &[resting.id],
-            fast: &[],
-            lease_token: "t",
-        };
+        let skip = [resting.id];
+        let request = claim_now(256, &skip);
         if db.backend() == Backend::Postgres {
             // The plan's every step reads at most the rows taken and one per webhook
             // with work, never the backlog.
-            let plan = store.queue().explain_claim(&request).await.unwrap();
-            let read = rows_read(&plan);
-            assert!(read.iter().all(|&(rows, loops)| rows * loops <= 10 + 3), "{}", plan.join("\n"));
+            let plan = assert_claim_reads_at_most(store, &request, 10 + 3).await;
             // Each webhook's rows are a range of the due-index.
             let by_webhook = "Index Cond: ((webhook_id = hooks_1.id) AND (next_attempt_at <=";
             assert!(plan.iter().any(|line| line.contains(by_webhook)), "{}", plan.join("\n"));
@@ -940,37 +933,20 @@ backend_tests! {
         let (drained, _) = db.webhook(ws, "https://drained.example.com/", &[EventName::BioSubscribed], WebhookSource::Api).await.unwrap();
         let (busy, _) = db.webhook(ws, "https://busy.example.com/", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
         let now = Timestamp::now();
-        let backlog = |webhook, hours_ago: i64| hookline_testdb::History {
-            workspace: ws,
-            webhooks: vec![webhook],
-            events: 5_000,
-            from: now.plus_millis(-3_600_000 * hours_ago),
-            step_ms: 1,
-            state: "pending",
-            due_at: now.plus_millis(-3_600_000),
-            attempted: None,
+        let backlog = |webhook, hours_ago: i64| {
+            hookline_testdb::History::pending(ws, vec![webhook], 5_000, now.plus_millis(-3_600_000 * hours_ago), now.plus_millis(-3_600_000))
         };
         db.write_history(&backlog(drained.id, 2)).await;
         db.write_history(&backlog(busy.id, 1)).await;
         // The statistics are taken while both backlogs are whole; then one drains.
         db.analyze().await;
         db.mark_delivered(drained.id).await;
-        let request = ClaimRequest {
-            now: Timestamp::now(),
-            lease_until: Timestamp::now().plus_millis(60_000),
-            limit: 10,
-            per_webhook: 10,
-            skip: &[],
-            fast: &[],
-            lease_token: "t",
-        };
+        let request = claim_now(10, &[]);
         if db.backend() == Backend::Postgres {
             // No step reads or filters out more than the rows taken and one per
             // webhook with work: not the drained rows, which the statistics still
             // count as pending.
-            let plan = store.queue().explain_claim(&request).await.unwrap();
-            let read = rows_read(&plan);
-            assert!(read.iter().all(|&(rows, loops)| rows * loops <= 10 + 2), "{}", plan.join("\n"));
+            let plan = assert_claim_reads_at_most(store, &request, 10 + 2).await;
             assert!(plan.iter().all(|line| !line.contains("Rows Removed by Filter") || rows_removed(line) <= 10), "{}", plan.join("\n"));
         } else {
             let claimed = store.queue().claim(&request).await.unwrap();
@@ -986,16 +962,7 @@ backend_tests! {
         let now = Timestamp::now();
         // A day held by one workspace: by its statistics, every row matches any
         // workspace.
-        let history = hookline_testdb::History {
-            workspace: busy,
-            webhooks: vec![hook.id],
-            events: 20_000,
-            from: now.plus_millis(-3_600_000),
-            step_ms: 1,
-            state: "delivered",
-            due_at: now,
-            attempted: None,
-        };
+        let history = hookline_testdb::History::delivered(busy, vec![hook.id], 20_000, now.plus_millis(-3_600_000));
         db.write_history(&history).await;
         db.analyze().await;
         let plan = db.store().upkeep().explain_samples(now, &[quiet, busy]).await.unwrap();
@@ -1015,16 +982,7 @@ backend_tests! {
         // One chunk of history: every attempt at the same instant, so the cursor's
         // event id and number are all that orders them.
         let at = Timestamp::now().plus_millis(-60_000);
-        let history = hookline_testdb::History {
-            workspace: ws,
-            webhooks: vec![hook.id],
-            events: 95,
-            from: at,
-            step_ms: 1,
-            state: "delivered",
-            due_at: at,
-            attempted: Some(hook.id),
-        };
+        let history = hookline_testdb::History::delivered(ws, vec![hook.id], 95, at).attempted_by(hook.id);
         db.write_history(&history).await;
         let mut pages = Vec::new();
         let mut before = None;
@@ -1139,25 +1097,29 @@ backend_tests! {
     }
 }
 
+/// A PostgreSQL database with a Studio workspace and its webhook for `dm.sent`.
+async fn postgres_with_a_hook() -> (hookline_testdb::TestDb, WorkspaceId, Webhook) {
+    let db = hookline_testdb::TestDb::new(Backend::Postgres).await;
+    let ws = db.workspace(Plan::Studio).await;
+    let hook = webhook(
+        db.store(),
+        ws,
+        "https://a.example.com/",
+        &[EventName::DmSent],
+    )
+    .await
+    .unwrap();
+    (db, ws, hook)
+}
+
 /// A PostgreSQL database made before the history was partitioned is converted by
 /// the next `migrate`, every row kept, and its old days are then partitions that
 /// retention drops whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_existing_postgres_database_is_partitioned_with_its_rows() {
-    let db = hookline_testdb::TestDb::new(Backend::Postgres).await;
+    let (db, ws, hook) = postgres_with_a_hook().await;
     let store = db.store();
-    let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            "https://a.example.com/",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    let now = Timestamp::now();
-    let day = 86_400_000;
+    let (now, day) = (Timestamp::now(), 86_400_000);
     let old = emit_at(store, ws, EventName::DmSent, now.plus_millis(-40 * day)).await;
     let older = emit_at(store, ws, EventName::DmSent, now.plus_millis(-41 * day)).await;
     let recent = emit_at(store, ws, EventName::DmSent, now.plus_millis(-day)).await;
@@ -1211,4 +1173,37 @@ async fn an_existing_postgres_database_is_partitioned_with_its_rows() {
     // Migrating again changes nothing.
     store.migrate().await.unwrap();
     assert!(store.events().payload(recent.id).await.unwrap().is_some());
+}
+
+/// A database partitioned while deliveries still had a foreign key to events
+/// loses it at the next `migrate`, and its old days are then forgotten whole (a
+/// day's events could not be emptied under such a key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_database_with_the_old_foreign_key_loses_it_on_migrate() {
+    let (db, ws, hook) = postgres_with_a_hook().await;
+    let store = db.store();
+    let (now, day) = (Timestamp::now(), 86_400_000);
+    store
+        .upkeep()
+        .prepare_partitions(now.plus_millis(-40 * day))
+        .await
+        .unwrap();
+    let old = emit_at(store, ws, EventName::DmSent, now.plus_millis(-40 * day)).await;
+    for claimed in claim(store, now, now.plus_millis(60_000), "t").await {
+        deliver(store, &claimed, hook.id, now).await;
+    }
+    db.on_postgres(
+        "ALTER TABLE deliveries ADD CONSTRAINT deliveries_event_id_fkey \
+         FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE",
+    )
+    .await;
+
+    store.migrate().await.unwrap();
+    let forgotten = store
+        .upkeep()
+        .forget_history(now.plus_millis(-30 * day))
+        .await
+        .unwrap();
+    assert!(forgotten.days >= 1, "{forgotten:?}");
+    assert!(store.events().payload(old.id).await.unwrap().is_none());
 }

@@ -4,12 +4,11 @@
 //! their ids are that instant's ULID time with a counter for the random part.
 
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 
 use hookline_domain::{EventId, Timestamp, WebhookId, WorkspaceId};
 
-use crate::{Backend, TestDb};
+use crate::{Backend, TestDb, with_own_connection};
 
 /// Events per chunk (one instant, one statement per table).
 const CHUNK: u64 = 2_000;
@@ -29,6 +28,56 @@ pub struct History {
     pub state: &'static str,
     pub due_at: Timestamp,
     pub attempted: Option<WebhookId>,
+}
+
+impl History {
+    /// `events` events from `from` on, a chunk each millisecond, with a pending
+    /// delivery to each of `webhooks` due at `due_at`.
+    pub fn pending(
+        workspace: WorkspaceId,
+        webhooks: Vec<WebhookId>,
+        events: u64,
+        from: Timestamp,
+        due_at: Timestamp,
+    ) -> Self {
+        History {
+            workspace,
+            webhooks,
+            events,
+            from,
+            step_ms: 1,
+            state: "pending",
+            due_at,
+            attempted: None,
+        }
+    }
+
+    /// `events` events from `from` on, a chunk each millisecond, delivered to each
+    /// of `webhooks`.
+    pub fn delivered(
+        workspace: WorkspaceId,
+        webhooks: Vec<WebhookId>,
+        events: u64,
+        from: Timestamp,
+    ) -> Self {
+        History {
+            state: "delivered",
+            ..History::pending(workspace, webhooks, events, from, from)
+        }
+    }
+
+    /// The chunks `step_ms` apart.
+    pub fn every(self, step_ms: i64) -> Self {
+        History { step_ms, ..self }
+    }
+
+    /// One attempt per delivery to `webhook`.
+    pub fn attempted_by(self, webhook: WebhookId) -> Self {
+        History {
+            attempted: Some(webhook),
+            ..self
+        }
+    }
 }
 
 /// The three statements of a chunk in one dialect: `$1` the id prefix (`evt_` and
@@ -81,53 +130,25 @@ impl TestDb {
     /// Writes `history` in bulk (a transaction per chunk); answers the last event
     /// id written.
     pub async fn write_history(&self, history: &History) -> EventId {
-        match self.backend() {
-            Backend::Sqlite => {
-                let mut conn =
-                    SyncConnectionWrapper::<diesel::SqliteConnection>::establish(self.url())
-                        .await
-                        .expect("connection");
-                diesel::sql_query("PRAGMA busy_timeout = 5000")
-                    .execute(&mut conn)
-                    .await
-                    .expect("pragma");
-                // SQLite numbers its parameters `?N`.
-                let sql = SQLITE.map(|statement| statement.replace('$', "?"));
-                write_chunks!(&mut conn, sql, history)
-            }
-            Backend::Postgres => {
-                let mut conn = AsyncPgConnection::establish(self.url())
-                    .await
-                    .expect("connection");
-                let sql = POSTGRES.map(String::from);
-                write_chunks!(&mut conn, sql, history)
-            }
+        let sql = match self.backend() {
+            Backend::Sqlite => SQLITE,
+            Backend::Postgres => POSTGRES,
         }
+        .map(|statement| self.dialect(statement));
+        with_own_connection!(self, |conn| write_chunks!(conn, sql, history))
     }
 
     /// Marks every delivery of `webhook` delivered, as a drained backlog leaves
     /// them, without new statistics (PostgreSQL's planner still sees them pending
     /// until the next `ANALYZE`).
     pub async fn mark_delivered(&self, webhook: WebhookId) {
-        const MARK: &str =
-            "UPDATE deliveries SET state = 'delivered', attempts = 1 WHERE webhook_id = $1";
-        let update = |sql: String| diesel::sql_query(sql).bind::<Text, _>(webhook.to_string());
-        match self.backend() {
-            Backend::Sqlite => {
-                let mut conn =
-                    SyncConnectionWrapper::<diesel::SqliteConnection>::establish(self.url())
-                        .await
-                        .expect("connection");
-                // SQLite numbers its parameters `?N`.
-                update(MARK.replace('$', "?")).execute(&mut conn).await
-            }
-            Backend::Postgres => {
-                let mut conn = AsyncPgConnection::establish(self.url())
-                    .await
-                    .expect("connection");
-                update(MARK.to_owned()).execute(&mut conn).await
-            }
-        }
+        let sql = self.dialect(
+            "UPDATE deliveries SET state = 'delivered', attempts = 1 WHERE webhook_id = $1",
+        );
+        with_own_connection!(self, |conn| diesel::sql_query(&sql)
+            .bind::<Text, _>(webhook.to_string())
+            .execute(conn)
+            .await)
         .expect("mark delivered");
     }
 }

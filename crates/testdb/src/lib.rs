@@ -15,7 +15,6 @@ mod history;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 pub use history::History;
 use hookline_domain::{
@@ -25,6 +24,39 @@ use hookline_domain::{
 pub use hookline_store::Backend;
 use hookline_store::{ClaimRequest, NewWebhook, Store, StoreConfig};
 use tokio::sync::OnceCell;
+
+/// Runs `$body` with `$conn` bound to a connection of its own to `$db`'s
+/// database, of whichever backend (its SQL text through [`TestDb::dialect`]); the
+/// SQLite connection waits for the lock as the store's do.
+macro_rules! with_own_connection {
+    ($db:expr, |$conn:ident| $body:expr) => {{
+        let db: &TestDb = $db;
+        match db.backend() {
+            Backend::Sqlite => {
+                let mut conn =
+                    <diesel_async::sync_connection_wrapper::SyncConnectionWrapper<
+                        diesel::SqliteConnection,
+                    > as diesel_async::AsyncConnection>::establish(db.url())
+                    .await
+                    .expect("connection");
+                diesel_async::RunQueryDsl::execute(
+                    diesel::sql_query("PRAGMA busy_timeout = 5000"),
+                    &mut conn,
+                )
+                .await
+                .expect("pragma");
+                let $conn = &mut conn;
+                $body
+            }
+            Backend::Postgres => {
+                let mut conn = db.postgres().await;
+                let $conn = &mut conn;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_own_connection;
 
 /// Set by [`keep_statement_statistics`].
 static STATEMENT_STATISTICS: AtomicBool = AtomicBool::new(false);
@@ -89,6 +121,32 @@ pub struct TestDb {
     database: Database,
 }
 
+/// A new webhook in `store`, and its secret. Any URL the rules accept with
+/// private targets allowed (tests deliver to loopback).
+pub async fn create_webhook(
+    store: &Store,
+    workspace: WorkspaceId,
+    url: &str,
+    events: &[EventName],
+    source: WebhookSource,
+) -> hookline_store::Result<(Webhook, WebhookSecret)> {
+    let url = WebhookUrl::parse(url, TargetPolicy::AllowPrivate).expect("valid URL");
+    let description = WebhookDescription::parse("test").expect("valid description");
+    let secret = WebhookSecret::from_random_bytes(&[unique_byte(); 32]);
+    let webhook = store
+        .webhooks()
+        .create(NewWebhook {
+            workspace_id: workspace,
+            url: &url,
+            events,
+            description: &description,
+            source,
+            secret: &secret,
+        })
+        .await?;
+    Ok((webhook, secret))
+}
+
 impl TestDb {
     /// Panics (failing the test) with the reason when no database can be made.
     pub async fn new(backend: Backend) -> TestDb {
@@ -129,8 +187,7 @@ impl TestDb {
             .id
     }
 
-    /// A new webhook and its secret. Any URL the rules accept with private targets
-    /// allowed (tests deliver to loopback).
+    /// A new webhook and its secret: [`create_webhook`] in this database.
     pub async fn webhook(
         &self,
         workspace: WorkspaceId,
@@ -138,22 +195,7 @@ impl TestDb {
         events: &[EventName],
         source: WebhookSource,
     ) -> hookline_store::Result<(Webhook, WebhookSecret)> {
-        let url = WebhookUrl::parse(url, TargetPolicy::AllowPrivate).expect("valid URL");
-        let description = WebhookDescription::parse("test").expect("valid description");
-        let secret = WebhookSecret::from_random_bytes(&[unique_byte(); 32]);
-        let webhook = self
-            .store
-            .webhooks()
-            .create(NewWebhook {
-                workspace_id: workspace,
-                url: &url,
-                events,
-                description: &description,
-                source,
-                secret: &secret,
-            })
-            .await?;
-        Ok((webhook, secret))
+        create_webhook(&self.store, workspace, url, events, source).await
     }
 
     /// Records `attempt` the way a worker does: claims its delivery (whenever it is
@@ -223,7 +265,7 @@ impl TestDb {
         if self.backend() != Backend::Postgres {
             return None;
         }
-        let mut conn = AsyncPgConnection::establish(self.url()).await.ok()?;
+        let mut conn = self.postgres().await;
         diesel::sql_query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             .execute(&mut conn)
             .await
@@ -249,14 +291,11 @@ impl TestDb {
         if self.backend() != Backend::Postgres {
             return Vec::new();
         }
-        let mut conn = AsyncPgConnection::establish(self.url())
-            .await
-            .expect("connection");
         let sessions: Vec<Session> = diesel::sql_query(
             "SELECT pid FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid()",
         )
-        .load(&mut conn)
+        .load(&mut self.postgres().await)
         .await
         .expect("sessions");
         sessions
@@ -265,15 +304,29 @@ impl TestDb {
             .collect()
     }
 
-    async fn on_postgres(&self, statement: &str) {
+    /// Runs `statement` on PostgreSQL (nothing on SQLite): for a test that puts
+    /// the schema in a state an older version left.
+    pub async fn on_postgres(&self, statement: &str) {
         if self.backend() == Backend::Postgres {
-            let mut conn = AsyncPgConnection::establish(self.url())
-                .await
-                .expect("connection");
             diesel::sql_query(statement)
-                .execute(&mut conn)
+                .execute(&mut self.postgres().await)
                 .await
                 .expect(statement);
+        }
+    }
+
+    /// A connection of its own to this PostgreSQL database.
+    async fn postgres(&self) -> AsyncPgConnection {
+        AsyncPgConnection::establish(self.url())
+            .await
+            .expect("connection")
+    }
+
+    /// `sql` as this backend numbers parameters: `$N` on PostgreSQL, `?N` on SQLite.
+    pub(crate) fn dialect(&self, sql: &str) -> String {
+        match self.backend() {
+            Backend::Sqlite => sql.replace('$', "?"),
+            Backend::Postgres => sql.to_owned(),
         }
     }
 
@@ -295,12 +348,9 @@ impl TestDb {
                     .sum()
             }
             Backend::Postgres => {
-                let mut conn = AsyncPgConnection::establish(self.url())
-                    .await
-                    .expect("connection");
                 let size: Size =
                     diesel::sql_query("SELECT pg_database_size(current_database()) AS bytes")
-                        .get_result(&mut conn)
+                        .get_result(&mut self.postgres().await)
                         .await
                         .expect("database size");
                 u64::try_from(size.bytes).unwrap_or(0)
@@ -323,20 +373,13 @@ impl TestDb {
             FROM information_schema.columns WHERE table_schema = 'public' \
             AND table_name NOT LIKE '\\_\\_diesel%' \
             AND table_name NOT IN (SELECT relname FROM pg_class WHERE relispartition)";
-        let url = self.url();
-        let mut columns: Vec<Column> = match self.backend() {
-            Backend::Sqlite => {
-                let mut conn = SyncConnectionWrapper::<diesel::SqliteConnection>::establish(url)
-                    .await
-                    .expect("connection");
-                diesel::sql_query(SQLITE).load(&mut conn).await
-            }
-            Backend::Postgres => {
-                let mut conn = AsyncPgConnection::establish(url).await.expect("connection");
-                diesel::sql_query(POSTGRES).load(&mut conn).await
-            }
-        }
-        .expect("schema query");
+        let sql = match self.backend() {
+            Backend::Sqlite => SQLITE,
+            Backend::Postgres => POSTGRES,
+        };
+        let mut columns: Vec<Column> =
+            with_own_connection!(self, |conn| diesel::sql_query(sql).load(conn).await)
+                .expect("schema query");
         columns.sort();
         columns
     }
@@ -352,20 +395,9 @@ impl TestDb {
             counted: i64,
         }
         const SQL: &str = "SELECT CAST(COALESCE(SUM(request_count), 0) AS BIGINT) AS counted FROM rate_limit_windows";
-        let url = self.url();
-        let counted: Counted = match self.backend() {
-            Backend::Sqlite => {
-                let mut conn = SyncConnectionWrapper::<diesel::SqliteConnection>::establish(url)
-                    .await
-                    .expect("connection");
-                diesel::sql_query(SQL).get_result(&mut conn).await
-            }
-            Backend::Postgres => {
-                let mut conn = AsyncPgConnection::establish(url).await.expect("connection");
-                diesel::sql_query(SQL).get_result(&mut conn).await
-            }
-        }
-        .expect("rate window query");
+        let counted: Counted =
+            with_own_connection!(self, |conn| diesel::sql_query(SQL).get_result(conn).await)
+                .expect("rate window query");
         u64::try_from(counted.counted).unwrap_or(0)
     }
 }

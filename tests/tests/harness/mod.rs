@@ -41,9 +41,14 @@ pub(crate) async fn attempts(admin: &Admin, hook: &str, count: usize) -> Vec<Val
             .as_array()
             .cloned()
             .unwrap();
-        if log.len() >= count || tokio::time::Instant::now() >= deadline {
+        if log.len() >= count {
             return log;
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {count} attempts logged for {hook}",
+            log.len()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -3,21 +3,17 @@
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{ALLOW, CONNECTION, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
 use crate::body::BodyError;
-use crate::error::json_response;
-use crate::error::{RETRY_UNAVAILABLE_SECS, UNAVAILABLE, store_error, unavailable};
+use crate::transport::{TransportError, json_response, service_failure};
 use crate::wire::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum AdminError {
     /// No endpoint at this path.
     NoRoute,
-    MethodNotAllowed {
-        allow: &'static str,
-    },
     /// No admin token, an unknown or a revoked one (a workspace API key is none).
     Unauthenticated,
     /// An id the path or body names does not exist (or cannot: a malformed id).
@@ -26,31 +22,23 @@ pub(crate) enum AdminError {
     Invalid(String),
     /// The request conflicts with what is stored (a handle connected already).
     Conflict(String),
-    PayloadTooLarge {
-        limit: usize,
-    },
-    /// The body did not all arrive in time (408; the connection closes).
-    BodyTimedOut {
-        after: std::time::Duration,
-    },
-    /// The database is out of reach for now (503 with `Retry-After`).
-    Unavailable,
-    /// A failure of ours; the cause is logged where it happened, never sent.
-    Internal,
+    Transport(TransportError),
+}
+
+impl From<TransportError> for AdminError {
+    fn from(error: TransportError) -> Self {
+        AdminError::Transport(error)
+    }
 }
 
 impl AdminError {
     pub(crate) fn status(&self) -> StatusCode {
         match self {
             AdminError::NoRoute | AdminError::NotFound(_) => StatusCode::NOT_FOUND,
-            AdminError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             AdminError::Unauthenticated => StatusCode::UNAUTHORIZED,
             AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
             AdminError::Conflict(_) => StatusCode::CONFLICT,
-            AdminError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            AdminError::BodyTimedOut { .. } => StatusCode::REQUEST_TIMEOUT,
-            AdminError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            AdminError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            AdminError::Transport(transport) => transport.status(),
         }
     }
 
@@ -59,9 +47,6 @@ impl AdminError {
             AdminError::NoRoute => "No such endpoint. The admin API lives under /admin/v1 \
                 (workspaces, accounts, keys, hooks, events)."
                 .to_owned(),
-            AdminError::MethodNotAllowed { allow } => {
-                format!("Method not allowed on this endpoint; allowed: {allow}.")
-            }
             AdminError::Unauthenticated => "Missing or invalid admin token. Send it as \
                 `Authorization: Bearer <admin token>`; tokens are made with \
                 `hookline admin-token create`."
@@ -69,17 +54,7 @@ impl AdminError {
             AdminError::NotFound(message)
             | AdminError::Invalid(message)
             | AdminError::Conflict(message) => message.clone(),
-            AdminError::PayloadTooLarge { limit } => {
-                format!("The request body is larger than {limit} bytes.")
-            }
-            AdminError::BodyTimedOut { after } => format!(
-                "The request body did not arrive within {} s; send it whole, promptly.",
-                after.as_secs()
-            ),
-            AdminError::Unavailable => UNAVAILABLE.to_owned(),
-            AdminError::Internal => {
-                "Internal error on the service side; retry with backoff.".to_owned()
-            }
+            AdminError::Transport(transport) => transport.message(),
         }
     }
 
@@ -99,16 +74,7 @@ impl AdminError {
             AdminError::Unauthenticated => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            AdminError::MethodNotAllowed { allow } => {
-                headers.insert(ALLOW, HeaderValue::from_static(allow));
-            }
-            AdminError::Unavailable => {
-                headers.insert(RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
-            }
-            // What is left of the body may still come: this connection is done.
-            AdminError::BodyTimedOut { .. } => {
-                headers.insert(CONNECTION, HeaderValue::from_static("close"));
-            }
+            AdminError::Transport(transport) => transport.add_headers(headers),
             _ => {}
         }
         response
@@ -143,8 +109,7 @@ impl From<hookline_app::Error> for AdminError {
                 AdminError::Conflict(format!("{refusal}."))
             }
             Error::Invalid(error) => invalid(&error),
-            other if unavailable(&other, store_error(&other)) => AdminError::Unavailable,
-            _ => AdminError::Internal,
+            other => service_failure(&other, other.is_unavailable()).into(),
         }
     }
 }
@@ -156,28 +121,16 @@ impl From<hookline_auth::Error> for AdminError {
                 tracing::debug!(reason, "admin request refused");
                 AdminError::Unauthenticated
             }
-            hookline_auth::Error::Store(store) if unavailable(&store, Some(&store)) => {
-                AdminError::Unavailable
-            }
-            other => {
-                tracing::error!(error = %other, "admin authentication failed");
-                AdminError::Internal
-            }
+            other => service_failure(&other, other.is_unavailable()).into(),
         }
     }
 }
 
 impl From<BodyError> for AdminError {
     fn from(error: BodyError) -> Self {
-        match error {
-            BodyError::TooLarge { limit } => AdminError::PayloadTooLarge { limit },
-            BodyError::TimedOut { after } => AdminError::BodyTimedOut { after },
-            BodyError::Unreadable => {
-                AdminError::Invalid("The request body could not be read.".into())
-            }
-            BodyError::NotJson(reason) => {
-                AdminError::Invalid(format!("The body is not valid JSON: {reason}."))
-            }
+        match error.input_fault() {
+            Ok(message) => AdminError::Invalid(message),
+            Err(transport) => transport.into(),
         }
     }
 }

@@ -1,13 +1,12 @@
 //! One function per admin endpoint: parse the path and body into domain values,
 //! call one use case, answer the contract's shape.
 
-use hookline_app::{App, WebhookSpec, WebhookUpdate, WorkspaceUpdate};
+use hookline_app::{App, WebhookInput, WorkspaceUpdate};
 use hookline_delivery::Emission;
 use hookline_domain::limits::DEFAULT_SECRET_GRACE_SECONDS;
 use hookline_domain::{
     AccountId, ApiKeyId, ApiKeyStatus, EventId, EventName, IdempotencyKey, KeyName, Plan,
-    PublicUrl, Timestamp, Username, WebhookDescription, WebhookId, WebhookSource, WebhookUrl,
-    WorkspaceId, WorkspaceName, subscribed_events,
+    PublicUrl, Timestamp, Username, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -18,7 +17,7 @@ use serde_json::Value;
 use crate::admin::error::AdminError;
 use crate::admin::input::{Body, page};
 use crate::admin::wire::{Listed, WebhookAdmin, WorkspaceAdmin};
-use crate::error::json_response;
+use crate::transport::json_response;
 use crate::wire::{AccountObject, AttemptObject, KeyCreatedObject, KeyObject, Success};
 
 pub(crate) type Answer = Result<Response<Full<Bytes>>, AdminError>;
@@ -166,38 +165,24 @@ pub(crate) async fn list_hooks(app: &App, ws: &str, query: Option<&str>) -> Answ
     Ok(listed(data, page.next_cursor))
 }
 
-/// The events of a webhook body: `events` (an array) and `event` (a string),
-/// merged; `None` when neither is given.
-fn events(body: &Body) -> Result<Option<Vec<EventName>>, AdminError> {
-    let mut names = body.strings("events")?.unwrap_or_default();
-    if let Some(event) = body.string("event")? {
-        names.push(event);
-    }
-    if names.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(subscribed_events(names)?))
-}
-
-fn webhook_url(app: &App, text: &str) -> Result<WebhookUrl, AdminError> {
-    WebhookUrl::parse(text, app.config().target_policy)
-        .map_err(|error| AdminError::Invalid(format!("`url` is invalid: {error}.")))
+/// A webhook body's fields as the use case takes them: `events` (an array) and
+/// `event` (a string) merged; the rules are app's.
+fn webhook_input(body: &Body) -> Result<WebhookInput<'_>, AdminError> {
+    let mut events = body.strings("events")?.unwrap_or_default();
+    events.extend(body.string("event")?);
+    Ok(WebhookInput {
+        url: body.string("url")?.map(|url| ("url", url)),
+        events,
+        description: body.string("description")?,
+        enabled: body.bool("enabled")?,
+        user_agent: None,
+    })
 }
 
 pub(crate) async fn create_hook(app: &App, ws: &str, body: Value) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
     let body = Body::object(body, &["url", "events", "event", "description"])?;
-    let url = webhook_url(app, body.required_string("url")?)?;
-    let events = events(&body)?.ok_or_else(|| {
-        AdminError::Invalid("`events` (an array) or `event` (a string) is required.".into())
-    })?;
-    let description =
-        WebhookDescription::parse_or_default(body.string("description")?, None, &url)?;
-    let spec = WebhookSpec {
-        url,
-        events,
-        description,
-    };
+    let spec = app.config().webhook_spec(&webhook_input(&body)?)?;
     let created = app
         .create_webhook(id, &spec, WebhookSource::Settings)
         .await?;
@@ -213,18 +198,7 @@ pub(crate) async fn get_hook(app: &App, hook: &str) -> Answer {
 pub(crate) async fn update_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
     let body = Body::object(body, &["url", "events", "event", "description", "enabled"])?;
-    let update = WebhookUpdate {
-        url: body
-            .string("url")?
-            .map(|url| webhook_url(app, url))
-            .transpose()?,
-        events: events(&body)?,
-        description: body
-            .string("description")?
-            .map(WebhookDescription::parse)
-            .transpose()?,
-        enabled: body.bool("enabled")?,
-    };
+    let update = app.config().webhook_change(&webhook_input(&body)?)?;
     let webhook = app.update_webhook(id, &update).await?;
     Ok(ok(StatusCode::OK, Some(WebhookAdmin::listed(&webhook))))
 }

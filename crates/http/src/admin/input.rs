@@ -72,11 +72,19 @@ impl Body {
         }
     }
 
-    /// A whole number from 0 up.
+    /// A whole number from 0 up: `3600`, or `3600.0` (JSON has one kind of number).
     pub(crate) fn unsigned(&self, field: &str) -> Result<Option<u64>, AdminError> {
+        let whole = |value: &Value| {
+            value.as_u64().or_else(|| {
+                let number = value.as_f64()?;
+                // Within u64 and exact: the cast neither saturates nor rounds.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                (number.fract() == 0.0 && (0.0..9.0e15).contains(&number)).then_some(number as u64)
+            })
+        };
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+            Some(value) => whole(value).map(Some).ok_or_else(|| {
                 AdminError::Invalid(format!("`{field}` must be a whole number from 0 up."))
             }),
         }

@@ -9,7 +9,7 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use metrics_exporter_prometheus::PrometheusHandle;
 
-use crate::error::json_response;
+use crate::transport::json_response;
 
 /// An operators' endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

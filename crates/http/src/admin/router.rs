@@ -3,6 +3,7 @@
 use hyper::Method;
 
 use crate::admin::error::AdminError;
+use crate::transport::TransportError;
 
 /// An admin endpoint, with what its path carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +103,7 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<AdminRoute<'a>
     if segments.iter().any(|segment| segment.is_empty()) {
         return Err(AdminError::NoRoute);
     }
-    let not_allowed = |allow| Err(AdminError::MethodNotAllowed { allow });
+    let not_allowed = |allow| Err(AdminError::from(TransportError::MethodNotAllowed { allow }));
     match (method, segments.as_slice()) {
         (&Method::GET, ["workspaces"]) => Ok(ListWorkspaces),
         (&Method::POST, ["workspaces"]) => Ok(CreateWorkspace),
@@ -262,13 +263,14 @@ mod tests {
     fn wrong_methods_name_the_allowed_ones_and_the_rest_is_not_found() {
         assert_eq!(
             route(&Method::PUT, "/admin/v1/hooks/h"),
-            Err(AdminError::MethodNotAllowed {
+            Err(TransportError::MethodNotAllowed {
                 allow: "GET, PATCH, DELETE"
-            })
+            }
+            .into())
         );
         assert_eq!(
             route(&Method::GET, "/admin/v1/workspaces/w/events"),
-            Err(AdminError::MethodNotAllowed { allow: "POST" })
+            Err(TransportError::MethodNotAllowed { allow: "POST" }.into())
         );
         for path in [
             "/",

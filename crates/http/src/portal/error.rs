@@ -4,85 +4,68 @@
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::header::{ALLOW, CONNECTION, HeaderValue, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 
 use crate::body::BodyError;
-use crate::error::{RETRY_UNAVAILABLE_SECS, UNAVAILABLE, store_error, unavailable};
 use crate::portal::pages;
+use crate::transport::{TransportError, UNAVAILABLE, service_failure};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PortalError {
     /// No such page, or an id that is not this workspace's: they look the same.
     NotFound,
-    MethodNotAllowed {
-        allow: &'static str,
-    },
     /// No session, or a link or session that opens nothing: expired, forged, of
     /// another workspace. The page names no workspace.
     Refused,
     /// A form sent from another site (its `Origin`), or without this session's
     /// CSRF token.
     ForeignForm,
-    TooLarge {
-        limit: usize,
-    },
-    BodyTimedOut,
     /// The body broke off.
     Unreadable,
-    /// The database is out of reach for now.
-    Unavailable,
-    /// A failure of ours; the cause is logged where it happened.
-    Internal,
+    Transport(TransportError),
+}
+
+impl From<TransportError> for PortalError {
+    fn from(error: TransportError) -> Self {
+        PortalError::Transport(error)
+    }
 }
 
 impl PortalError {
     fn status(&self) -> StatusCode {
         match self {
             PortalError::NotFound => StatusCode::NOT_FOUND,
-            PortalError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             PortalError::Refused | PortalError::ForeignForm => StatusCode::FORBIDDEN,
-            PortalError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            PortalError::BodyTimedOut => StatusCode::REQUEST_TIMEOUT,
             PortalError::Unreadable => StatusCode::BAD_REQUEST,
-            PortalError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            PortalError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            PortalError::Transport(transport) => transport.status(),
         }
     }
 
     /// The page; the portal's headers are added by the caller, as on every page.
     pub(crate) fn into_response(self) -> Response<Full<Bytes>> {
         let page = match &self {
-            PortalError::NotFound | PortalError::MethodNotAllowed { .. } => pages::not_found(),
+            PortalError::NotFound
+            | PortalError::Transport(TransportError::MethodNotAllowed { .. }) => pages::not_found(),
             PortalError::Refused => pages::refused(),
             PortalError::ForeignForm => pages::failure(
                 "This form did not come from this Settings page, so nothing was changed. \
                  Open the page again and send the form from there.",
             ),
-            PortalError::TooLarge { limit } => pages::failure(&format!(
-                "The form is larger than {limit} bytes; nothing was changed."
-            )),
-            PortalError::BodyTimedOut | PortalError::Unreadable => {
+            PortalError::Transport(TransportError::PayloadTooLarge { limit }) => pages::failure(
+                &format!("The form is larger than {limit} bytes; nothing was changed."),
+            ),
+            PortalError::Transport(TransportError::BodyTimedOut { .. })
+            | PortalError::Unreadable => {
                 pages::failure("The form did not arrive whole; nothing was changed. Send it again.")
             }
-            PortalError::Unavailable => pages::failure(UNAVAILABLE),
-            PortalError::Internal => pages::failure(
+            PortalError::Transport(TransportError::Unavailable) => pages::failure(UNAVAILABLE),
+            PortalError::Transport(TransportError::Internal) => pages::failure(
                 "Something failed on our side; nothing was changed. Try again in a moment.",
             ),
         };
         let mut response = super::html(self.status(), page);
-        let headers = response.headers_mut();
-        match self {
-            PortalError::MethodNotAllowed { allow } => {
-                headers.insert(ALLOW, HeaderValue::from_static(allow));
-            }
-            PortalError::Unavailable => {
-                headers.insert(RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
-            }
-            PortalError::BodyTimedOut => {
-                headers.insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            _ => {}
+        if let PortalError::Transport(transport) = &self {
+            transport.add_headers(response.headers_mut());
         }
         response
     }
@@ -101,8 +84,10 @@ pub(crate) fn form_message(error: hookline_app::Error) -> Result<String, PortalE
     }
 }
 
-/// A rule's words as a sentence: capitalised, with a full stop.
+/// A rule's words as a sentence: capitalised, with a full stop, without the
+/// backticks the APIs put around a field's name.
 pub(crate) fn sentence(text: &str) -> String {
+    let text = text.replace('`', "");
     let mut chars = text.chars();
     let mut sentence: String = chars
         .next()
@@ -120,18 +105,16 @@ impl From<hookline_app::Error> for PortalError {
             hookline_app::Error::Refused(hookline_domain::Refusal::NotFound { .. }) => {
                 PortalError::NotFound
             }
-            other if unavailable(&other, store_error(&other)) => PortalError::Unavailable,
-            _ => PortalError::Internal,
+            other => service_failure(&other, other.is_unavailable()).into(),
         }
     }
 }
 
 impl From<BodyError> for PortalError {
     fn from(error: BodyError) -> Self {
-        match error {
-            BodyError::TooLarge { limit } => PortalError::TooLarge { limit },
-            BodyError::TimedOut { .. } => PortalError::BodyTimedOut,
-            BodyError::Unreadable | BodyError::NotJson(_) => PortalError::Unreadable,
+        match error.input_fault() {
+            Ok(_) => PortalError::Unreadable,
+            Err(transport) => transport.into(),
         }
     }
 }

@@ -1,10 +1,8 @@
 //! Form bodies and queries (`application/x-www-form-urlencoded`) read into what
 //! the use cases take. A form that fails keeps what was typed: the page shows it again.
 
-use hookline_app::{WebhookSpec, WebhookUpdate};
-use hookline_domain::{
-    EventName, TargetPolicy, Timestamp, WebhookDescription, WebhookUrl, subscribed_events,
-};
+use hookline_app::{AppConfig, WebhookInput, WebhookSpec, WebhookUpdate};
+use hookline_domain::Timestamp;
 
 /// A form's fields (or a query's parameters) in order; a name may repeat
 /// (checkboxes).
@@ -67,27 +65,25 @@ impl HookForm {
         }
     }
 
-    fn parts(&self, policy: TargetPolicy) -> hookline_domain::Result<(WebhookUrl, Vec<EventName>)> {
-        let url = WebhookUrl::parse(&self.url, policy)?;
-        let events = subscribed_events(self.events.iter().map(String::as_str))?;
-        Ok((url, events))
+    /// What was typed, as the use case takes it.
+    fn input(&self) -> WebhookInput<'_> {
+        WebhookInput {
+            url: Some(("url", &self.url)),
+            events: self.events.iter().map(String::as_str).collect(),
+            description: Some(&self.description),
+            enabled: None,
+            user_agent: None,
+        }
     }
 
     /// A new webhook; a blank description becomes the URL's host.
-    pub(crate) fn spec(&self, policy: TargetPolicy) -> hookline_domain::Result<WebhookSpec> {
-        let (url, events) = self.parts(policy)?;
-        let description =
-            WebhookDescription::parse_or_default(Some(&self.description), None, &url)?;
-        Ok(WebhookSpec {
-            url,
-            events,
-            description,
-        })
+    pub(crate) fn spec(&self, config: &AppConfig) -> hookline_app::Result<WebhookSpec> {
+        config.webhook_spec(&self.input())
     }
 
     /// Every field set as typed; a blank description becomes the URL's host.
-    pub(crate) fn update(&self, policy: TargetPolicy) -> hookline_domain::Result<WebhookUpdate> {
-        let spec = self.spec(policy)?;
+    pub(crate) fn update(&self, config: &AppConfig) -> hookline_app::Result<WebhookUpdate> {
+        let spec = self.spec(config)?;
         Ok(WebhookUpdate {
             url: Some(spec.url),
             events: Some(spec.events),
@@ -130,6 +126,8 @@ impl RecoverForm {
 
 #[cfg(test)]
 mod tests {
+    use hookline_domain::EventName;
+
     use super::*;
 
     #[test]
@@ -142,7 +140,7 @@ mod tests {
         let form = HookForm::typed(&fields);
         assert_eq!(form.events, ["dm.sent", "link.clicked"]);
         assert_eq!(form.description, "a b");
-        let spec = form.spec(TargetPolicy::PublicOnly).unwrap();
+        let spec = form.spec(&AppConfig::default()).unwrap();
         assert_eq!(spec.events, [EventName::DmSent, EventName::LinkClicked]);
     }
 
@@ -152,7 +150,7 @@ mod tests {
             url: "https://a.example".into(),
             ..HookForm::default()
         };
-        let error = no_events.spec(TargetPolicy::PublicOnly).unwrap_err();
+        let error = no_events.spec(&AppConfig::default()).unwrap_err();
         assert!(error.to_string().contains("at least one event"), "{error}");
         let http = HookForm {
             url: "http://a.example".into(),
@@ -160,7 +158,7 @@ mod tests {
             ..HookForm::default()
         };
         assert!(
-            http.spec(TargetPolicy::PublicOnly)
+            http.spec(&AppConfig::default())
                 .unwrap_err()
                 .to_string()
                 .contains("https")

@@ -21,10 +21,10 @@ mod forms;
 mod pages;
 mod router;
 
-use hookline_app::{App, PageRequest, PortalSession, Settings};
+use hookline_app::{App, AppConfig, PageRequest, PortalSession, Settings};
 use hookline_domain::{
-    ApiKeyId, EventId, EventName, KeyName, PublicUrl, TargetPolicy, Timestamp, WebhookId,
-    WorkspaceId, limits::DEFAULT_SECRET_GRACE_SECONDS,
+    ApiKeyId, EventId, EventName, KeyName, PublicUrl, Timestamp, WebhookId, WorkspaceId,
+    limits::DEFAULT_SECRET_GRACE_SECONDS,
 };
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -42,6 +42,7 @@ use crate::portal::error::{PortalError, form_message};
 use crate::portal::forms::{Fields, HookForm, RecoverForm};
 use crate::portal::pages::{Flash, Frame, HookPage};
 use crate::portal::router::{Asset, HookAction, NoPage, PortalRoute, SessionPage};
+use crate::transport::TransportError;
 
 const SEC_FETCH_SITE: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("sec-fetch-site");
@@ -150,7 +151,7 @@ impl Portal {
             Err(NoPage::NotFound) => (crate::server::UNMATCHED, Err(PortalError::NotFound)),
             Err(NoPage::MethodNotAllowed { allow }) => (
                 crate::server::UNMATCHED,
-                Err(PortalError::MethodNotAllowed { allow }),
+                Err(TransportError::MethodNotAllowed { allow }.into()),
             ),
             Ok(route) => (route.name(), self.page(route, request).await),
         };
@@ -187,7 +188,7 @@ impl Portal {
         let act = Act {
             settings: self.app.settings(workspace),
             frame: Frame { session: &session },
-            policy: self.app.config().target_policy,
+            config: self.app.config(),
         };
         match page {
             SessionPage::Home => Ok(see_other(&format!("{}keys", act.frame.base()))),
@@ -256,7 +257,7 @@ impl Portal {
             "{COOKIE_NAME}={value}; Path=/settings/{workspace}/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"
         );
         // A token is base64url: always a valid header value.
-        HeaderValue::from_str(&cookie).map_err(|_| PortalError::Internal)
+        HeaderValue::from_str(&cookie).map_err(|_| PortalError::from(TransportError::Internal))
     }
 
     /// A form's fields, once its origin and CSRF token are this session's.
@@ -317,7 +318,7 @@ fn notice(query: &Fields) -> Flash {
 struct Act<'a> {
     settings: Settings<'a>,
     frame: Frame<'a>,
-    policy: TargetPolicy,
+    config: &'a AppConfig,
 }
 
 impl Act<'_> {
@@ -375,9 +376,9 @@ impl Act<'_> {
 
     async fn create_hook(&self, fields: &Fields) -> Answer {
         let typed = HookForm::typed(fields);
-        let created = match typed.spec(self.policy) {
+        let created = match typed.spec(self.config) {
             Ok(spec) => self.settings.create_webhook(&spec).await,
-            Err(invalid) => Err(invalid.into()),
+            Err(invalid) => Err(invalid),
         };
         match created {
             Ok(created) => Ok(html(
@@ -462,9 +463,9 @@ impl Act<'_> {
         let (outcome, typed): (hookline_app::Result<String>, Option<Failed>) = match action {
             HookAction::Edit => {
                 let typed = HookForm::typed(fields);
-                let outcome = match typed.update(self.policy) {
+                let outcome = match typed.update(self.config) {
                     Ok(update) => settings.update_webhook(id, &update).await,
-                    Err(invalid) => Err(invalid.into()),
+                    Err(invalid) => Err(invalid),
                 };
                 (outcome.map(|_| "saved".into()), Some(Failed::Edit(typed)))
             }

@@ -118,7 +118,7 @@ impl Accounts {
     }
 
     /// The accounts connected to the workspace now, in the order they were connected.
-    /// Concurrent callers share one query (see `loader.rs`).
+    /// Concurrent callers share one query (`hookline-batch`).
     pub async fn connected(&self, workspace_id: WorkspaceId) -> Result<Vec<Account>> {
         Ok(self.coalesced().submit(workspace_id).await?)
     }

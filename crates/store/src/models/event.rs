@@ -74,7 +74,7 @@ impl Events {
     /// delivery and then loses it with the webhook, or does not get it: never a
     /// delivery to a webhook that is gone.
     ///
-    /// Concurrent calls share one transaction (see `loader.rs`): each returns once
+    /// Concurrent calls share one transaction (`hookline-batch`): each returns once
     /// the transaction holding its event committed. An event of an unknown workspace
     /// fails alone; a failing transaction fails every event in it, none stored.
     ///
@@ -252,10 +252,7 @@ impl Events {
                     .execute(conn)
                     .await?;
             }
-            if queued > 0 {
-                conn.notify_workers().await?;
-            }
-            Ok(queued)
+            Ok(conn.notify_if_queued(queued).await?)
         })?;
         Ok(u64::try_from(queued).unwrap_or(0))
     }
@@ -276,10 +273,7 @@ impl Events {
                 .set(send_again(now))
                 .execute(conn)
                 .await?;
-            if queued > 0 {
-                conn.notify_workers().await?;
-            }
-            Ok(queued)
+            Ok(conn.notify_if_queued(queued).await?)
         })?;
         Ok(u64::try_from(queued).unwrap_or(0))
     }
@@ -424,6 +418,15 @@ pub(crate) trait InsertOutbox {
     /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
     /// SQLite, whose workers poll.
     async fn notify_workers(&mut self) -> QueryResult<()>;
+
+    /// [`InsertOutbox::notify_workers`] when `queued` deliveries were sent again;
+    /// answers `queued`.
+    async fn notify_if_queued(&mut self, queued: usize) -> QueryResult<usize> {
+        if queued > 0 {
+            self.notify_workers().await?;
+        }
+        Ok(queued)
+    }
 
     /// Claims an idempotency key for an event: inserts it, or takes over a row
     /// whose window has ended; answers `None` when the claim is this event's, else

@@ -57,7 +57,7 @@ pub(crate) fn timestamp(millis: i64, what: &'static str) -> Result<Timestamp> {
 }
 
 /// Rows as domain values, grouped by workspace, each group in row order: the
-/// answer of a coalesced read (`loader.rs`).
+/// answer of a coalesced read (`hookline-batch`).
 pub(crate) fn by_workspace<R, T>(
     rows: Vec<R>,
     into_domain: fn(R) -> Result<T>,

@@ -301,7 +301,7 @@ impl Queue {
         };
         if rows.iter().all(|row| row.gone.is_none()) {
             // No 410 to act on: recording alone, atomic without a transaction of
-            // ours on PostgreSQL (see `Dialect::record_outcomes_atomically`).
+            // ours on PostgreSQL (see `QueueSql::record_outcomes_atomically`).
             let recorded = write_conn!(self.db, |conn| conn
                 .record_outcomes_atomically(rows)
                 .await?);
@@ -333,27 +333,6 @@ impl Queue {
             }
             Ok(recorded)
         })
-    }
-
-    /// Disables the webhooks whose every attempt has failed since before `cutoff`
-    /// (the reason `failing`; their pending deliveries cancelled). Answers them.
-    pub async fn disable_failing(&self, cutoff: Timestamp) -> Result<Vec<WebhookId>> {
-        let now = Timestamp::now().unix_millis();
-        let ids: Vec<String> = write_tx!(self.db, |conn| {
-            let ids: Vec<String> = webhooks::table
-                .filter(webhooks::enabled.eq(true))
-                .filter(webhooks::failing_since.le(cutoff.unix_millis()))
-                .select(webhooks::id)
-                .load(conn)
-                .await?;
-            for id in &ids {
-                disable_webhook!(conn, id, DisabledReason::Failing, now);
-            }
-            Ok(ids)
-        })?;
-        ids.iter()
-            .map(|id| id.parse().stored("webhook id"))
-            .collect()
     }
 
     /// Keeps each webhook's run of failures (`failing_since`) as the outcomes say:

@@ -14,14 +14,17 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::{AsyncConnection as _, RunQueryDsl};
 use hookline_domain::{
-    EventId, EventName, HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT, Timestamp,
+    DisabledReason, EventId, EventName, HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT, Timestamp,
+    WebhookId,
 };
 
 use crate::db::Db;
+use crate::error::Stored as _;
+use crate::models::webhook::disable_webhook;
 use crate::partitions::{self, Answer, Name};
-use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn};
+use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{Bind, Prepared, bind, prepared};
-use crate::schema::{event_samples, idempotency_keys, portal_links, workspaces};
+use crate::schema::{event_samples, idempotency_keys, portal_links, webhooks, workspaces};
 use crate::text_in::json_string_array;
 use crate::{Backend, Result};
 
@@ -340,6 +343,27 @@ impl Upkeep {
         }
     }
 
+    /// Disables the webhooks whose every attempt has failed since before `cutoff`
+    /// (the reason `failing`; their pending deliveries cancelled). Answers them.
+    pub async fn disable_failing(&self, cutoff: Timestamp) -> Result<Vec<WebhookId>> {
+        let now = Timestamp::now().unix_millis();
+        let ids: Vec<String> = write_tx!(self.db, |conn| {
+            let ids: Vec<String> = webhooks::table
+                .filter(webhooks::enabled.eq(true))
+                .filter(webhooks::failing_since.le(cutoff.unix_millis()))
+                .select(webhooks::id)
+                .load(conn)
+                .await?;
+            for id in &ids {
+                disable_webhook!(conn, id, DisabledReason::Failing, now);
+            }
+            Ok(ids)
+        })?;
+        ids.iter()
+            .map(|id| id.parse().stored("webhook id"))
+            .collect()
+    }
+
     /// Forgets the Settings portal links that expired before `now`; answers how
     /// many.
     pub async fn delete_expired_portal_links(&self, now: Timestamp) -> Result<usize> {
@@ -589,6 +613,12 @@ macro_rules! prune_samples_sql {
     };
 }
 
+/// A prune of the samples ([`prune_samples_sql!`]) with its parameters: `$1` the
+/// workspaces, as the dialect binds a list, `$2` [`SAMPLES_KEPT`].
+fn prune_statement<Ids>(sql: &'static str, workspaces: Ids) -> Prepared<(Ids, Bind<BigInt, i64>)> {
+    prepared(sql).binds((workspaces, bind(i64::from(SAMPLES_KEPT))))
+}
+
 impl HistorySql for SqliteConn {
     async fn newest_before(
         &mut self,
@@ -611,13 +641,12 @@ impl HistorySql for SqliteConn {
     }
 
     async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize> {
-        prepared(prune_samples_sql!("IN (SELECT value FROM json_each($1))"))
-            .binds((
-                bind::<Text, _>(json_string_array(workspaces)),
-                bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
-            ))
-            .execute(self)
-            .await
+        prune_statement(
+            prune_samples_sql!("IN (SELECT value FROM json_each($1))"),
+            bind::<Text, _>(json_string_array(workspaces)),
+        )
+        .execute(self)
+        .await
     }
 
     async fn forget_events(
@@ -657,13 +686,12 @@ impl HistorySql for PgConn {
 
     async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize> {
         use diesel::pg::sql_types::Array;
-        prepared(prune_samples_sql!("= ANY($1::text[])"))
-            .binds((
-                bind::<Array<Text>, _>(workspaces),
-                bind::<BigInt, _>(i64::from(SAMPLES_KEPT)),
-            ))
-            .execute(self)
-            .await
+        prune_statement(
+            prune_samples_sql!("= ANY($1::text[])"),
+            bind::<Array<Text>, _>(workspaces),
+        )
+        .execute(self)
+        .await
     }
 
     async fn forget_events(

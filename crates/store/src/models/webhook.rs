@@ -218,7 +218,7 @@ impl Webhooks {
     }
 
     /// Every webhook of the workspace, oldest first. Concurrent callers share one
-    /// query (see `loader.rs`).
+    /// query (`hookline-batch`).
     pub async fn list(&self, workspace_id: WorkspaceId) -> Result<Vec<Webhook>> {
         Ok(self.coalesced().submit(workspace_id).await?)
     }
