@@ -858,15 +858,18 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
             .unwrap()
             .starts_with("HTTP/1.1 200")
     );
-    // Another program takes the database's write lock and keeps it for 8 s.
-    let script = "import sqlite3, sys, time\n\
+    // Another program takes the database's write lock and keeps it until told to
+    // let go: however long hookline's own writers queue before this request's turn,
+    // the lock is still held when it comes.
+    let script = "import sqlite3, sys\n\
         c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
         c.execute('BEGIN EXCLUSIVE')\n\
         print('locked', flush=True)\n\
-        time.sleep(8)\n\
+        sys.stdin.readline()\n\
         c.execute('COMMIT')\n";
     let mut locker = Command::new("python3")
         .args(["-c", script, &path])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -875,12 +878,15 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
     assert_eq!(said.next_line().await.unwrap().as_deref(), Some("locked"));
     // Every request counts in its key's window, a write: it waits out SQLite's
     // busy timeout, then hears 503 with Retry-After.
-    let answer = tokio::time::timeout(Duration::from_secs(25), get(addr, "/api/v1/me", &key))
+    let answer = tokio::time::timeout(Duration::from_secs(60), get(addr, "/api/v1/me", &key))
         .await
         .expect("an answer, not a hang")
         .unwrap();
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.to_lowercase().contains("retry-after: 5"), "{answer}");
+    let mut release = locker.stdin.take().unwrap();
+    release.write_all(b"release\n").await.unwrap();
+    drop(release);
     assert!(locker.wait().await.unwrap().success());
     assert!(
         get(addr, "/api/v1/me", &key)
