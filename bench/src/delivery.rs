@@ -269,6 +269,7 @@ async fn baseline(
         TargetPolicy::AllowPrivate,
         Duration::from_secs(15),
         Some(receiver.ca_file()),
+        None,
     )?;
     let permits = Arc::new(Semaphore::new(concurrency));
     let mut tasks = Vec::with_capacity(bodies.len() * urls.len());
@@ -280,7 +281,7 @@ async fn baseline(
             let body = Bytes::from(body.clone());
             tasks.push(tokio::spawn(async move {
                 let headers = [("content-type", "application/json".to_owned())];
-                let response = client.post(&url, &headers, body).await;
+                let response = client.post(&url, &headers, &[], body).await;
                 drop(permit);
                 response.status.is_some_and(|status| status.is_success())
             }));

@@ -5,6 +5,9 @@
 //! HTTP/2 and HTTP/1.1 by ALPN like real receivers, records every request, and
 //! answers from a script (status, delay, `Retry-After`) or else `200`. Point
 //! `HOOKLINE_TLS_EXTRA_ROOTS` / `DeliveryConfig::extra_roots` at [`Receiver::ca_file`].
+//!
+//! Beside it: [`ConnectProxy`], an egress proxy as companies run them, and
+//! [`BlackHole`], a receiver that never answers.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -348,5 +351,114 @@ impl BlackHole {
 impl Drop for BlackHole {
     fn drop(&mut self) {
         self.server.abort();
+    }
+}
+
+/// A small HTTP egress proxy, as smokescreen is to deliveries: it records the
+/// target of each `CONNECT` and either opens the tunnel (the bytes pass as they
+/// are, TLS included) or refuses it with 403. Stops when dropped.
+#[derive(Debug)]
+pub struct ConnectProxy {
+    addr: SocketAddr,
+    asked: Arc<Mutex<Vec<String>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl ConnectProxy {
+    /// A proxy that opens every tunnel asked for.
+    ///
+    /// # Panics
+    /// When no port can be had.
+    pub async fn start() -> ConnectProxy {
+        ConnectProxy::listen(false).await
+    }
+
+    /// A proxy that refuses every tunnel (its allow-list holds nothing).
+    ///
+    /// # Panics
+    /// When no port can be had.
+    pub async fn refusing() -> ConnectProxy {
+        ConnectProxy::listen(true).await
+    }
+
+    async fn listen(refuse: bool) -> ConnectProxy {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("its address");
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&asked);
+        let server = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(tunnel(client, refuse, Arc::clone(&recorded)));
+            }
+        });
+        ConnectProxy {
+            addr,
+            asked,
+            server,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`, for `HOOKLINE_EGRESS_PROXY`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The `host:port` of every `CONNECT`, in order.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for ConnectProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// One client of the proxy: its `CONNECT`, then the tunnel or the refusal.
+async fn tunnel(mut client: tokio::net::TcpStream, refuse: bool, asked: Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match client.read(&mut byte).await {
+            Ok(1) if head.len() < 8192 => head.push(byte[0]),
+            _ => return,
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut words = text.split(' ');
+    let (Some("CONNECT"), Some(target)) = (words.next(), words.next()) else {
+        let _ = client
+            .write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+            .await;
+        return;
+    };
+    let target = target.to_owned();
+    asked
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(target.clone());
+    if refuse {
+        let _ = client
+            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            .await;
+        return;
+    }
+    let Ok(mut upstream) = tokio::net::TcpStream::connect(target.as_str()).await else {
+        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+        return;
+    };
+    if client
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await
+        .is_ok()
+    {
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
     }
 }

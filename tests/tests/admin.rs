@@ -317,8 +317,17 @@ backend_tests! {
         assert_eq!((data["enabled"].as_bool(), data["disabledReason"].is_null()), (Some(true), true));
         assert_eq!((data["url"].as_str(), data["description"].as_str()), (Some("https://b.example.com/"), Some("New")));
         assert_eq!(data["events"], json!(["link.clicked", "dm.sent"]));
+        // Headers: their values in the answer that set them, then hidden.
+        let with_headers = admin.call(Method::PATCH, &path, Some(json!({"headers": {"X-Auth": "gateway-key"}}))).await;
+        assert_eq!(with_headers.body["data"]["headers"], json!({"X-Auth": "gateway-key"}), "{}", with_headers.body);
+        assert_eq!(admin.get(&path).await.body["data"]["headers"], json!({"X-Auth": "••••"}));
+        let made = admin.post(&hooks, json!({"url": "https://c.example.com/", "event": "dm.sent", "headers": {"X-Key": "k"}})).await;
+        assert_eq!(made.body["data"]["headers"], json!({"X-Key": "k"}), "{}", made.body);
+        assert_eq!(admin.call(Method::DELETE, &format!("/admin/v1/hooks/{}", made.body["data"]["id"].as_str().unwrap()), None).await.status, StatusCode::OK);
         // Bad input changes nothing.
         for (body, says) in [
+            (json!({"headers": {"Host": "evil.example.com"}}), "`Host` is set by hookline"),
+            (json!({"headers": {"X-Auth": ""}}), "the value of `X-Auth`"),
             (json!({"url": "http://b.example.com/"}), "`url`"),
             (json!({"url": "https://10.0.0.1/"}), "private"),
             (json!({"events": ["dm.read"]}), "dm.read"),
@@ -328,6 +337,7 @@ backend_tests! {
             assert_error(&admin.call(Method::PATCH, &path, Some(body)).await, StatusCode::BAD_REQUEST, says);
         }
         assert_eq!(admin.get(&path).await.body["data"]["url"], "https://b.example.com/");
+        assert_eq!(admin.get(&path).await.body["data"]["headers"], json!({"X-Auth": "••••"}));
         // Both sources are listed; the 11th webhook is refused.
         for n in 1..10 {
             let made = admin.post(&hooks, json!({"url": format!("https://h{n}.example.com/"), "event": "dm.sent"})).await;

@@ -309,6 +309,7 @@ backend_tests! {
             let description = hookline_domain::WebhookDescription::parse("From Settings").unwrap();
             api.store.webhooks().create(hookline_store::NewWebhook {
                 workspace_id: ws, url: &url, events: &[EventName::DmFailed], description: &description,
+                headers: &hookline_domain::WebhookHeaders::default(),
                 source: hookline_domain::WebhookSource::Settings,
                 secret: &hookline_auth::generate_webhook_secret().unwrap(),
             }).await.unwrap()
@@ -328,7 +329,7 @@ backend_tests! {
         assert_eq!(data["description"], "Zapier");
         let secret = data["secret"].as_str().unwrap().to_owned();
         assert!(secret.starts_with("whsec_"));
-        assert_eq!(data.as_object().unwrap().len(), 7);
+        assert_eq!(data.as_object().unwrap().len(), 7, "no `headers` while it has none");
 
         let described = api.post("/api/v1/hooks", &key,
             json!({"url": "https://n8n.example.com/webhook", "event": "bio.subscribed", "description": "Newsletter"})).await;
@@ -371,6 +372,61 @@ backend_tests! {
         let reply = api.delete(&format!("/api/v1/hooks/{settings_id}"), &other_key).await;
         assert_eq!(reply.status, StatusCode::OK);
         assert!(api.store.webhooks().get(settings_made.id).await.unwrap().is_some());
+        api.stop().await;
+    }
+
+    async fn hooks_carry_their_own_headers_shown_only_when_set(db) {
+        let api = Api::start(db).await;
+        let (ws, key) = api.workspace_with_key(Plan::Studio).await;
+        let created = api.post("/api/v1/hooks", &key, json!({"url": "https://n8n.example.com/webhook/1", "event": "dm.sent",
+            "headers": {"X-Auth": "s3cret-one", "X-Tenant": "acme"}})).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        assert_eq!(created.body["data"]["headers"], json!({"X-Auth": "s3cret-one", "X-Tenant": "acme"}), "shown once, when set");
+        let id = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let path = format!("/api/v1/hooks/{id}");
+        let hidden = json!({"X-Auth": "••••", "X-Tenant": "••••"});
+        assert_eq!(api.get(&path, &key).await.body["data"]["headers"], hidden);
+        let listed = api.get("/api/v1/hooks", &key).await;
+        assert_eq!(listed.body["data"][0]["headers"], hidden);
+        assert!(!listed.body.to_string().contains("s3cret"));
+
+        // PATCH: the fields given change; headers given replace them all.
+        let patch = |body: Value| api.send(Api::request(Method::PATCH, &path, Some(&key), &body.to_string()));
+        let changed = patch(json!({"headers": {"X-Auth": "s3cret-two"}, "description": "n8n prod"})).await;
+        assert_eq!(changed.status, StatusCode::OK, "{}", changed.body);
+        assert_eq!(changed.body["data"]["headers"], json!({"X-Auth": "s3cret-two"}));
+        assert_eq!(changed.body["data"]["description"], "n8n prod");
+        assert_eq!(changed.body["data"]["events"], json!(["dm.sent"]), "kept");
+        let events_only = patch(json!({"events": ["link.clicked"]})).await;
+        assert_eq!(events_only.body["data"]["headers"], json!({"X-Auth": "••••"}), "kept, hidden");
+        let stored = api.store.webhooks().get(id.parse().unwrap()).await.unwrap().unwrap();
+        assert_eq!(stored.header_names, ["X-Auth"]);
+
+        // Broken rules change nothing and say which header.
+        for (headers, says) in [
+            (json!({"Content-Type": "text/plain"}), "`Content-Type` is set by hookline"),
+            (json!({"webhook-id": "x"}), "`webhook-id` is set by hookline"),
+            (json!({"X Auth": "x"}), "is not a header name"),
+            (json!({"X-Auth": "line\nbreak"}), "the value of `X-Auth`"),
+            (json!({"X-Auth": 1}), "the value of `X-Auth` must be a string"),
+            (json!(["X-Auth: x"]), "`headers` must be an object"),
+        ] {
+            let refused = patch(json!({"headers": headers})).await;
+            assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{headers}: {}", refused.body);
+            assert!(refused.body["error"].as_str().unwrap().contains(says), "{}", refused.body);
+        }
+        let eleven: serde_json::Map<String, Value> = (0..11).map(|n| (format!("X-H{n}"), json!("v"))).collect();
+        let refused = api.post("/api/v1/hooks", &key, json!({"url": "https://a.example.com/", "event": "dm.sent", "headers": eleven})).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        assert!(refused.body["error"].as_str().unwrap().contains("at most 10"), "{}", refused.body);
+        assert_eq!(api.store.webhooks().get(id.parse().unwrap()).await.unwrap().unwrap().header_names, ["X-Auth"]);
+
+        // `{}` removes them; another workspace's webhook is not found.
+        assert!(patch(json!({"headers": {}})).await.body["data"].get("headers").is_none());
+        let (_, other_key) = api.workspace_with_key(Plan::Studio).await;
+        let other = api.send(Api::request(Method::PATCH, &path, Some(&other_key), &json!({"description": "x"}).to_string())).await;
+        assert_eq!(other.status, StatusCode::NOT_FOUND);
+        assert_eq!(api.store.webhooks().list(ws).await.unwrap()[0].description.as_str(), "n8n prod");
         api.stop().await;
     }
 
@@ -491,7 +547,7 @@ backend_tests! {
         for (method, path, allow) in [
             (Method::POST, "/api/v1/me", "GET"),
             (Method::PATCH, "/api/v1/hooks", "GET, POST"),
-            (Method::PUT, "/api/v1/hooks/wh_1", "GET, DELETE"),
+            (Method::PUT, "/api/v1/hooks/wh_1", "GET, PATCH, DELETE"),
             (Method::POST, "/api/v1/events/dm.sent/sample", "GET"),
         ] {
             let reply = api.send(Api::request(method, path, Some(&key), "")).await;

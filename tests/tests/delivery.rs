@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use hookline_delivery::{DeliveryConfig, Isolation, Outbox, RetrySchedule, Worker};
+use hookline_delivery::{DeliveryConfig, EgressProxy, Isolation, Outbox, RetrySchedule, Worker};
 use hookline_domain::{Delivery, DeliveryState};
-use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookSource};
-use hookline_store::Store;
+use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookHeaders, WebhookSource};
+use hookline_store::{Store, WebhookChange};
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
-use hookline_tests::{BlackHole, Receiver, Reply, free_addr};
+use hookline_tests::{BlackHole, ConnectProxy, Receiver, Reply, free_addr};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -314,6 +314,95 @@ backend_tests! {
             assert!(error.contains("refused") && error.contains("private"), "{error}");
         }
         assert!(receiver.received().is_empty(), "a private target was reached");
+        running.stop().await;
+    }
+
+    async fn a_webhooks_own_headers_go_with_each_delivery_and_nowhere_else(db) {
+        let receiver = Receiver::start().await;
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, secret) = db.webhook(ws, &receiver.url("/in"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let headers = WebhookHeaders::parse([("X-Auth", "n8n-header-secret"), ("x-tenant", "acme")]).unwrap();
+        let change = WebhookChange { headers: Some(&headers), ..WebhookChange::default() };
+        db.store().webhooks().update(hook.id, change).await.unwrap();
+        let running = start(db.store(), config(&receiver));
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let received = receiver.wait_for(1, WAIT).await;
+        assert_eq!(received[0].headers["x-auth"], "n8n-header-secret");
+        assert_eq!(received[0].headers["x-tenant"], "acme");
+        let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
+        verifier.verify(&received[0].body, &received[0].headers).expect("still verifies");
+        deliveries_when(db.store(), emitted.payload.id, settled).await;
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
+        assert!(!format!("{log:?}").contains("n8n-header-secret"));
+        let listed = db.store().webhooks().list(ws).await.unwrap();
+        assert_eq!(listed[0].header_names, ["X-Auth", "x-tenant"]);
+        assert!(!format!("{listed:?}").contains("n8n-header-secret"));
+        running.stop().await;
+    }
+
+    async fn deliveries_go_through_the_egress_proxy_with_tls_end_to_end(db) {
+        let receiver = Receiver::start().await;
+        let proxy = ConnectProxy::start().await;
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, secret) = db.webhook(ws, &receiver.url("/in"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let egress_proxy = Some(proxy.url().parse::<EgressProxy>().unwrap());
+        let running = start(db.store(), DeliveryConfig { egress_proxy, ..config(&receiver) });
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({"messageId": "m_1"})).await.unwrap();
+        // The receiver's own certificate answered through the tunnel: TLS ran end to end.
+        let received = receiver.wait_for(1, WAIT).await;
+        let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
+        verifier.verify(&received[0].body, &received[0].headers).expect("standardwebhooks verifies the delivery");
+        assert_eq!(proxy.asked(), [format!("localhost:{}", receiver.addr().port())], "asked by name");
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
+        assert_eq!((log[0].status, log[0].error.clone()), (Some(200), None));
+        running.stop().await;
+    }
+
+    async fn a_proxy_refusal_is_an_attempt_failure_that_says_so(db) {
+        let receiver = Receiver::start().await;
+        let proxy = ConnectProxy::refusing().await;
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/in"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let config = DeliveryConfig {
+            egress_proxy: Some(proxy.url().parse().unwrap()),
+            retry_schedule: RetrySchedule::new(vec![]),
+            ..config(&receiver)
+        };
+        let running = start(db.store(), config);
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
+        assert_eq!(deliveries[0].state, DeliveryState::Failed);
+        let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].status, None, "the receiver never answered");
+        let error = log[0].error.clone().unwrap();
+        assert!(error.contains("egress proxy refused") && error.contains("403 Forbidden"), "{error}");
+        assert_eq!(proxy.asked().len(), 1);
+        assert!(receiver.received().is_empty());
+        running.stop().await;
+    }
+
+    async fn the_guard_checks_the_target_before_the_proxy_is_asked(db) {
+        let receiver = Receiver::start().await;
+        // The proxy listens on a private (loopback) address, which is allowed.
+        let proxy = ConnectProxy::start().await;
+        let ws = db.workspace(Plan::Studio).await;
+        let (hook, _) = db.webhook(ws, &receiver.url("/in"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let config = DeliveryConfig {
+            egress_proxy: Some(proxy.url().parse().unwrap()),
+            target_policy: TargetPolicy::PublicOnly,
+            retry_schedule: RetrySchedule::new(vec![]),
+            ..config(&receiver)
+        };
+        let running = start(db.store(), config);
+        let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        deliveries_when(db.store(), emitted.payload.id, settled).await;
+        let error = db.store().webhooks().attempts(hook.id, 10).await.unwrap()[0].error.clone().unwrap();
+        assert!(error.contains("refused") && error.contains("private"), "{error}");
+        assert!(proxy.asked().is_empty(), "the proxy was asked for a private target");
+        assert!(receiver.received().is_empty());
         running.stop().await;
     }
 

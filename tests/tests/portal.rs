@@ -372,6 +372,34 @@ backend_tests! {
         admin.stop().await;
     }
 
+    async fn a_webhooks_headers_are_typed_kept_hidden_replaced_and_removed(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let session = open(&admin, &ws).await;
+        let hooks = format!("/admin/v1/workspaces/{ws}/hooks");
+        let bad = session.post(&admin, "hooks", "url=https%3A%2F%2Fhooks.example.com%2Fin&events=dm.sent&headers=Host%3A+evil").await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(bad.html.contains("Host is set by hookline"), "{}", bad.html);
+        assert!(bad.html.contains("Host: evil</textarea>"), "what was typed stays: {}", bad.html);
+        assert_eq!(admin.get(&hooks).await.body["data"], json!([]));
+        let made = session.post(&admin, "hooks", "url=https%3A%2F%2Fhooks.example.com%2Fin&events=dm.sent&headers=X-Auth%3A+portal-secret%0D%0AX-Tenant%3A+acme").await;
+        assert_eq!(made.status, StatusCode::OK, "{}", made.html);
+        let hook = admin.get(&hooks).await.body["data"][0].clone();
+        assert_eq!(hook["headers"], json!({"X-Auth": "••••", "X-Tenant": "••••"}));
+        let id = hook["id"].as_str().unwrap().to_owned();
+        let shown = session.get(&admin, &format!("hooks/{id}")).await;
+        assert!(shown.html.contains("X-Auth, X-Tenant") && !shown.html.contains("portal-secret"), "{}", shown.html);
+        // Saved with the headers box blank: kept. Typed: replaced. Removed: none.
+        let fields = "url=https%3A%2F%2Fhooks.example.com%2Fin&events=dm.sent";
+        session.post(&admin, &format!("hooks/{id}"), fields).await;
+        assert_eq!(admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"]["headers"], json!({"X-Auth": "••••", "X-Tenant": "••••"}));
+        session.post(&admin, &format!("hooks/{id}"), &format!("{fields}&headers=X-Key%3A+k")).await;
+        assert_eq!(admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"]["headers"], json!({"X-Key": "••••"}));
+        session.post(&admin, &format!("hooks/{id}"), &format!("{fields}&clear_headers=1")).await;
+        assert!(admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"].get("headers").is_none());
+        admin.stop().await;
+    }
+
     async fn a_link_made_on_one_server_opens_on_another_of_the_same_database(db) {
         let admin = Admin::start(db).await;
         let ws = admin.workspace("STUDIO").await;

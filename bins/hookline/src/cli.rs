@@ -245,6 +245,11 @@ pub(crate) struct DeliveryArgs {
     #[arg(long, env = "HOOKLINE_TLS_EXTRA_ROOTS")]
     pub(crate) tls_extra_roots: Option<std::path::PathBuf>,
 
+    /// An HTTP proxy every delivery goes through with CONNECT (TLS stays end to end),
+    /// as http://host:port or http://user:password@host:port.
+    #[arg(long, env = "HOOKLINE_EGRESS_PROXY", hide_env_values = true)]
+    pub(crate) egress_proxy: Option<hookline_delivery::EgressProxy>,
+
     /// Events and attempt logs older than this are removed (the last three of each
     /// event in each workspace are kept for the API's samples).
     #[arg(long, env = "HOOKLINE_RETENTION", default_value = "30d", value_parser = parse_duration)]
@@ -485,6 +490,10 @@ pub(crate) enum HookCommand {
         /// Label shown in Settings (default: the URL's host).
         #[arg(long)]
         description: Option<String>,
+        /// A header sent with every delivery, `'Name: value'`; repeat it, up to 10.
+        /// The values are shown once, in this command's answer.
+        #[arg(long = "header", value_name = "NAME: VALUE")]
+        headers: Vec<String>,
         #[command(flatten)]
         targets: TargetsArg,
     },
@@ -494,9 +503,9 @@ pub(crate) enum HookCommand {
         /// The workspace's id, `ws_…`.
         workspace: WorkspaceId,
     },
-    /// Change a webhook's URL, events or description (what is not given is kept).
+    /// Change a webhook's URL, events, description or headers (what is not given is kept).
     #[command(
-        after_help = "Example:\n  hookline hook update wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --event dm.sent --description CRM"
+        after_help = "Example:\n  hookline hook update wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --event dm.sent --description CRM\n  hookline hook update wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R --header 'X-Auth: s3cret'"
     )]
     Update {
         /// The webhook's id, `wh_…`.
@@ -511,6 +520,17 @@ pub(crate) enum HookCommand {
         /// Label shown in Settings, 1 to 120 characters.
         #[arg(long)]
         description: Option<String>,
+        /// The headers sent with every delivery from now on, `'Name: value'`;
+        /// repeat it. Given, they replace all the webhook's headers.
+        #[arg(
+            long = "header",
+            value_name = "NAME: VALUE",
+            conflicts_with = "clear_headers"
+        )]
+        headers: Vec<String>,
+        /// Remove all the webhook's headers.
+        #[arg(long)]
+        clear_headers: bool,
         #[command(flatten)]
         targets: TargetsArg,
     },

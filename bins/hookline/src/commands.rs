@@ -8,7 +8,7 @@ use hookline_auth::AuthConfig;
 use hookline_delivery::{DeliveryConfig, Emission, Isolation, Outbox, Worker};
 use hookline_domain::{
     ApiKeyStatus, IdempotencyKey, KeyName, KeyPrefix, PublicUrl, TargetPolicy, Timestamp, Username,
-    WebhookSource, WorkspaceId, WorkspaceName,
+    WebhookHeaders, WebhookSource, WorkspaceId, WorkspaceName,
 };
 use hookline_http::wire::{
     AccountObject, AttemptObject, CredentialObject, KeyCreatedObject, KeyObject, WebhookObject,
@@ -175,6 +175,7 @@ fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
         retry_schedule: args.retry_schedule.clone(),
         target_policy: config.app.target_policy,
         extra_roots: args.tls_extra_roots.clone(),
+        egress_proxy: args.egress_proxy.clone(),
         retention: args.retention,
         concurrency: args.delivery_concurrency,
         isolation,
@@ -296,6 +297,14 @@ async fn key(config: &Config, json: bool, command: KeyCommand) -> anyhow::Result
     }
 }
 
+/// `--header 'Name: value'` arguments as name/value pairs.
+fn header_lines(lines: &[String]) -> anyhow::Result<Vec<(&str, &str)>> {
+    Ok(lines
+        .iter()
+        .map(|line| WebhookHeaders::parse_line(line))
+        .collect::<Result<_, _>>()?)
+}
+
 async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Result<()> {
     match command {
         // The target policy was read into the configuration.
@@ -304,12 +313,14 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             url,
             events,
             description,
+            headers,
             ..
         } => {
             let spec = config.app.webhook_spec(&WebhookInput {
                 url: Some(("--url", &url)),
                 events: events.iter().map(|event| event.as_str()).collect(),
                 description: description.as_deref(),
+                headers: Some(header_lines(&headers)?),
                 ..WebhookInput::default()
             })?;
             let created = config
@@ -317,10 +328,8 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
                 .await?
                 .create_webhook(workspace, &spec, WebhookSource::Settings)
                 .await?;
-            print(
-                json,
-                &WebhookObject::created(&created.webhook, &created.secret),
-            )
+            let shown = WebhookObject::created(&created.webhook, &created.secret);
+            print(json, &shown.showing(Some(&spec.headers)))
         }
         HookCommand::List { workspace } => {
             let webhooks = config.open_app().await?.webhooks(workspace).await?;
@@ -332,12 +341,16 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             url,
             events,
             description,
+            headers,
+            clear_headers,
             ..
         } => {
+            let headers = header_lines(&headers)?;
             let update = config.app.webhook_change(&WebhookInput {
                 url: url.as_deref().map(|url| ("--url", url)),
                 events: events.iter().map(|event| event.as_str()).collect(),
                 description: description.as_deref(),
+                headers: (!headers.is_empty() || clear_headers).then_some(headers),
                 ..WebhookInput::default()
             })?;
             let updated = config
@@ -345,7 +358,10 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
                 .await?
                 .update_webhook(webhook, &update)
                 .await?;
-            print(json, &WebhookObject::listed(&updated))
+            print(
+                json,
+                &WebhookObject::listed(&updated).showing(update.headers.as_ref()),
+            )
         }
         HookCommand::Enable { webhook } | HookCommand::Disable { webhook } => {
             let enable = matches!(command, HookCommand::Enable { .. });

@@ -104,6 +104,9 @@ impl Render for WebhookObject<'_> {
             events.join(", "),
             self.description
         );
+        for (name, value) in self.headers.entries() {
+            let _ = write!(text, "\nheader {name}: {value}");
+        }
         if let Some(secret) = &self.secret {
             let _ = write!(
                 text,

@@ -276,6 +276,24 @@ backend_tests! {
         assert_eq!(ok_json(&db, &["hook", "list", &ws, "--json"]).await[0]["url"], "https://b.example.com/x");
     }
 
+    async fn hook_headers_are_set_shown_once_replaced_and_cleared(db) {
+        let ws = new_workspace(&db, "STUDIO").await;
+        let created = ok_json(&db, &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.sent",
+            "--header", "X-Auth: first secret", "--header", "X-Tenant:acme", "--json"]).await;
+        assert_eq!(created["headers"], json!({"X-Auth": "first secret", "X-Tenant": "acme"}));
+        let id = text(&created["id"]).to_owned();
+        let listed = ok_json(&db, &["hook", "list", &ws, "--json"]).await;
+        assert_eq!(listed[0]["headers"], json!({"X-Auth": "••••", "X-Tenant": "••••"}));
+        let replaced = ok_json(&db, &["hook", "update", &id, "--header", "X-Auth: second", "--json"]).await;
+        assert_eq!(replaced["headers"], json!({"X-Auth": "second"}));
+        let kept = ok_json(&db, &["hook", "update", &id, "--description", "CRM", "--json"]).await;
+        assert_eq!(kept["headers"], json!({"X-Auth": "••••"}));
+        fails(&db, &["hook", "update", &id, "--header", "Content-Length: 3"], "set by hookline").await;
+        fails(&db, &["hook", "update", &id, "--header", "no colon"], "Name: value").await;
+        let cleared = ok_json(&db, &["hook", "update", &id, "--clear-headers", "--json"]).await;
+        assert!(cleared.get("headers").is_none(), "{cleared}");
+    }
+
     async fn admin_tokens_are_shown_once_listed_without_and_revoked(db) {
         let created = ok_json(&db, &["admin-token", "create", "--name", "Back office", "--json"]).await;
         let id = text(&created["id"]).to_owned();

@@ -4,8 +4,8 @@
 use hookline_domain::limits::MAX_SECRET_GRACE_SECONDS;
 use hookline_domain::{
     DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, Refusal, TargetPolicy,
-    Timestamp, Webhook, WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
-    WorkspaceId, subscribed_events,
+    Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret,
+    WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
 };
 use hookline_store::{NewWebhook, WebhookChange};
 
@@ -20,6 +20,9 @@ pub struct WebhookSpec {
     /// Never empty, no duplicates (`subscribed_events`).
     pub events: Vec<EventName>,
     pub description: WebhookDescription,
+    /// Its own headers; the one answer that may show their values is the one
+    /// that set them.
+    pub headers: WebhookHeaders,
 }
 
 /// A webhook's fields as a front end received them, still text: the public and
@@ -34,6 +37,9 @@ pub struct WebhookInput<'a> {
     /// `events` and `event`, merged as sent (duplicates dropped here).
     pub events: Vec<&'a str>,
     pub description: Option<&'a str>,
+    /// Its own headers, every one of them (given on a change, they replace the
+    /// webhook's); names and values as sent.
+    pub headers: Option<Vec<(&'a str, &'a str)>>,
     pub enabled: Option<bool>,
     /// The caller's `User-Agent`: a blank description names its platform.
     pub user_agent: Option<&'a str>,
@@ -61,6 +67,14 @@ impl WebhookInput<'_> {
             .transpose()
     }
 
+    fn headers(&self) -> Result<Option<WebhookHeaders>> {
+        Ok(self
+            .headers
+            .as_ref()
+            .map(|pairs| WebhookHeaders::parse(pairs.iter().copied()))
+            .transpose()?)
+    }
+
     /// The events of a change: none given, none changed.
     fn changed_events(&self) -> Result<Option<Vec<EventName>>> {
         if self.events.is_empty() {
@@ -85,6 +99,7 @@ impl AppConfig {
             url,
             events,
             description,
+            headers: input.headers()?.unwrap_or_default(),
         })
     }
 
@@ -99,6 +114,7 @@ impl AppConfig {
                 .map(WebhookDescription::parse)
                 .transpose()
                 .map_err(|error| invalid_field("description", error))?,
+            headers: input.headers()?,
             enabled: input.enabled,
         })
     }
@@ -130,6 +146,8 @@ pub struct WebhookUpdate {
     /// Never empty, no duplicates (`subscribed_events`).
     pub events: Option<Vec<EventName>>,
     pub description: Option<WebhookDescription>,
+    /// All of its headers: given, they replace the ones it had.
+    pub headers: Option<WebhookHeaders>,
     pub enabled: Option<bool>,
 }
 
@@ -158,6 +176,7 @@ impl App {
                 url: &spec.url,
                 events: &spec.events,
                 description: &spec.description,
+                headers: &spec.headers,
                 source,
                 secret: &secret,
             })
@@ -194,9 +213,23 @@ impl App {
             url: update.url.as_ref(),
             events: update.events.as_deref(),
             description: update.description.as_ref(),
+            headers: update.headers.as_ref(),
             enabled: update.enabled,
         };
         found(self.webhooks.update(id, change).await?, "webhook", id)
+    }
+
+    /// [`App::update_webhook`] of a webhook of this workspace (the public API's
+    /// change); one of another workspace is `NotFound` like none. A webhook never
+    /// changes workspace, so the check holds for the change after it.
+    pub async fn update_workspace_webhook(
+        &self,
+        workspace: WorkspaceId,
+        id: WebhookId,
+        update: &WebhookUpdate,
+    ) -> Result<Webhook> {
+        self.workspace_webhook(workspace, id).await?;
+        self.update_webhook(id, update).await
     }
 
     pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {

@@ -2,7 +2,7 @@
 //! roots), HTTP/2 where the target offers it by ALPN, kept-alive connections, no
 //! redirects, a timeout, at most 4 KiB of a response body kept — and the
 //! private-address guard in the connector, so a connection goes only to an address
-//! that passed it.
+//! that passed it (directly, or through the egress proxy's tunnel).
 
 use std::future::Future;
 use std::io;
@@ -24,6 +24,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
 use tokio::net::TcpStream;
 
+use crate::proxy::EgressProxy;
 use crate::{Error, Result};
 
 /// The most of a response body kept for the attempt log.
@@ -59,11 +60,13 @@ impl std::fmt::Debug for HttpsClient {
 
 impl HttpsClient {
     /// `extra_roots`: a PEM file of CA certificates trusted besides the standard web
-    /// roots (`HOOKLINE_TLS_EXTRA_ROOTS`).
+    /// roots (`HOOKLINE_TLS_EXTRA_ROOTS`); `proxy`: where connections are tunnelled
+    /// (`HOOKLINE_EGRESS_PROXY`).
     pub fn new(
         policy: TargetPolicy,
         timeout: Duration,
         extra_roots: Option<&Path>,
+        proxy: Option<EgressProxy>,
     ) -> Result<Self> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -98,6 +101,7 @@ impl HttpsClient {
             .wrap_connector(GuardedConnector {
                 policy,
                 connect_timeout: timeout,
+                proxy: proxy.map(Arc::new),
             });
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
@@ -106,16 +110,20 @@ impl HttpsClient {
         Ok(HttpsClient { client, timeout })
     }
 
-    /// POSTs `body` to `url` with `headers`; never follows a redirect, gives up after
-    /// the timeout, keeps at most [`MAX_KEPT_BODY`] bytes of the answer.
+    /// POSTs `body` to `url` with `headers` and then the webhook's `own` headers
+    /// (whose names never clash with these: the domain reserves them); never
+    /// follows a redirect, gives up after the timeout, keeps at most
+    /// [`MAX_KEPT_BODY`] bytes of the answer.
     pub async fn post(
         &self,
         url: &WebhookUrl,
         headers: &[(&str, String)],
+        own: &[(String, String)],
         body: Bytes,
     ) -> Response {
         let started = Instant::now();
-        let outcome = tokio::time::timeout(self.timeout, self.exchange(url, headers, body)).await;
+        let outcome =
+            tokio::time::timeout(self.timeout, self.exchange(url, headers, own, body)).await;
         let duration = started.elapsed();
         match outcome {
             Ok(Ok((status, retry_after, body))) => Response {
@@ -146,11 +154,15 @@ impl HttpsClient {
         &self,
         url: &WebhookUrl,
         headers: &[(&str, String)],
+        own: &[(String, String)],
         body: Bytes,
     ) -> Result<(StatusCode, Option<Duration>, String), String> {
         let mut request = Request::post(target_uri(url)?);
         for (name, value) in headers {
             request = request.header(*name, value);
+        }
+        for (name, value) in own {
+            request = request.header(name.as_str(), value.as_str());
         }
         let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
         let response = self
@@ -235,11 +247,13 @@ fn describe(error: &dyn std::error::Error) -> String {
 
 /// Resolves the host, keeps only the addresses the policy allows, and connects to
 /// one of those: the address checked is the address connected to, so a name cannot
-/// change its answer in between (DNS rebinding).
+/// change its answer in between (DNS rebinding). With an egress proxy, the check
+/// is the same and the connection is the proxy's tunnel to the name.
 #[derive(Debug, Clone)]
 pub(crate) struct GuardedConnector {
     policy: TargetPolicy,
     connect_timeout: Duration,
+    proxy: Option<Arc<EgressProxy>>,
 }
 
 impl tower_service::Service<Uri> for GuardedConnector {
@@ -254,6 +268,7 @@ impl tower_service::Service<Uri> for GuardedConnector {
     fn call(&mut self, uri: Uri) -> Self::Future {
         let policy = self.policy;
         let connect_timeout = self.connect_timeout;
+        let proxy = self.proxy.clone();
         Box::pin(async move {
             let host = uri
                 .host()
@@ -282,7 +297,17 @@ impl tower_service::Service<Uri> for GuardedConnector {
                     ),
                 ));
             }
-            let stream = connect_happily(allowed, connect_timeout).await?;
+            let stream = match proxy {
+                Some(proxy) => tokio::time::timeout(connect_timeout, proxy.tunnel(&host, port))
+                    .await
+                    .map_err(|_| {
+                        io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("the egress proxy {proxy} did not open a tunnel in time"),
+                        )
+                    })??,
+                None => connect_happily(allowed, connect_timeout).await?,
+            };
             let _ = stream.set_nodelay(true);
             Ok(TokioIo::new(stream))
         })

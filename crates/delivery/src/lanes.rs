@@ -528,6 +528,7 @@ mod tests {
             enabled: true,
             disabled_reason: None,
             description: WebhookDescription::parse("test").unwrap(),
+            header_names: Vec::new(),
             source: WebhookSource::Api,
             created_at: Timestamp::now(),
             updated_at: Timestamp::now(),
@@ -545,6 +546,7 @@ mod tests {
             webhook: webhook.clone(),
             secret: WebhookSecret::from_random_bytes(&[1; 32]),
             previous_secret: None,
+            headers: hookline_domain::WebhookHeaders::default(),
             failing: false,
             lease_token: "t".into(),
         }

@@ -27,6 +27,7 @@
 
 mod client;
 mod lanes;
+mod proxy;
 mod schedule;
 mod signing;
 mod upkeep;
@@ -40,6 +41,7 @@ use hookline_domain::{
 };
 use hookline_store::{Events, NewEvent, Recorded};
 pub use lanes::Isolation;
+pub use proxy::EgressProxy;
 pub use schedule::RetrySchedule;
 pub use signing::sign;
 use tokio::sync::Notify;

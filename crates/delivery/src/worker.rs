@@ -23,6 +23,7 @@ use tracing::Instrument as _;
 
 use crate::client::HttpsClient;
 use crate::lanes::{AHEAD_ROUNDS, BreakerChange, Isolation, Lanes, Reach};
+use crate::proxy::EgressProxy;
 use crate::schedule::RetrySchedule;
 use crate::signing::sign;
 use crate::{Error, Outbox, Result};
@@ -40,6 +41,8 @@ pub struct DeliveryConfig {
     pub target_policy: TargetPolicy,
     /// `HOOKLINE_TLS_EXTRA_ROOTS`: a PEM file of extra trusted CA certificates.
     pub extra_roots: Option<PathBuf>,
+    /// `HOOKLINE_EGRESS_PROXY`: every delivery goes through its `CONNECT` tunnel.
+    pub egress_proxy: Option<EgressProxy>,
     /// Events and attempt logs older than this are removed (`HOOKLINE_RETENTION`).
     pub retention: Duration,
     /// Attempts in flight at once.
@@ -63,6 +66,7 @@ impl Default for DeliveryConfig {
             retry_schedule: RetrySchedule::default(),
             target_policy: TargetPolicy::PublicOnly,
             extra_roots: None,
+            egress_proxy: None,
             retention: Duration::from_secs(30 * 86_400),
             concurrency: 64,
             batch_size: 256,
@@ -195,6 +199,7 @@ impl Worker {
             config.target_policy,
             config.timeout,
             config.extra_roots.as_deref(),
+            config.egress_proxy.clone(),
         )?;
         let mut token = [0u8; 16];
         SystemRandom::new()
@@ -721,6 +726,7 @@ impl Attempt {
             .post(
                 &delivery.webhook.url,
                 &headers,
+                delivery.headers.expose(),
                 Bytes::from(delivery.payload.clone()),
             )
             .await;

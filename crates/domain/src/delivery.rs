@@ -6,7 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::{
-    Error, EventId, EventName, Result, Timestamp, Webhook, WebhookId, WebhookSecret, WebhookSource,
+    Error, EventId, EventName, Result, Timestamp, Webhook, WebhookHeaders, WebhookId,
+    WebhookSecret, WebhookSource,
 };
 
 /// Where a delivery stands.
@@ -159,6 +160,8 @@ pub struct ClaimedDelivery {
     pub secret: WebhookSecret,
     /// The secret a rotation replaced, while its grace lasts: it signs too.
     pub previous_secret: Option<WebhookSecret>,
+    /// The webhook's own headers, values included, sent with the attempt.
+    pub headers: WebhookHeaders,
     /// Whether the webhook's attempts have all failed since some time (its run of
     /// failures, which auto-disable measures, had begun when this was claimed).
     pub failing: bool,

@@ -15,6 +15,7 @@ mod delivery;
 mod error;
 mod event;
 mod examples;
+mod headers;
 mod history;
 mod id;
 mod net;
@@ -37,6 +38,10 @@ pub use delivery::{
 pub use error::{Error, Result};
 pub use event::{
     CONTACT_FIELDS, EMAIL_PATTERN, EventName, EventPayload, IdempotencyKey, subscribed_events,
+};
+pub use headers::{
+    HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS,
+    WebhookHeaders, header_name_pattern,
 };
 pub use history::{HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT};
 pub use id::{

@@ -9,8 +9,8 @@ use crate::{Error, EventName, Host, Result, Timestamp, WebhookId, WebhookUrl, Wo
 
 /// A subscription of a URL to some of a workspace's events.
 ///
-/// Holds no secret: the signing secret is read only by the code that signs, so a
-/// listing cannot leak it by accident.
+/// Holds no secret: the signing secret and the values of its headers are read only
+/// by the code that delivers, so a listing cannot leak them by accident.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Webhook {
     pub id: WebhookId,
@@ -22,6 +22,9 @@ pub struct Webhook {
     /// Why it is disabled; `None` while enabled.
     pub disabled_reason: Option<DisabledReason>,
     pub description: WebhookDescription,
+    /// The names of its own headers ([`WebhookHeaders`](crate::WebhookHeaders)),
+    /// in order; their values are secrets, read only to deliver.
+    pub header_names: Vec<String>,
     pub source: WebhookSource,
     pub created_at: Timestamp,
     /// The last change of its URL, events, description or state.

@@ -104,3 +104,26 @@ pub(crate) async fn read_bytes(
         .to_bytes();
     Ok(bytes)
 }
+
+/// What a JSON body's `headers` field holds: an object of strings, as both APIs
+/// take a webhook's own headers (absent or `null`: not given; `{}`: none). The
+/// rules of names and values are the domain's; this is the JSON's shape.
+pub(crate) fn header_pairs(value: Option<&Value>) -> Result<Option<Vec<(&str, &str)>>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(object)) => object
+            .iter()
+            .map(|(name, value)| match value {
+                Value::String(value) => Ok((name.as_str(), value.as_str())),
+                _ => Err(format!(
+                    "`headers` is invalid: the value of `{name}` must be a string."
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(
+            "`headers` must be an object of header names and their values, like {\"X-Auth\": \"…\"}."
+                .into(),
+        ),
+    }
+}

@@ -10,7 +10,7 @@ use hyper::header::USER_AGENT;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value};
 
-use crate::body::read_json;
+use crate::body::{header_pairs, read_json};
 use crate::error::ApiError;
 use crate::server::Api;
 use crate::transport::json_response;
@@ -60,10 +60,37 @@ pub(crate) async fn create_hook(
         .app
         .create_webhook(caller.workspace.id, &spec, WebhookSource::Api)
         .await?;
+    let shown = WebhookObject::created(&created.webhook, &created.secret);
     Ok(ok(
         StatusCode::CREATED,
-        Some(WebhookObject::created(&created.webhook, &created.secret)),
+        Some(shown.showing(Some(&spec.headers))),
     ))
+}
+
+/// `PATCH /hooks/:id`: the fields given change, the others stay; `headers`, when
+/// given, replaces them all. Another workspace's webhook is not found.
+pub(crate) async fn update_hook(
+    api: &Api,
+    caller: &Caller,
+    id: &str,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let not_found = || ApiError::NotFound(format!("No webhook with id `{id}` in this workspace."));
+    let id: WebhookId = id.parse().map_err(|_| not_found())?;
+    let body = read_json(request, api.config.body_limits())
+        .await
+        .map_err(ApiError::from)?;
+    let update = api
+        .app
+        .config()
+        .webhook_change(&hook_input(&body, None)?)
+        .map_err(invalid_hook)?;
+    let webhook = api
+        .app
+        .update_workspace_webhook(caller.workspace.id, id, &update)
+        .await?;
+    let shown = WebhookObject::listed(&webhook).showing(update.headers.as_ref());
+    Ok(ok(StatusCode::OK, Some(shown)))
 }
 
 pub(crate) async fn get_hook(
@@ -117,16 +144,21 @@ pub(crate) fn parse_new_hook(
     config: &AppConfig,
 ) -> Result<WebhookSpec, ApiError> {
     config
-        .webhook_spec(&new_hook_input(body, user_agent)?)
-        .map_err(|error| match error {
-            hookline_app::Error::Invalid(invalid) => ApiError::InvalidHook(format!("{invalid}.")),
-            other => other.into(),
-        })
+        .webhook_spec(&hook_input(body, user_agent)?)
+        .map_err(invalid_hook)
 }
 
-/// A `POST /hooks` body as the use case takes it: the JSON's types checked here,
-/// the webhook's rules in app.
-fn new_hook_input<'a>(
+/// A webhook's broken rule, as a 400 that lists the events where it helps.
+fn invalid_hook(error: hookline_app::Error) -> ApiError {
+    match error {
+        hookline_app::Error::Invalid(invalid) => ApiError::InvalidHook(format!("{invalid}.")),
+        other => other.into(),
+    }
+}
+
+/// A `POST /hooks` or `PATCH /hooks/:id` body as the use case takes it: the
+/// JSON's types checked here, the webhook's rules in app.
+fn hook_input<'a>(
     body: &'a Value,
     user_agent: Option<&'a str>,
 ) -> Result<WebhookInput<'a>, ApiError> {
@@ -167,6 +199,7 @@ fn new_hook_input<'a>(
         url,
         events,
         description: optional_string(body, "description")?,
+        headers: header_pairs(body.get("headers")).map_err(ApiError::InvalidHook)?,
         enabled: None,
         user_agent,
     })

@@ -8,6 +8,8 @@
 //! - `transport.rs`: the failures every front end shares (a method a path does
 //!   not take, a body too large or too slow, the database out of reach, a failure
 //!   of ours), with their status and headers decided once.
+//! - `outage.rs`: a database outage logged when it starts, once a minute, and
+//!   when it ends, never once per refused request.
 //! - `router.rs`: the routes, one `match` on method and path segments.
 //! - `handlers.rs`: one function per endpoint.
 //! - `wire.rs`: the JSON this API speaks (also used by the CLI's `--json`).
@@ -28,6 +30,7 @@ mod error;
 pub mod fuzzing;
 mod handlers;
 mod openapi;
+mod outage;
 mod portal;
 mod router;
 mod server;

@@ -11,8 +11,9 @@ use hookline_domain::limits::{
     DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS, MAX_WEBHOOK_URL_LEN,
 };
 use hookline_domain::{
-    AccountId, ApiKeyId, CONTACT_FIELDS, EMAIL_PATTERN, EventId, EventName, IdempotencyKey,
-    KeyName, Username, WebhookDescription, WebhookId, WebhookUrl, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, CONTACT_FIELDS, EMAIL_PATTERN, EventId, EventName, HEADER_VALUE_PATTERN,
+    IdempotencyKey, KeyName, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, Username,
+    WebhookDescription, WebhookId, WebhookUrl, WorkspaceId, WorkspaceName, header_name_pattern,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -162,6 +163,16 @@ fn webhook_url() -> Value {
 
 /// `limit` and the list's cursor parameter, of `cursor_form` (an unanchored
 /// pattern) where the list refuses a malformed cursor; empty is the first page.
+/// A webhook's own headers as a request sets them (all of them; `{}` for none):
+/// names are tokens hookline does not set itself, values write-only secrets.
+fn headers_input() -> Value {
+    json!({ "type": ["object", "null"], "maxProperties": MAX_WEBHOOK_HEADERS,
+        "propertyNames": { "pattern": header_name_pattern() },
+        "additionalProperties": { "type": "string", "writeOnly": true,
+            "maxLength": MAX_HEADER_VALUE_LEN, "pattern": HEADER_VALUE_PATTERN },
+        "description": "Sent with every delivery (for receivers that check a header, such as n8n's Header Auth). Given on a change, they replace all the webhook's headers. Not `webhook-*`, `content-type`, `content-length`, `host`, `user-agent` or a hop-by-hop header." })
+}
+
 fn paging(cursor: &str, cursor_form: Option<String>) -> Value {
     let mut cursor_schema = json!({ "type": "string" });
     if let Some(form) = cursor_form {
@@ -221,6 +232,8 @@ fn common_schemas() -> Map<String, Value> {
                 "events": { "type": "array", "items": schema("EventName") },
                 "enabled": { "type": "boolean" },
                 "description": { "type": "string" },
+                "headers": { "type": "object", "additionalProperties": { "type": "string" },
+                    "description": "The webhook's own headers, absent while it has none: each value shown only in the answer to the request that set it, `••••` everywhere else." },
                 "createdAt": schema("Timestamp"),
                 "secret": { "type": "string", "pattern": "^whsec_",
                     "description": "Only in the answer to a creation." }
@@ -237,7 +250,15 @@ fn common_schemas() -> Map<String, Value> {
                 "data": { "type": "object" }
             }
         },
-        "NewWebhook": new_webhook(false)
+        "NewWebhook": new_webhook(false),
+        "WebhookPatch": {
+            "type": "object",
+            "properties": { "url": or_null(webhook_url()),
+                "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
+                "event": or_null(schema("EventName")),
+                "description": or_null(label(WebhookDescription::MAX_CHARS)),
+                "headers": headers_input() }
+        }
     });
     match schemas {
         Value::Object(map) => map,
@@ -258,7 +279,8 @@ fn new_webhook(closed: bool) -> Value {
             "event": or_null(schema("EventName")),
             "description": { "type": ["string", "null"], "maxLength": WebhookDescription::MAX_CHARS,
                 "pattern": WebhookDescription::OPTIONAL_PATTERN,
-                "description": "Blank or absent: the calling platform's name, or the URL's host." }
+                "description": "Blank or absent: the calling platform's name, or the URL's host." },
+            "headers": headers_input()
         },
         "anyOf": [
             { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
@@ -349,6 +371,8 @@ fn public() -> Value {
         "/api/v1/hooks/{id}": {
             "get": op("One webhook of the workspace, without its secret.", hook_id.clone(), None,
                 ("200", success(schema("Webhook")))),
+            "patch": op("Change a webhook of the workspace: the fields given change, the others stay (a hookline extension of REST hooks).",
+                hook_id.clone(), Some(schema("WebhookPatch")), ("200", success(schema("Webhook")))),
             "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id, None,
                 ("200", bare_success()))
         },
@@ -364,6 +388,7 @@ fn public() -> Value {
     });
     for (path, not_found) in [
         ("/api/v1/hooks/{id}", "get"),
+        ("/api/v1/hooks/{id}", "patch"),
         ("/api/v1/events/{event}/sample", "get"),
     ] {
         paths[path][not_found]["responses"]["404"] = json_response(
@@ -478,6 +503,7 @@ fn admin() -> Value {
                 "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
                 "event": or_null(schema("EventName")),
                 "description": or_null(label(WebhookDescription::MAX_CHARS)),
+                "headers": headers_input(),
                 "enabled": { "type": ["boolean", "null"] } }
         },
         "NewSettingsWebhook": new_webhook(true),

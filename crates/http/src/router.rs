@@ -12,6 +12,9 @@ pub(crate) enum Route<'a> {
     GetHook {
         id: &'a str,
     },
+    UpdateHook {
+        id: &'a str,
+    },
     DeleteHook {
         id: &'a str,
     },
@@ -24,11 +27,12 @@ pub(crate) enum Route<'a> {
 
 /// Every route's pattern, for the OpenAPI document's test.
 #[cfg(test)]
-pub(crate) const ROUTE_NAMES: [&str; 7] = [
+pub(crate) const ROUTE_NAMES: [&str; 8] = [
     "GET /api/v1/me",
     "GET /api/v1/hooks",
     "POST /api/v1/hooks",
     "GET /api/v1/hooks/:id",
+    "PATCH /api/v1/hooks/:id",
     "DELETE /api/v1/hooks/:id",
     "GET /api/v1/events/:event/sample",
     "GET /api/v1/openapi.json",
@@ -42,6 +46,7 @@ impl Route<'_> {
             Route::ListHooks => "GET /api/v1/hooks",
             Route::CreateHook => "POST /api/v1/hooks",
             Route::GetHook { .. } => "GET /api/v1/hooks/:id",
+            Route::UpdateHook { .. } => "PATCH /api/v1/hooks/:id",
             Route::DeleteHook { .. } => "DELETE /api/v1/hooks/:id",
             Route::Sample { .. } => "GET /api/v1/events/:event/sample",
             Route::OpenApi => "GET /api/v1/openapi.json",
@@ -68,9 +73,10 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Api
         (_, ["hooks"]) => Err(TransportError::MethodNotAllowed { allow: "GET, POST" }.into()),
 
         (&Method::GET, ["hooks", id]) => Ok(Route::GetHook { id }),
+        (&Method::PATCH, ["hooks", id]) => Ok(Route::UpdateHook { id }),
         (&Method::DELETE, ["hooks", id]) => Ok(Route::DeleteHook { id }),
         (_, ["hooks", _]) => Err(TransportError::MethodNotAllowed {
-            allow: "GET, DELETE",
+            allow: "GET, PATCH, DELETE",
         }
         .into()),
 
@@ -100,6 +106,10 @@ mod tests {
             Ok(Route::GetHook { id: "wh_1" })
         );
         assert_eq!(
+            route(&Method::PATCH, "/api/v1/hooks/wh_1"),
+            Ok(Route::UpdateHook { id: "wh_1" })
+        );
+        assert_eq!(
             route(&Method::DELETE, "/api/v1/hooks/wh_1"),
             Ok(Route::DeleteHook { id: "wh_1" })
         );
@@ -122,7 +132,7 @@ mod tests {
         assert_eq!(
             route(&Method::PUT, "/api/v1/hooks/wh_1"),
             Err(TransportError::MethodNotAllowed {
-                allow: "GET, DELETE"
+                allow: "GET, PATCH, DELETE"
             }
             .into())
         );

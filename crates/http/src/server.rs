@@ -406,7 +406,9 @@ async fn handle<D: Dispatch>(
         let (route, mut response) = match tokio::time::timeout(deadline, api.dispatch(request)).await {
             Ok(answered) => answered,
             Err(_) => {
-                tracing::warn!(?deadline, "no answer within the request deadline; answered 503");
+                crate::outage::OUTAGE.refused(&format_args!(
+                    "no answer within the request deadline ({deadline:?})"
+                ));
                 // Both APIs answer a 503 alike: the public API's error says it.
                 (TIMED_OUT, ApiError::from(TransportError::Unavailable).into_response())
             }
@@ -465,12 +467,14 @@ impl Api {
             Ok(caller) => caller,
             Err(error) => return ApiError::from(error).into_response(),
         };
+        crate::outage::OUTAGE.answered();
         crate::error::record_caller(caller.key.id, caller.workspace.id);
         let answer = match route {
             Route::Me => handlers::me(&self.app, &caller).await,
             Route::ListHooks => handlers::list_hooks(&self.app, &caller).await,
             Route::CreateHook => handlers::create_hook(self, &caller, request).await,
             Route::GetHook { id } => handlers::get_hook(&self.app, &caller, id).await,
+            Route::UpdateHook { id } => handlers::update_hook(self, &caller, id, request).await,
             Route::DeleteHook { id } => handlers::delete_hook(&self.app, &caller, id).await,
             Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
             Route::OpenApi => Ok(crate::openapi::public_document()),

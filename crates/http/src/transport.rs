@@ -84,14 +84,14 @@ impl TransportError {
     }
 }
 
-/// A failure of the service, logged once here: 503 when the database is out of
-/// reach for now, 500 otherwise.
+/// A failure of the service, logged here: 503 when the database is out of reach
+/// for now (told by the [outage log](crate::outage)), 500 otherwise.
 pub(crate) fn service_failure(
     error: &dyn std::fmt::Display,
     database_unavailable: bool,
 ) -> TransportError {
     if database_unavailable {
-        tracing::warn!(%error, "the database is not answering; answered 503");
+        crate::outage::OUTAGE.refused(error);
         TransportError::Unavailable
     } else {
         tracing::error!(%error, "request failed");

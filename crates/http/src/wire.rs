@@ -3,7 +3,7 @@
 
 use hookline_domain::{
     Account, AdminTokenId, AdminTokenRecord, ApiKeyId, ApiKeyRecord, ApiKeyStatus, DeliveryAttempt,
-    EventName, Plan, Timestamp, Webhook, WebhookId, Workspace, WorkspaceId,
+    EventName, Plan, Timestamp, Webhook, WebhookHeaders, WebhookId, Workspace, WorkspaceId,
 };
 use serde::Serialize;
 
@@ -51,9 +51,54 @@ pub struct WebhookObject<'a> {
     pub events: &'a [EventName],
     pub enabled: bool,
     pub description: &'a str,
+    /// Absent while it has none: the object stays as the specification shows it.
+    #[serde(skip_serializing_if = "HeadersShown::is_empty")]
+    pub headers: HeadersShown<'a>,
     pub created_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<&'a str>,
+}
+
+/// What every answer shows of a header's value: its values are secrets.
+pub const HIDDEN_HEADER_VALUE: &str = "••••";
+
+/// A webhook's headers as answers show them, `{"X-Auth": "••••"}`: their values
+/// only in the answer to the request that set them.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadersShown<'a> {
+    names: &'a [String],
+    set_now: Option<&'a WebhookHeaders>,
+}
+
+impl HeadersShown<'_> {
+    pub fn is_empty(&self) -> bool {
+        match self.set_now {
+            Some(headers) => headers.is_empty(),
+            None => self.names.is_empty(),
+        }
+    }
+
+    /// Each header's name and what is shown of its value.
+    pub fn entries(&self) -> Vec<(&str, &str)> {
+        match self.set_now {
+            Some(headers) => headers
+                .expose()
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect(),
+            None => self
+                .names
+                .iter()
+                .map(|name| (name.as_str(), HIDDEN_HEADER_VALUE))
+                .collect(),
+        }
+    }
+}
+
+impl Serialize for HeadersShown<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.entries())
+    }
 }
 
 impl<'a> WebhookObject<'a> {
@@ -65,9 +110,19 @@ impl<'a> WebhookObject<'a> {
             events: &webhook.events,
             enabled: webhook.enabled,
             description: webhook.description.as_str(),
+            headers: HeadersShown {
+                names: &webhook.header_names,
+                set_now: None,
+            },
             created_at: webhook.created_at,
             secret: None,
         }
+    }
+
+    /// The object showing the values of the headers this request set.
+    pub fn showing(mut self, headers: Option<&'a WebhookHeaders>) -> Self {
+        self.headers.set_now = headers;
+        self
     }
 
     /// The object with its secret, for the one answer that may show it.

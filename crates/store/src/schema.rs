@@ -48,6 +48,8 @@ diesel::table! {
         previous_secret -> Nullable<Text>,
         previous_secret_until -> Nullable<BigInt>,
         failing_since -> Nullable<BigInt>,
+        header_names -> Text,
+        headers -> Text,
     }
 }
 

@@ -140,6 +140,7 @@ pub async fn create_webhook(
             url: &url,
             events,
             description: &description,
+            headers: &hookline_domain::WebhookHeaders::default(),
             source,
             secret: &secret,
         })

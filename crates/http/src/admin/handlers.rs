@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::admin::error::AdminError;
 use crate::admin::input::{Body, page};
 use crate::admin::wire::{Listed, WebhookAdmin, WorkspaceAdmin};
+use crate::body::header_pairs;
 use crate::transport::json_response;
 use crate::wire::{AccountObject, AttemptObject, KeyCreatedObject, KeyObject, Success};
 
@@ -174,6 +175,7 @@ fn webhook_input(body: &Body) -> Result<WebhookInput<'_>, AdminError> {
         url: body.string("url")?.map(|url| ("url", url)),
         events,
         description: body.string("description")?,
+        headers: header_pairs(body.value("headers")).map_err(AdminError::Invalid)?,
         enabled: body.bool("enabled")?,
         user_agent: None,
     })
@@ -181,12 +183,12 @@ fn webhook_input(body: &Body) -> Result<WebhookInput<'_>, AdminError> {
 
 pub(crate) async fn create_hook(app: &App, ws: &str, body: Value) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = Body::object(body, &["url", "events", "event", "description"])?;
+    let body = Body::object(body, &["url", "events", "event", "description", "headers"])?;
     let spec = app.config().webhook_spec(&webhook_input(&body)?)?;
     let created = app
         .create_webhook(id, &spec, WebhookSource::Settings)
         .await?;
-    let data = WebhookAdmin::created(&created.webhook, &created.secret);
+    let data = WebhookAdmin::created(&created.webhook, &created.secret, Some(&spec.headers));
     Ok(ok(StatusCode::CREATED, Some(data)))
 }
 
@@ -197,10 +199,21 @@ pub(crate) async fn get_hook(app: &App, hook: &str) -> Answer {
 
 pub(crate) async fn update_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = Body::object(body, &["url", "events", "event", "description", "enabled"])?;
+    let body = Body::object(
+        body,
+        &[
+            "url",
+            "events",
+            "event",
+            "description",
+            "headers",
+            "enabled",
+        ],
+    )?;
     let update = app.config().webhook_change(&webhook_input(&body)?)?;
     let webhook = app.update_webhook(id, &update).await?;
-    Ok(ok(StatusCode::OK, Some(WebhookAdmin::listed(&webhook))))
+    let data = WebhookAdmin::showing(&webhook, update.headers.as_ref());
+    Ok(ok(StatusCode::OK, Some(data)))
 }
 
 pub(crate) async fn delete_hook(app: &App, hook: &str) -> Answer {

@@ -163,6 +163,7 @@ impl AdminApi {
         {
             return AdminError::from(error).into_response();
         }
+        crate::outage::OUTAGE.answered();
         self.answer(route, request)
             .await
             .unwrap_or_else(AdminError::into_response)

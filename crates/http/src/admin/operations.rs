@@ -58,9 +58,12 @@ impl Operations {
         match probe {
             Probe::Health => json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned()),
             Probe::Ready => match self.app.database_answers().await {
-                Ok(_) => json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned()),
+                Ok(_) => {
+                    crate::outage::OUTAGE.answered();
+                    json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned())
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "not ready: the database does not answer");
+                    crate::outage::OUTAGE.refused(&error);
                     let mut response = json_response(
                         StatusCode::SERVICE_UNAVAILABLE,
                         r#"{"status":"unavailable","error":"The database does not answer."}"#

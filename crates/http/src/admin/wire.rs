@@ -2,7 +2,7 @@
 //! the back office needs to see.
 
 use hookline_domain::{
-    DisabledReason, Plan, Timestamp, Webhook, WebhookSource, Workspace, WorkspaceId,
+    DisabledReason, Plan, Timestamp, Webhook, WebhookHeaders, WebhookSource, Workspace, WorkspaceId,
 };
 use serde::Serialize;
 
@@ -46,11 +46,19 @@ impl<'a> WebhookAdmin<'a> {
         Self::with(WebhookObject::listed(webhook), webhook)
     }
 
+    /// The webhook just made: its secret, and the values of the headers set.
     pub(crate) fn created(
         webhook: &'a Webhook,
         secret: &'a hookline_domain::WebhookSecret,
+        headers: Option<&'a WebhookHeaders>,
     ) -> Self {
-        Self::with(WebhookObject::created(webhook, secret), webhook)
+        let object = WebhookObject::created(webhook, secret).showing(headers);
+        Self::with(object, webhook)
+    }
+
+    /// The webhook just changed: the values of the headers this change set.
+    pub(crate) fn showing(webhook: &'a Webhook, headers: Option<&'a WebhookHeaders>) -> Self {
+        Self::with(WebhookObject::listed(webhook).showing(headers), webhook)
     }
 
     fn with(object: WebhookObject<'a>, webhook: &'a Webhook) -> Self {

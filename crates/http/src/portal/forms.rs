@@ -2,7 +2,7 @@
 //! the use cases take. A form that fails keeps what was typed: the page shows it again.
 
 use hookline_app::{AppConfig, WebhookInput, WebhookSpec, WebhookUpdate};
-use hookline_domain::Timestamp;
+use hookline_domain::{Timestamp, WebhookHeaders};
 
 /// A form's fields (or a query's parameters) in order; a name may repeat
 /// (checkboxes).
@@ -41,6 +41,11 @@ pub(crate) struct HookForm {
     pub(crate) url: String,
     pub(crate) events: Vec<String>,
     pub(crate) description: String,
+    /// The webhook's own headers, one `Name: value` a line; blank on the edit
+    /// form keeps the ones it has (their values are never shown again).
+    pub(crate) headers: String,
+    /// The edit form's "remove its headers".
+    pub(crate) clear_headers: bool,
 }
 
 impl HookForm {
@@ -49,6 +54,8 @@ impl HookForm {
             url: fields.get("url").trim().to_owned(),
             events: fields.all("events"),
             description: fields.get("description").to_owned(),
+            headers: fields.get("headers").to_owned(),
+            clear_headers: !fields.get("clear_headers").is_empty(),
         }
     }
 
@@ -62,32 +69,47 @@ impl HookForm {
                 .map(|event| event.as_str().to_owned())
                 .collect(),
             description: webhook.description.as_str().to_owned(),
+            headers: String::new(),
+            clear_headers: false,
         }
     }
 
-    /// What was typed, as the use case takes it.
-    fn input(&self) -> WebhookInput<'_> {
-        WebhookInput {
+    /// What was typed, as the use case takes it: headers typed replace the
+    /// webhook's, "remove" with none typed leaves it none, else they stay.
+    fn input(&self) -> hookline_app::Result<WebhookInput<'_>> {
+        let lines: Vec<(&str, &str)> = self
+            .headers
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(WebhookHeaders::parse_line)
+            .collect::<Result<_, _>>()?;
+        let headers = (!lines.is_empty() || self.clear_headers).then_some(lines);
+        Ok(WebhookInput {
             url: Some(("url", &self.url)),
             events: self.events.iter().map(String::as_str).collect(),
             description: Some(&self.description),
+            headers,
             enabled: None,
             user_agent: None,
-        }
+        })
     }
 
     /// A new webhook; a blank description becomes the URL's host.
     pub(crate) fn spec(&self, config: &AppConfig) -> hookline_app::Result<WebhookSpec> {
-        config.webhook_spec(&self.input())
+        config.webhook_spec(&self.input()?)
     }
 
-    /// Every field set as typed; a blank description becomes the URL's host.
+    /// Every field set as typed (headers only when typed or removed); a blank
+    /// description becomes the URL's host.
     pub(crate) fn update(&self, config: &AppConfig) -> hookline_app::Result<WebhookUpdate> {
-        let spec = self.spec(config)?;
+        let input = self.input()?;
+        let headers_changed = input.headers.is_some();
+        let spec = config.webhook_spec(&input)?;
         Ok(WebhookUpdate {
             url: Some(spec.url),
             events: Some(spec.events),
             description: Some(spec.description),
+            headers: headers_changed.then_some(spec.headers),
             enabled: None,
         })
     }

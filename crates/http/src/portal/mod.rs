@@ -174,11 +174,9 @@ impl Portal {
         let workspace: WorkspaceId = ws.parse().map_err(|_| PortalError::NotFound)?;
         tracing::Span::current().record("workspace", tracing::field::display(workspace));
         let token = session_token(request.headers()).ok_or(PortalError::Refused)?;
-        let session = self
-            .app
-            .portal_session(workspace, &token)
-            .await?
-            .ok_or(PortalError::Refused)?;
+        let session = self.app.portal_session(workspace, &token).await?;
+        crate::outage::OUTAGE.answered();
+        let session = session.ok_or(PortalError::Refused)?;
         let query = Fields::parse(request.uri().query().unwrap_or_default().as_bytes());
         let fields = if request.method() == Method::POST {
             self.form(request, &session).await?

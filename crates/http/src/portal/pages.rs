@@ -340,7 +340,7 @@ pub(crate) fn hooks(
         h2 #create { "Create a webhook" }
         form.stack method="post" action={ (base) "hooks" } {
             (frame.csrf())
-            (hook_fields("new", typed))
+            (hook_fields("new", typed, &[]))
             button type="submit" { "Create webhook" }
         }
     };
@@ -351,8 +351,10 @@ fn event_list(events: &[EventName]) -> Markup {
     html! { ul.events { @for event in events { li { code { (event.as_str()) } } } } }
 }
 
-/// URL, events and description, as typed (or as stored, on the edit form).
-fn hook_fields(prefix: &str, typed: &HookForm) -> Markup {
+/// URL, events, description and headers, as typed (or as stored, on the edit
+/// form, where `current_headers` names the headers it has: their values are
+/// never shown again).
+fn hook_fields(prefix: &str, typed: &HookForm, current_headers: &[String]) -> Markup {
     html! {
         label for={ (prefix) "-url" } { "URL" }
         input id={ (prefix) "-url" } type="url" name="url" required value=(typed.url)
@@ -370,6 +372,21 @@ fn hook_fields(prefix: &str, typed: &HookForm) -> Markup {
         }
         label for={ (prefix) "-description" } { "Description " span.muted { "(optional)" } }
         input id={ (prefix) "-description" } type="text" name="description" maxlength="120" value=(typed.description);
+        label for={ (prefix) "-headers" } { "Headers " span.muted { "(optional)" } }
+        textarea id={ (prefix) "-headers" } name="headers" rows="3" spellcheck="false" autocomplete="off"
+            placeholder="X-Auth: value" aria-describedby={ (prefix) "-headers-help" } { (typed.headers) }
+        p id={ (prefix) "-headers-help" } .help {
+            "Sent with every delivery, one " code { "Name: value" } " a line, up to 10 (for a receiver that checks a header, such as n8n's Header Auth). Values are kept secret: they are not shown again."
+            @if !current_headers.is_empty() {
+                " It has " (current_headers.join(", ")) "; headers typed here replace them, none typed keeps them."
+            }
+        }
+        @if !current_headers.is_empty() {
+            div.check {
+                input id={ (prefix) "-clear-headers" } type="checkbox" name="clear_headers" value="1" checked[typed.clear_headers];
+                label for={ (prefix) "-clear-headers" } { "Remove its headers (unless others are typed above)" }
+            }
+        }
     }
 }
 
@@ -417,6 +434,10 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
             dt { "Source" } dd { (source_label(webhook.source)) }
             dt { "Created" } dd { (time(webhook.created_at)) }
             dt { "Changed" } dd { (time(webhook.updated_at)) }
+            dt { "Headers" } dd {
+                @if webhook.header_names.is_empty() { span.muted { "None" } }
+                @else { (webhook.header_names.join(", ")) " " span.muted { "(values hidden)" } }
+            }
         }
         section aria-labelledby="actions" {
             h2 #actions { "Actions" }
@@ -506,7 +527,7 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
             h2 #edit { "Edit" }
             form.stack method="post" action=(here) {
                 (frame.csrf())
-                (hook_fields("edit", &page.edit))
+                (hook_fields("edit", &page.edit, &webhook.header_names))
                 button type="submit" { "Save changes" }
             }
         }

@@ -17,7 +17,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
-use crate::models::webhook::{WebhookRow, disable_webhook};
+use crate::models::webhook::{WebhookRow, disable_webhook, read_headers};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{deliveries, webhooks};
@@ -159,7 +159,7 @@ impl Queue {
             claimed.iter().map(|row| row.webhook_id.clone()).collect();
         webhook_ids.sort_unstable();
         webhook_ids.dedup();
-        type Secrets = (String, Option<String>, Option<i64>);
+        type Secrets = (String, Option<String>, Option<i64>, String);
         let hooks: Vec<(WebhookRow, Secrets, Option<i64>)> = with_conn!(self.db, |conn| {
             webhooks::table
                 .filter(text_in(webhooks::id, webhook_ids))
@@ -169,6 +169,7 @@ impl Queue {
                         webhooks::secret,
                         webhooks::previous_secret,
                         webhooks::previous_secret_until,
+                        webhooks::headers,
                     ),
                     webhooks::failing_since,
                 ))
@@ -177,7 +178,7 @@ impl Queue {
         });
         let now = request.now.unix_millis();
         let mut hooks_by_id = HashMap::new();
-        for (row, (secret, previous, previous_until), failing_since) in hooks {
+        for (row, (secret, previous, previous_until, headers), failing_since) in hooks {
             let webhook = row.into_domain()?;
             let secret = WebhookSecret::parse(&secret).stored("webhook secret")?;
             let previous = match (previous, previous_until) {
@@ -187,12 +188,16 @@ impl Queue {
                 _ => None,
             };
             let failing = failing_since.is_some();
-            hooks_by_id.insert(webhook.id.to_string(), (webhook, secret, previous, failing));
+            let headers = read_headers(&headers)?;
+            hooks_by_id.insert(
+                webhook.id.to_string(),
+                (webhook, secret, previous, headers, failing),
+            );
         }
         let mut out = Vec::with_capacity(claimed.len());
         for row in claimed {
             // Gone since the claim (deleted with its webhook): nothing to send.
-            let Some((webhook, secret, previous_secret, failing)) =
+            let Some((webhook, secret, previous_secret, headers, failing)) =
                 hooks_by_id.get(&row.webhook_id)
             else {
                 continue;
@@ -209,6 +214,7 @@ impl Queue {
                 webhook: webhook.clone(),
                 secret: secret.clone(),
                 previous_secret: previous_secret.clone(),
+                headers: headers.clone(),
                 failing: *failing,
                 lease_token: request.lease_token.to_owned(),
             });

@@ -8,8 +8,8 @@ use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::MAX_WEBHOOKS;
 use hookline_domain::{
     DeliveryAttempt, DisabledReason, EventId, EventName, TargetPolicy, Timestamp, Webhook,
-    WebhookDescription, WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
-    subscribed_events,
+    WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
+    WorkspaceId, subscribed_events,
 };
 
 use crate::db::Db;
@@ -24,7 +24,8 @@ use crate::text_in::text_in;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
 
-/// A webhook as read back: everything but the secret.
+/// A webhook as read back: everything but the secrets (its signing secret, its
+/// headers' values).
 #[derive(Debug, Queryable, Selectable)]
 #[diesel(table_name = webhooks)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
@@ -36,6 +37,7 @@ pub(crate) struct WebhookRow {
     enabled: bool,
     disabled_reason: Option<String>,
     description: String,
+    header_names: String,
     source: String,
     created_at: i64,
     updated_at: i64,
@@ -50,6 +52,8 @@ struct NewWebhookRow<'a> {
     events: &'a str,
     enabled: bool,
     description: &'a str,
+    header_names: &'a str,
+    headers: &'a str,
     source: &'a str,
     secret: &'a str,
     created_at: i64,
@@ -68,6 +72,36 @@ fn stored_events(events: &[EventName]) -> String {
         .join(EVENT_SEPARATOR)
 }
 
+/// Separates stored header names; no header name contains it.
+const HEADER_NAME_SEPARATOR: &str = ",";
+
+/// Headers as stored: their names (listed with the webhook), and the headers
+/// themselves, values included (read only to deliver), one `Name: value` a line
+/// (a name holds no `:`, a value no line break).
+fn stored_headers(headers: &WebhookHeaders) -> (String, String) {
+    let names = headers
+        .names()
+        .collect::<Vec<_>>()
+        .join(HEADER_NAME_SEPARATOR);
+    let lines = headers
+        .expose()
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (names, lines)
+}
+
+/// Headers as read back from their stored lines.
+pub(crate) fn read_headers(stored: &str) -> Result<WebhookHeaders> {
+    let pairs = stored
+        .lines()
+        .map(WebhookHeaders::parse_line)
+        .collect::<Result<Vec<_>, _>>()
+        .stored("webhook headers")?;
+    WebhookHeaders::parse(pairs).stored("webhook headers")
+}
+
 /// What an update changes: the fields given, and the time of the change.
 #[derive(Debug, AsChangeset)]
 #[diesel(table_name = webhooks)]
@@ -75,6 +109,8 @@ struct WebhookFields<'a> {
     url: Option<&'a str>,
     events: Option<&'a str>,
     description: Option<&'a str>,
+    header_names: Option<&'a str>,
+    headers: Option<&'a str>,
     updated_at: i64,
 }
 
@@ -85,6 +121,8 @@ pub struct WebhookChange<'a> {
     pub url: Option<&'a WebhookUrl>,
     pub events: Option<&'a [EventName]>,
     pub description: Option<&'a WebhookDescription>,
+    /// All of its headers: given, they replace the ones it had.
+    pub headers: Option<&'a WebhookHeaders>,
     pub enabled: Option<bool>,
 }
 
@@ -105,6 +143,12 @@ impl WebhookRow {
                 .transpose()?,
             description: WebhookDescription::parse(&self.description)
                 .stored("webhook description")?,
+            header_names: self
+                .header_names
+                .split(HEADER_NAME_SEPARATOR)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+                .collect(),
             source: self.source.parse().stored("webhook source")?,
             created_at: timestamp(self.created_at, "webhook created_at")?,
             updated_at: timestamp(self.updated_at, "webhook updated_at")?,
@@ -120,6 +164,7 @@ pub struct NewWebhook<'a> {
     pub url: &'a WebhookUrl,
     pub events: &'a [EventName],
     pub description: &'a WebhookDescription,
+    pub headers: &'a WebhookHeaders,
     pub source: WebhookSource,
     pub secret: &'a WebhookSecret,
 }
@@ -168,6 +213,7 @@ impl Webhooks {
         let id = WebhookId::generate();
         let id_text = id.to_string();
         let events = stored_events(new.events);
+        let (header_names, headers) = stored_headers(new.headers);
         let created_at = Timestamp::now();
         let row = NewWebhookRow {
             id: &id_text,
@@ -176,6 +222,8 @@ impl Webhooks {
             events: &events,
             enabled: true,
             description: new.description.as_str(),
+            header_names: &header_names,
+            headers: &headers,
             source: new.source.as_str(),
             secret: new.secret.expose(),
             created_at: created_at.unix_millis(),
@@ -211,6 +259,7 @@ impl Webhooks {
             enabled: true,
             disabled_reason: None,
             description: new.description.clone(),
+            header_names: new.headers.names().map(str::to_owned).collect(),
             source: new.source,
             created_at,
             updated_at: created_at,
@@ -279,6 +328,7 @@ impl Webhooks {
         let id = id.to_string();
         let now = Timestamp::now().unix_millis();
         let events = change.events.map(stored_events);
+        let headers = change.headers.map(stored_headers);
         let row: Option<WebhookRow> = write_tx!(self.db, |conn| {
             let exists = webhooks::table
                 .find(&id)
@@ -294,6 +344,8 @@ impl Webhooks {
                 url: change.url.map(WebhookUrl::as_str),
                 events: events.as_deref(),
                 description: change.description.map(WebhookDescription::as_str),
+                header_names: headers.as_ref().map(|(names, _)| names.as_str()),
+                headers: headers.as_ref().map(|(_, pairs)| pairs.as_str()),
                 updated_at: now,
             };
             diesel::update(webhooks::table.find(&id))

@@ -1,0 +1,2 @@
+ALTER TABLE webhooks DROP COLUMN headers;
+ALTER TABLE webhooks DROP COLUMN header_names;
