@@ -88,6 +88,23 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
             micros(run.after.worst),
             failures(&run.after)
         );
+        if let Some((day, week)) = &run.stats {
+            let slowest = day.p99.max(week.p99);
+            let _ = writeln!(
+                report,
+                "  webhook stats, one connection ({events} attempts in its 7 d): 24h p50 {} p99 {}; 7d p50 {} p99 {}  p99 <= 10 ms: {}{}",
+                micros(day.p50),
+                micros(day.p99),
+                micros(week.p50),
+                micros(week.p99),
+                if slowest <= Duration::from_millis(10) {
+                    "met"
+                } else {
+                    "MISSED"
+                },
+                failures(week)
+            );
+        }
         if let Some((first, far, number)) = &run.pages {
             let ratio = far.p50.as_secs_f64() / first.p50.as_secs_f64().max(1e-6);
             let _ = writeln!(
@@ -117,6 +134,8 @@ struct Run {
     written: Duration,
     /// The attempt log's first and far page (when the history is retained).
     pages: Option<(Load, Load, usize)>,
+    /// `GET /admin/v1/hooks/:wh/stats` for 24h and 7d (when retained).
+    stats: Option<(Load, Load)>,
 }
 
 async fn one_run(
@@ -160,6 +179,7 @@ async fn one_run(
     }
     let started = Instant::now();
     db.write_history(&history).await;
+    db.count_attempts(webhooks[0]).await;
     let written = started.elapsed();
     db.analyze().await;
     let size_mib = db.size_bytes().await as f64 / (1024.0 * 1024.0);
@@ -202,10 +222,13 @@ async fn one_run(
     });
     let after = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, AFTER).await?;
     worker.stop().await?;
-    let pages = if days_back == 36 {
-        None
+    let (pages, stats) = if days_back == 36 {
+        (None, None)
     } else {
-        Some(attempt_pages(addr, &tokens, webhooks[0]).await?)
+        (
+            Some(attempt_pages(addr, &tokens, webhooks[0]).await?),
+            Some(stats(addr, &tokens, webhooks[0]).await?),
+        )
     };
     server.stop().await?;
     Ok(Run {
@@ -215,7 +238,33 @@ async fn one_run(
         size_mib,
         written,
         pages,
+        stats,
     })
+}
+
+/// `webhook`'s health over 24h and over 7d, each read over and over on one
+/// connection, in turns.
+async fn stats(
+    addr: SocketAddr,
+    tokens: &[String],
+    webhook: WebhookId,
+) -> anyhow::Result<(Load, Load)> {
+    let day = Call::get(&format!("/admin/v1/hooks/{webhook}/stats"));
+    let week = Call::get(&format!("/admin/v1/hooks/{webhook}/stats?window=7d"));
+    let side = |call| Side {
+        addr,
+        call,
+        keys: tokens,
+    };
+    let loads = load::alternating(
+        &[side(&day), side(&week)],
+        1,
+        None,
+        Duration::from_secs(4),
+        4,
+    )
+    .await?;
+    Ok((loads[0], loads[1]))
 }
 
 /// The attempt log's page 1 and page [`FAR_PAGE`] of `webhook` (reached by

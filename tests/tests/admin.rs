@@ -118,6 +118,74 @@ backend_tests! {
         admin.stop().await;
     }
 
+    async fn a_webhooks_health_counts_its_attempts_and_says_its_state(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/in", [Answer::status(200), Answer::status(200), Answer::status(500)]);
+        let admin = Admin::delivering(db, delivery(&receiver, 0)).await;
+        let ws = admin.workspace("STUDIO").await;
+        let created = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
+        let hook = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let stats = format!("/admin/v1/hooks/{hook}/stats");
+        let empty = admin.get(&stats).await;
+        assert_eq!(empty.status, StatusCode::OK, "{}", empty.body);
+        let data = &empty.body["data"];
+        assert_eq!((data["window"].as_str(), data["buckets"].as_array().unwrap().len()), (Some("24h"), 24));
+        assert_eq!((data["attempts"].as_u64(), data["successRate"].is_null(), data["lastAttempt"].is_null()), (Some(0), true, true));
+        assert_eq!(data["state"], "healthy");
+
+        // Two delivered, one failed (no retries): counted as they were recorded.
+        for n in 1..=3 {
+            admin.app.ingest(ws.parse().unwrap(), EventName::DmSent, json!({}), None).await.unwrap();
+            attempts(&admin, &hook, n).await;
+        }
+        // The run of failures is noted just after the outcome is recorded.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let data = loop {
+            let data = admin.get(&stats).await.body["data"].clone();
+            if data["state"] == "failing" {
+                break data;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never failing: {data}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!((data["attempts"].as_u64(), data["succeeded"].as_u64(), data["failed"].as_u64()), (Some(3), Some(2), Some(1)), "{data}");
+        assert_eq!(data["successRate"].as_f64(), Some(0.667));
+        let last = &data["buckets"][23];
+        assert_eq!((last["succeeded"].as_u64(), last["failed"].as_u64()), (Some(2), Some(1)), "this hour's bucket, the last: {data}");
+        assert!(data["buckets"].as_array().unwrap()[..23].iter().all(|b| b["succeeded"] == 0 && b["failed"] == 0));
+        assert_eq!(data["lastAttempt"]["status"].as_u64(), Some(500));
+        assert_eq!((data["state"].as_str(), data["failingSince"].is_string()), (Some("failing"), true), "{data}");
+        assert!(data["restingUntil"].is_null() && data["disabledReason"].is_null());
+
+        let week = admin.get(&format!("{stats}?window=7d")).await.body["data"].clone();
+        assert_eq!((week["window"].as_str(), week["buckets"].as_array().unwrap().len()), (Some("7d"), 7));
+        assert_eq!((week["buckets"][6]["succeeded"].as_u64(), week["attempts"].as_u64()), (Some(2), Some(3)));
+        assert_error(&admin.get(&format!("{stats}?window=1h")).await, StatusCode::BAD_REQUEST, "24h or 7d");
+        assert_error(&admin.get("/admin/v1/hooks/wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R/stats").await, StatusCode::NOT_FOUND, "no webhook");
+
+        admin.call(Method::PATCH, &format!("/admin/v1/hooks/{hook}"), Some(json!({"enabled": false}))).await;
+        let disabled = admin.get(&stats).await.body["data"].clone();
+        assert_eq!((disabled["state"].as_str(), disabled["disabledReason"].as_str()), (Some("disabled"), Some("manual")));
+        admin.stop().await;
+    }
+
+    async fn the_event_catalog_gives_each_events_description_schema_and_example(db) {
+        let admin = Admin::start(db).await;
+        let catalog = admin.get("/admin/v1/events").await;
+        assert_eq!(catalog.status, StatusCode::OK, "{}", catalog.body);
+        let events = catalog.body["data"].as_array().unwrap();
+        let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(names, EventName::ALL.map(|e| e.as_str()));
+        for (entry, event) in events.iter().zip(EventName::ALL) {
+            assert_eq!(entry["description"], event.description());
+            assert_eq!(entry["schema"], event.payload_schema());
+            assert_eq!(entry["example"]["event"], event.as_str());
+            assert_eq!(entry["example"]["data"], Value::Object(event.example_data()));
+            assert!(entry["example"]["id"].as_str().unwrap().starts_with("evt_"));
+        }
+        admin.stop().await;
+    }
+
     async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clears_it(db) {
         let receiver = Receiver::start().await;
         receiver.script("/down", vec![Answer::status(500); 200]);

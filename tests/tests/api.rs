@@ -430,6 +430,24 @@ backend_tests! {
         api.stop().await;
     }
 
+    async fn the_event_catalog_answers_any_valid_key_with_examples_of_its_workspace(db) {
+        let api = Api::start(db).await;
+        let (ws, key) = api.workspace_with_key(Plan::Studio).await;
+        let catalog = api.get("/api/v1/events", &key).await;
+        assert_eq!(catalog.status, StatusCode::OK, "{}", catalog.body);
+        let events = catalog.body["data"].as_array().unwrap();
+        assert_eq!(events.len(), 7);
+        for (entry, event) in events.iter().zip(EventName::ALL) {
+            assert_eq!((entry["name"].as_str(), entry["description"].as_str()), (Some(event.as_str()), Some(event.description())));
+            assert_eq!(entry["schema"]["properties"]["event"]["const"], event.as_str());
+            assert_eq!(entry["example"]["workspaceId"], ws.to_string().as_str());
+        }
+        assert_eq!(catalog.header("x-ratelimit-limit"), "120", "counted like any request");
+        let anonymous = api.send(Api::request(Method::GET, "/api/v1/events", None, "")).await;
+        assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+        api.stop().await;
+    }
+
     async fn bad_hook_bodies_get_a_400_naming_the_field_and_the_valid_events(db) {
         let api = Api::start(db).await;
         let (ws, key) = api.workspace_with_key(Plan::Studio).await;

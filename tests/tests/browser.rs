@@ -19,13 +19,14 @@ use std::time::Duration;
 use fantoccini::elements::Element;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hookline_domain::EventName;
 use hookline_testdb::{Backend, backend_tests};
-use hookline_tests::{Receiver, free_addr};
+use hookline_tests::{Receiver, Reply as Answer, free_addr};
 use hyper::{Method, StatusCode};
 use serde_json::json;
 use tokio::process::{Child, Command};
 
-use crate::harness::{Admin, delivery};
+use crate::harness::{Admin, attempts, delivery};
 
 fn binary(variable: &str, default: &str) -> PathBuf {
     let path = PathBuf::from(std::env::var(variable).unwrap_or_else(|_| default.to_owned()));
@@ -225,6 +226,13 @@ impl Browser {
         std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
     }
 
+    /// The chart's accessible name; it is an image to assistive technology.
+    async fn chart_label(&self) -> String {
+        let chart = self.element(Locator::Css("figure.chart svg")).await;
+        assert_eq!(chart.attr("role").await.unwrap().as_deref(), Some("img"));
+        chart.attr("aria-label").await.unwrap().unwrap()
+    }
+
     async fn close(self) {
         self.client.close().await.unwrap();
     }
@@ -337,6 +345,51 @@ backend_tests! {
         assert!(log.contains("contact.created") && log.contains("200") && log.contains(" ms"), "{log}");
         browser.screenshot(backend, "webhook").await;
 
+        // 6b. Its health: the last 24 hours charted, and the week one click away.
+        assert_eq!(browser.chart_label().await, "Last 24 hours: 1 attempts, 1 succeeded, 0 failed");
+        assert!(browser.text("p.state").await.starts_with("Healthy"));
+        browser.click("nav.windows a[href$='window=7d']").await;
+        browser.at(&format!("{here}?window=7d")).await;
+        assert_eq!(browser.chart_label().await, "Last 7 days: 1 attempts, 1 succeeded, 0 failed");
+        browser.click("details.numbers summary").await;
+        assert!(browser.text("details.numbers table").await.contains("Succeeded"));
+
+        // 6c. The catalog, and a test sent from it that the receiver refuses
+        // three times (every attempt the schedule allows): the webhook is failing.
+        receiver.script("/portal", [Answer::status(500), Answer::status(500), Answer::status(500)]);
+        browser.click("nav a[href$='/events']").await;
+        browser.at(&format!("{base}events")).await;
+        let catalog = browser.text("main").await;
+        for event in EventName::ALL {
+            assert!(catalog.contains(event.description()), "{event}: {catalog}");
+        }
+        browser.screenshot(backend, "events").await;
+        browser.element(Locator::Id("test-example-bio-subscribed")).await.select_by_value(&hook).await.unwrap();
+        browser.click("section[aria-labelledby='event-bio-subscribed'] form button").await;
+        browser.at(&format!("{base}events?notice=catalog-test-sent")).await;
+        attempts(&admin, &hook, 4).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            browser.client.goto(&format!("http://{}{here}", admin.public)).await.unwrap();
+            if browser.text("p.state").await.starts_with("Failing since") {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never failing");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(browser.chart_label().await, "Last 24 hours: 4 attempts, 1 succeeded, 3 failed");
+        browser.screenshot(backend, "webhook-failing").await;
+
+        // 6d. One action recovers it: the failed delivery goes again, and succeeds.
+        browser.click("form[action$='/restore'] button").await;
+        browser.at(&format!("{here}?notice=restored&n=1")).await;
+        let log = attempts(&admin, &hook, 5).await;
+        assert_eq!((log[0]["event"].as_str(), log[0]["status"].as_u64()), (Some("bio.subscribed"), Some(200)));
+        browser.client.goto(&format!("http://{}{here}", admin.public)).await.unwrap();
+        assert!(browser.text("p.state").await.starts_with("Healthy"));
+        assert_eq!(browser.chart_label().await, "Last 24 hours: 5 attempts, 2 succeeded, 3 failed");
+        browser.screenshot(backend, "webhook-health").await;
+
         // 7. The secret rotated: a new one, shown once.
         browser.click_confirmed("form[action$='/rotate'] button").await;
         let rotated = browser.element(Locator::Id("new-secret")).await.prop("value").await.unwrap().unwrap();
@@ -357,7 +410,7 @@ backend_tests! {
         assert!(browser.text("main").await.contains("STUDIO"));
         browser.screenshot(backend, "plan").await;
         browser.client.set_window_size(375, 800).await.unwrap();
-        for path in ["keys", "hooks", &format!("hooks/{hook}"), "plan"] {
+        for path in ["keys", "hooks", &format!("hooks/{hook}"), &format!("hooks/{hook}?window=7d"), "events", "plan"] {
             browser.client.goto(&format!("http://{}{base}{path}", admin.public)).await.unwrap();
             let width = browser.client.execute("return [document.documentElement.scrollWidth, window.innerWidth];", vec![]).await.unwrap();
             let (scroll, inner) = (width[0].as_u64().unwrap(), width[1].as_u64().unwrap());

@@ -400,6 +400,72 @@ backend_tests! {
         admin.stop().await;
     }
 
+    async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(db) {
+        let receiver = Receiver::start().await;
+        receiver.script("/in", [hookline_tests::Reply::status(500)]);
+        let admin = Admin::delivering(db, delivery(&receiver, 0)).await;
+        let ws = admin.workspace("STUDIO").await;
+        let session = open(&admin, &ws).await;
+        let made = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
+        let hook = made.body["data"]["id"].as_str().unwrap().to_owned();
+        let quiet = session.get(&admin, "hooks").await;
+        assert!(quiet.html.contains("Healthy") && quiet.html.contains("No attempts") && quiet.html.contains("None yet"), "{}", quiet.html);
+        admin.app.ingest(ws.parse().unwrap(), hookline_domain::EventName::DmSent, json!({}), None).await.unwrap();
+        attempts(&admin, &hook, 1).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let page = loop {
+            let page = session.get(&admin, &format!("hooks/{hook}")).await;
+            if page.html.contains("Failing since") {
+                break page;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never failing: {}", page.html);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(page.html.contains(r#"aria-label="Last 24 hours: 1 attempts, 0 succeeded, 1 failed""#), "{}", page.html);
+        assert!(page.html.contains("<caption>Last 24 hours: 1 attempts, 0 succeeded, 1 failed</caption>"));
+        assert!(page.html.contains("Recover failed deliveries"));
+        let listed = session.get(&admin, "hooks").await;
+        assert!(listed.html.contains("0.0%") && listed.html.contains("Failing since"), "{}", listed.html);
+        let week = session.get(&admin, &format!("hooks/{hook}?window=7d")).await;
+        assert!(week.html.contains(r#"aria-label="Last 7 days: 1 attempts, 0 succeeded, 1 failed""#), "{}", week.html);
+
+        // One action: what failed goes again (the receiver answers 200 now), and
+        // the run of failures ends.
+        let restored = session.post(&admin, &format!("hooks/{hook}/restore"), "").await;
+        assert_eq!(restored.status, StatusCode::SEE_OTHER, "{}", restored.html);
+        assert_eq!(restored.headers["location"].to_str().unwrap(), format!("/settings/{ws}/hooks/{hook}?notice=restored&n=1"));
+        let log = attempts(&admin, &hook, 2).await;
+        assert_eq!(log[0]["status"].as_u64(), Some(200));
+        let again = session.post(&admin, &format!("hooks/{hook}/restore"), "").await;
+        assert_eq!(again.status, StatusCode::UNPROCESSABLE_ENTITY, "nothing to recover once healthy: {}", again.html);
+        admin.stop().await;
+    }
+
+    async fn the_events_page_lists_the_catalog_and_sends_a_test_to_a_chosen_webhook(db) {
+        let receiver = Receiver::start().await;
+        let admin = Admin::delivering(db, delivery(&receiver, 0)).await;
+        let ws = admin.workspace("STUDIO").await;
+        let session = open(&admin, &ws).await;
+        let none = session.get(&admin, "events").await;
+        assert_eq!(none.status, StatusCode::OK);
+        assert!(none.html.contains("Make a webhook to send this event to it as a test."));
+        for event in hookline_domain::EventName::ALL {
+            assert!(none.html.contains(event.description().replace('\'', "&#39;").as_str()) || none.html.contains(event.description()), "{event}");
+        }
+        assert!(none.html.contains("maria.rossi@example.com"), "examples shown");
+        let made = admin.post(&format!("/admin/v1/workspaces/{ws}/hooks"), json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
+        let hook = made.body["data"]["id"].as_str().unwrap().to_owned();
+        let page = session.get(&admin, "events").await;
+        assert!(page.html.contains(&format!(r#"<option value="{hook}">"#)), "{}", page.html);
+        let sent = session.post(&admin, "events/test", &format!("event=bio.subscribed&hook={hook}")).await;
+        assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
+        let log = attempts(&admin, &hook, 1).await;
+        assert_eq!(log[0]["event"], "bio.subscribed", "any event, to this webhook");
+        let bad = session.post(&admin, "events/test", "event=dm.read&hook=wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R").await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+        admin.stop().await;
+    }
+
     async fn a_link_made_on_one_server_opens_on_another_of_the_same_database(db) {
         let admin = Admin::start(db).await;
         let ws = admin.workspace("STUDIO").await;

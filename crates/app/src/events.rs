@@ -2,7 +2,7 @@
 
 use hookline_delivery::Emission;
 use hookline_domain::{
-    EventId, EventName, EventPayload, IdempotencyKey, SAMPLES_KEPT, Timestamp, WorkspaceId,
+    EventName, EventPayload, IdempotencyKey, SAMPLES_KEPT, Timestamp, WorkspaceId,
 };
 
 use crate::{App, Result};
@@ -52,15 +52,30 @@ impl App {
             .recent_payloads(workspace, event, SAMPLES_KEPT)
             .await?;
         if payloads.is_empty() {
-            let example = EventPayload {
-                id: EventId::generate(),
-                event,
-                workspace_id: workspace,
-                occurred_at: Timestamp::now(),
-                data: event.example_data(),
-            };
-            payloads.push(example.to_json());
+            payloads.push(EventPayload::example(event, workspace).to_json());
         }
         Ok(payloads)
     }
+}
+
+/// One event of the catalog: what it means, its payload's JSON Schema, and the
+/// payload a sample gives when it never happened.
+#[derive(Debug, Clone)]
+pub struct CatalogEvent {
+    pub event: EventName,
+    pub schema: serde_json::Value,
+    pub example: EventPayload,
+}
+
+/// Every event, in the catalog's order, with examples in `workspace` (the caller's;
+/// an example one where there is no caller's).
+pub fn event_catalog(workspace: WorkspaceId) -> Vec<CatalogEvent> {
+    EventName::ALL
+        .into_iter()
+        .map(|event| CatalogEvent {
+            event,
+            schema: event.payload_schema(),
+            example: EventPayload::example(event, workspace),
+        })
+        .collect()
 }

@@ -52,6 +52,7 @@ use hookline_store::{
 
 pub use admin::CreatedAdminToken;
 pub use error::{Error, Result};
+pub use events::{CatalogEvent, event_catalog};
 pub use keys::CreatedKey;
 pub use page::{DEFAULT_LIMIT, MAX_LIMIT, Page, PageRequest};
 pub use portal::{PortalLink, PortalSession};

@@ -3,8 +3,8 @@
 //! or event answers `NotFound`, exactly like an id of none, and changes nothing.
 
 use hookline_domain::{
-    ApiKeyId, ApiKeyRecord, DeliveryAttempt, EventId, EventName, KeyName, Refusal, Timestamp,
-    Webhook, WebhookId, WebhookSource, WorkspaceId,
+    ApiKeyId, ApiKeyRecord, DeliveryAttempt, DisabledReason, EventId, EventName, HealthWindow,
+    KeyName, Refusal, Timestamp, Webhook, WebhookHealth, WebhookId, WebhookSource, WorkspaceId,
 };
 
 use crate::page::{Page, PageRequest};
@@ -97,6 +97,53 @@ impl Settings<'_> {
     pub async fn redeliver(&self, event: EventId, id: WebhookId) -> Result<u64> {
         let webhook = self.webhook(id).await?;
         self.app.redeliver_to(event, Some(&webhook)).await
+    }
+
+    /// Every webhook with its health over the last 24 hours, for the list.
+    pub async fn webhooks_with_health(
+        &self,
+        now: Timestamp,
+    ) -> Result<Vec<(Webhook, WebhookHealth)>> {
+        let mut listed = Vec::new();
+        for webhook in self.webhooks().await? {
+            let health = self.app.health_of(&webhook, HealthWindow::Day, now).await?;
+            listed.push((webhook, health));
+        }
+        Ok(listed)
+    }
+
+    /// The health of a webhook its caller read (through these Settings).
+    pub async fn health_of(
+        &self,
+        webhook: &Webhook,
+        window: HealthWindow,
+        now: Timestamp,
+    ) -> Result<WebhookHealth> {
+        self.app.health_of(webhook, window, now).await
+    }
+
+    /// The one action a failing or auto-disabled webhook offers: enabled again,
+    /// and what failed since its run of failures began made due again (a fresh
+    /// count of attempts); answers how many. Refused for a webhook that is neither.
+    pub async fn restore_webhook(&self, id: WebhookId) -> Result<u64> {
+        let webhook = self.webhook(id).await?;
+        let auto_disabled = webhook.disabled_reason == Some(DisabledReason::Failing);
+        let Some(since) = webhook
+            .failing_since
+            .filter(|_| webhook.enabled || auto_disabled)
+        else {
+            return Err(hookline_domain::Error::Invalid {
+                field: "webhook",
+                reason: "it is not failing: there is nothing to recover".to_owned(),
+            }
+            .into());
+        };
+        let enabled = if webhook.enabled {
+            webhook
+        } else {
+            self.app.set_webhook_enabled(id, true).await?
+        };
+        self.app.recover_webhook_of(&enabled, since).await
     }
 
     /// The webhook, and a page of its attempt log (newest first): the webhook is

@@ -3,9 +3,9 @@
 
 use hookline_domain::limits::MAX_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, Refusal, TargetPolicy,
-    Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret,
-    WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
+    DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, HealthWindow, Refusal,
+    TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookHealth, WebhookId,
+    WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
 };
 use hookline_store::{NewWebhook, WebhookChange};
 
@@ -230,6 +230,38 @@ impl App {
     ) -> Result<Webhook> {
         self.workspace_webhook(workspace, id).await?;
         self.update_webhook(id, update).await
+    }
+
+    /// The webhook's health over `window` at `now`: its attempts per bucket from
+    /// the hour counters (never the attempt log), its last attempt, its state.
+    pub async fn webhook_health(
+        &self,
+        id: WebhookId,
+        window: HealthWindow,
+        now: Timestamp,
+    ) -> Result<WebhookHealth> {
+        let webhook = self.webhook(id).await?;
+        self.health_of(&webhook, window, now).await
+    }
+
+    /// [`App::webhook_health`] of a webhook its caller read.
+    pub(crate) async fn health_of(
+        &self,
+        webhook: &Webhook,
+        window: HealthWindow,
+        now: Timestamp,
+    ) -> Result<WebhookHealth> {
+        let hours = self
+            .webhooks
+            .hour_counts(webhook.id, window.since(now))
+            .await?;
+        let last = self
+            .webhooks
+            .attempts(webhook.id, 1)
+            .await?
+            .into_iter()
+            .next();
+        Ok(WebhookHealth::of(webhook, window, now, &hours, last))
     }
 
     pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {

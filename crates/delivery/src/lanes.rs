@@ -532,6 +532,9 @@ mod tests {
             source: WebhookSource::Api,
             created_at: Timestamp::now(),
             updated_at: Timestamp::now(),
+            failing_since: None,
+            resting_until: None,
+            resting_after: None,
         }
     }
 

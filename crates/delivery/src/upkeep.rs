@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hookline_domain::Timestamp;
+use hookline_domain::{HealthWindow, Timestamp};
 use hookline_store::Upkeep;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -98,6 +98,18 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention: Duration) {
         Ok(0) => {}
         Ok(keys) => tracing::info!(keys, "removed idempotency keys older than a day"),
         Err(error) => tracing::error!(%error, "idempotency key cleanup failed"),
+    }
+    match upkeep
+        .forget_health_counters(
+            HealthWindow::Week
+                .since(now)
+                .minus(Duration::from_secs(86_400)),
+        )
+        .await
+    {
+        Ok(0) => {}
+        Ok(rows) => tracing::debug!(rows, "forgot health counters older than a week"),
+        Err(error) => tracing::error!(%error, "health counter cleanup failed"),
     }
     match upkeep.delete_expired_portal_links(now).await {
         Ok(0) => {}

@@ -449,8 +449,8 @@ impl Worker {
             done.took,
             Instant::now(),
         );
-        match change {
-            None => {}
+        let rest = match change {
+            None => return self.hand_back(handed_back, "its receiver started resting"),
             Some(BreakerChange::Opened { rest }) => {
                 metrics::counter!("hookline_delivery_breaker_total", "change" => "opened")
                     .increment(1);
@@ -459,14 +459,25 @@ impl Worker {
                     rest_seconds = rest.as_secs(),
                     "the receiver does not answer; its deliveries rest, then one probe goes out"
                 );
+                let after = self.config.isolation.breaker_misses;
+                Some((Timestamp::now().plus(rest), after))
             }
             Some(BreakerChange::Closed) => {
                 metrics::counter!("hookline_delivery_breaker_total", "change" => "closed")
                     .increment(1);
                 tracing::info!(webhook_id = %done.webhook_id, "the receiver answers again; its deliveries resume");
+                None
             }
-        }
+        };
         self.hand_back(handed_back, "its receiver started resting");
+        // The health view shows the rest; off the delivery loop, as it is rare.
+        let queue = self.queue.clone();
+        let webhook = done.webhook_id;
+        tokio::spawn(async move {
+            if let Err(error) = queue.note_rest(webhook, rest).await {
+                tracing::warn!(%error, webhook_id = %webhook, "cannot note the breaker's rest for the health view");
+            }
+        });
     }
 
     /// Gives claimed deliveries back to the queue unattempted (due again at once,

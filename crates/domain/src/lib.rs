@@ -11,11 +11,13 @@
 
 mod account;
 mod api_key;
+mod catalog;
 mod delivery;
 mod error;
 mod event;
 mod examples;
 mod headers;
+mod health;
 mod history;
 mod id;
 mod net;
@@ -43,6 +45,7 @@ pub use headers::{
     HEADER_VALUE_PATTERN, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS,
     WebhookHeaders, header_name_pattern,
 };
+pub use health::{HealthBucket, HealthState, HealthWindow, HourCount, WebhookHealth, hour_of};
 pub use history::{HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT};
 pub use id::{
     AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, RequestId, WebhookId, WorkspaceId,

@@ -29,6 +29,13 @@ pub struct Webhook {
     pub created_at: Timestamp,
     /// The last change of its URL, events, description or state.
     pub updated_at: Timestamp,
+    /// Since when every attempt has failed (a run of failures under way).
+    pub failing_since: Option<Timestamp>,
+    /// Until when its deliveries rest behind the breaker (its receiver stopped
+    /// answering); a time past means the rest is over.
+    pub resting_until: Option<Timestamp>,
+    /// The unanswered attempts in a row that started that rest.
+    pub resting_after: Option<u32>,
 }
 
 impl Webhook {

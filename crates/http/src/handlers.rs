@@ -14,7 +14,7 @@ use crate::body::{header_pairs, read_json};
 use crate::error::ApiError;
 use crate::server::Api;
 use crate::transport::json_response;
-use crate::wire::{AccountObject, Me, Success, WebhookObject, WorkspaceObject};
+use crate::wire::{AccountObject, CatalogEventObject, Me, Success, WebhookObject, WorkspaceObject};
 
 fn ok<T: serde::Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
     let body = Success {
@@ -131,6 +131,13 @@ pub(crate) async fn sample(
     // The stored payloads go out byte for byte as they were delivered.
     let body = format!(r#"{{"success":true,"data":[{}]}}"#, payloads.join(","));
     Ok(json_response(StatusCode::OK, body))
+}
+
+/// `GET /events`: the event catalog, its examples in the caller's workspace.
+pub(crate) fn event_catalog(caller: &Caller) -> Response<Full<Bytes>> {
+    let catalog = hookline_app::event_catalog(caller.workspace.id);
+    let data: Vec<CatalogEventObject> = catalog.iter().map(CatalogEventObject::from).collect();
+    ok(StatusCode::OK, Some(data))
 }
 
 /// Names automation platforms send the target URL under; `url` wins.

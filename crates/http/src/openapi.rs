@@ -11,9 +11,9 @@ use hookline_domain::limits::{
     DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS, MAX_WEBHOOK_URL_LEN,
 };
 use hookline_domain::{
-    AccountId, ApiKeyId, CONTACT_FIELDS, EMAIL_PATTERN, EventId, EventName, HEADER_VALUE_PATTERN,
-    IdempotencyKey, KeyName, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, Username,
-    WebhookDescription, WebhookId, WebhookUrl, WorkspaceId, WorkspaceName, header_name_pattern,
+    AccountId, ApiKeyId, EventId, EventName, HEADER_VALUE_PATTERN, IdempotencyKey, KeyName,
+    MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, Username, WebhookDescription, WebhookId, WebhookUrl,
+    WorkspaceId, WorkspaceName, header_name_pattern,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -251,6 +251,15 @@ fn common_schemas() -> Map<String, Value> {
             }
         },
         "NewWebhook": new_webhook(false),
+        "CatalogEvent": {
+            "type": "object", "required": ["name", "description", "schema", "example"],
+            "properties": {
+                "name": schema("EventName"),
+                "description": { "type": "string" },
+                "schema": { "type": "object", "description": "The JSON Schema of the delivered payload." },
+                "example": schema("EventPayload")
+            }
+        },
         "WebhookPatch": {
             "type": "object",
             "properties": { "url": or_null(webhook_url()),
@@ -294,33 +303,21 @@ fn new_webhook(closed: bool) -> Value {
 }
 
 /// An event to emit: its name, and its data, which `contact.email_captured`
-/// requires to name the contact ([`CONTACT_FIELDS`], each a non-empty string,
-/// the e-mail address one).
+/// requires to name the contact (its `data` as the event catalog describes it).
 fn emit() -> Value {
     let others: Vec<&str> = EventName::ALL
         .iter()
         .filter(|event| **event != EventName::ContactEmailCaptured)
         .map(|event| event.as_str())
         .collect();
-    let mut contact = Map::new();
-    for field in CONTACT_FIELDS {
-        contact.insert(
-            field.to_owned(),
-            json!({ "type": "string", "minLength": 1 }),
-        );
-    }
-    contact.insert(
-        "email".to_owned(),
-        json!({ "type": "string", "pattern": EMAIL_PATTERN }),
-    );
+    let contact = EventName::ContactEmailCaptured.payload_schema()["properties"]["data"].clone();
     json!({ "oneOf": [
         { "type": "object", "required": ["event"], "additionalProperties": false,
           "properties": { "event": { "type": "string", "enum": others }, "data": { "type": "object" } } },
         { "type": "object", "required": ["event", "data"], "additionalProperties": false,
           "properties": {
             "event": { "const": EventName::ContactEmailCaptured.as_str() },
-            "data": { "type": "object", "required": ["contact"], "properties": {
-                "contact": { "type": "object", "required": CONTACT_FIELDS, "properties": contact } } } } }
+            "data": contact } }
     ] })
 }
 
@@ -375,6 +372,11 @@ fn public() -> Value {
                 hook_id.clone(), Some(schema("WebhookPatch")), ("200", success(schema("Webhook")))),
             "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id, None,
                 ("200", bare_success()))
+        },
+        "/api/v1/events": {
+            "get": op("The event catalog: each event's description, the JSON Schema of its payload, and the \
+                payload a sample gives when it never happened (for trigger dropdowns).", json!([]), None,
+                ("200", success(json!({ "type": "array", "items": schema("CatalogEvent") }))))
         },
         "/api/v1/events/{event}/sample": {
             "get": op("The last three payloads of this event, or one example.",
@@ -436,7 +438,7 @@ fn webhooks() -> Value {
                   "schema": { "type": "string" } }
             ],
             "requestBody": { "required": true, "content": { "application/json": {
-                "schema": schema("EventPayload"), "example": example } } },
+                "schema": event.payload_schema(), "example": example } } },
             "responses": {
                 "2XX": { "description": "Delivered." },
                 "410": { "description": "Unsubscribe: an API webhook is deleted, a Settings one disabled." },
@@ -496,6 +498,31 @@ fn admin() -> Value {
         "WorkspaceChange": {
             "type": "object", "additionalProperties": false,
             "properties": { "name": or_null(label(WorkspaceName::MAX_CHARS)), "plan": or_null(schema("Plan")) }
+        },
+        "WebhookStats": {
+            "type": "object",
+            "required": ["window", "buckets", "attempts", "succeeded", "failed", "successRate", "lastAttempt",
+                "state", "failingSince", "restingUntil", "disabledReason"],
+            "properties": {
+                "window": { "type": "string", "enum": ["24h", "7d"] },
+                "buckets": { "type": "array", "items": { "type": "object",
+                    "required": ["start", "succeeded", "failed"],
+                    "properties": { "start": schema("Timestamp"),
+                        "succeeded": { "type": "integer", "minimum": 0 },
+                        "failed": { "type": "integer", "minimum": 0 } } } },
+                "attempts": { "type": "integer", "minimum": 0 },
+                "succeeded": { "type": "integer", "minimum": 0 },
+                "failed": { "type": "integer", "minimum": 0 },
+                "successRate": { "type": ["number", "null"], "minimum": 0, "maximum": 1 },
+                "lastAttempt": { "oneOf": [{ "type": "null" }, { "type": "object",
+                    "required": ["at", "status", "error"],
+                    "properties": { "at": schema("Timestamp"), "status": { "type": ["integer", "null"] },
+                        "error": { "type": ["string", "null"] } } }] },
+                "state": { "type": "string", "enum": ["healthy", "failing", "resting", "disabled"] },
+                "failingSince": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
+                "restingUntil": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
+                "disabledReason": { "type": ["string", "null"], "enum": ["manual", "gone", "failing", null] }
+            }
         },
         "WebhookChange": {
             "type": "object", "additionalProperties": false,
@@ -590,6 +617,17 @@ fn admin() -> Value {
         "/admin/v1/hooks/{wh}/attempts": {
             "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
                 listing(wh(), "before", Some(attempt_cursor_pattern())), None, ("200", page(schema("Attempt")))))
+        },
+        "/admin/v1/hooks/{wh}/stats": {
+            "get": with_404(op("The webhook's health over a window: attempts per hour (24h) or UTC day (7d), oldest first, \
+                from counters kept as attempts are recorded; its last attempt and state.",
+                json!([wh(), { "name": "window", "in": "query", "required": false,
+                    "schema": { "type": "string", "enum": ["24h", "7d"], "default": "24h" } }]),
+                None, ("200", success(schema("WebhookStats")))))
+        },
+        "/admin/v1/events": {
+            "get": op("The event catalog: each event's description, payload schema and example.",
+                json!([]), None, ("200", success(json!({ "type": "array", "items": schema("CatalogEvent") }))))
         },
         "/admin/v1/hooks/{wh}/secret/rotate": {
             "post": optional_body(with_404(op("Rotate the signing secret: the new one is shown once; until the grace \

@@ -21,13 +21,15 @@ pub(crate) enum Route<'a> {
     Sample {
         event: &'a str,
     },
+    /// The event catalog.
+    Events,
     /// This API's OpenAPI document; needs no key.
     OpenApi,
 }
 
 /// Every route's pattern, for the OpenAPI document's test.
 #[cfg(test)]
-pub(crate) const ROUTE_NAMES: [&str; 8] = [
+pub(crate) const ROUTE_NAMES: [&str; 9] = [
     "GET /api/v1/me",
     "GET /api/v1/hooks",
     "POST /api/v1/hooks",
@@ -35,6 +37,7 @@ pub(crate) const ROUTE_NAMES: [&str; 8] = [
     "PATCH /api/v1/hooks/:id",
     "DELETE /api/v1/hooks/:id",
     "GET /api/v1/events/:event/sample",
+    "GET /api/v1/events",
     "GET /api/v1/openapi.json",
 ];
 
@@ -49,6 +52,7 @@ impl Route<'_> {
             Route::UpdateHook { .. } => "PATCH /api/v1/hooks/:id",
             Route::DeleteHook { .. } => "DELETE /api/v1/hooks/:id",
             Route::Sample { .. } => "GET /api/v1/events/:event/sample",
+            Route::Events => "GET /api/v1/events",
             Route::OpenApi => "GET /api/v1/openapi.json",
         }
     }
@@ -83,6 +87,8 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Api
         (&Method::GET, ["openapi.json"]) => Ok(Route::OpenApi),
         (_, ["openapi.json"]) => Err(TransportError::MethodNotAllowed { allow: "GET" }.into()),
 
+        (&Method::GET, ["events"]) => Ok(Route::Events),
+        (_, ["events"]) => Err(TransportError::MethodNotAllowed { allow: "GET" }.into()),
         (&Method::GET, ["events", event, "sample"]) => Ok(Route::Sample { event }),
         (_, ["events", _, "sample"]) => {
             Err(TransportError::MethodNotAllowed { allow: "GET" }.into())
@@ -117,6 +123,7 @@ mod tests {
             route(&Method::GET, "/api/v1/events/dm.sent/sample"),
             Ok(Route::Sample { event: "dm.sent" })
         );
+        assert_eq!(route(&Method::GET, "/api/v1/events"), Ok(Route::Events));
     }
 
     #[test]

@@ -477,6 +477,7 @@ impl Api {
             Route::UpdateHook { id } => handlers::update_hook(self, &caller, id, request).await,
             Route::DeleteHook { id } => handlers::delete_hook(&self.app, &caller, id).await,
             Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
+            Route::Events => Ok(handlers::event_catalog(&caller)),
             Route::OpenApi => Ok(crate::openapi::public_document()),
         };
         let mut response = answer.unwrap_or_else(ApiError::into_response);

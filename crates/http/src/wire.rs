@@ -261,3 +261,25 @@ pub(crate) struct Failure<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) events: Option<Vec<&'static str>>,
 }
+
+/// An event of the catalog (`GET /api/v1/events`, `GET /admin/v1/events`): what
+/// it means, its delivered payload's JSON Schema, and the payload a sample gives
+/// when it never happened.
+#[derive(Debug, Serialize)]
+pub struct CatalogEventObject {
+    pub name: EventName,
+    pub description: &'static str,
+    pub schema: serde_json::Value,
+    pub example: serde_json::Value,
+}
+
+impl From<&hookline_app::CatalogEvent> for CatalogEventObject {
+    fn from(entry: &hookline_app::CatalogEvent) -> Self {
+        CatalogEventObject {
+            name: entry.event,
+            description: entry.event.description(),
+            schema: entry.schema.clone(),
+            example: serde_json::from_str(&entry.example.to_json()).unwrap_or_default(),
+        }
+    }
+}

@@ -50,6 +50,17 @@ diesel::table! {
         failing_since -> Nullable<BigInt>,
         header_names -> Text,
         headers -> Text,
+        resting_until -> Nullable<BigInt>,
+        resting_after -> Nullable<Integer>,
+    }
+}
+
+diesel::table! {
+    webhook_stats (webhook_id, hour_start) {
+        webhook_id -> Text,
+        hour_start -> BigInt,
+        succeeded -> BigInt,
+        failed -> BigInt,
     }
 }
 
@@ -160,4 +171,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     portal_links,
     event_samples,
+    webhook_stats,
 );

@@ -26,6 +26,7 @@ async fn both_backends_end_with_the_same_tables_and_columns() {
             "idempotency_keys",
             "portal_links",
             "rate_limit_windows",
+            "webhook_stats",
             "webhooks",
             "workspaces"
         ]

@@ -151,6 +151,24 @@ impl TestDb {
             .await)
         .expect("mark delivered");
     }
+
+    /// Counts `webhook`'s attempts into its health counters (`webhook_stats`), as
+    /// the recorder counts each as it records it: for history written in bulk.
+    pub async fn count_attempts(&self, webhook: WebhookId) {
+        let sql = self.dialect(
+            "INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
+             SELECT webhook_id, attempted_at - attempted_at % 3600000, \
+                 SUM(CASE WHEN status BETWEEN 200 AND 299 THEN 1 ELSE 0 END), \
+                 SUM(CASE WHEN status BETWEEN 200 AND 299 THEN 0 ELSE 1 END) \
+             FROM delivery_attempts WHERE webhook_id = $1 \
+             GROUP BY webhook_id, attempted_at - attempted_at % 3600000",
+        );
+        with_own_connection!(self, |conn| diesel::sql_query(&sql)
+            .bind::<Text, _>(webhook.to_string())
+            .execute(conn)
+            .await)
+        .expect("count attempts");
+    }
 }
 
 /// Writes `$history` in chunks with the statements `$sql` on `$conn` (either

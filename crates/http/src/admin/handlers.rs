@@ -5,8 +5,8 @@ use hookline_app::{App, WebhookInput, WorkspaceUpdate};
 use hookline_delivery::Emission;
 use hookline_domain::limits::DEFAULT_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    AccountId, ApiKeyId, ApiKeyStatus, EventId, EventName, IdempotencyKey, KeyName, Plan,
-    PublicUrl, Timestamp, Username, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, ApiKeyStatus, EventId, EventName, HealthWindow, IdempotencyKey, KeyName,
+    Plan, PublicUrl, Timestamp, Username, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -15,11 +15,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::admin::error::AdminError;
-use crate::admin::input::{Body, page};
-use crate::admin::wire::{Listed, WebhookAdmin, WorkspaceAdmin};
+use crate::admin::input::{Body, page, query_value};
+use crate::admin::wire::{HealthObject, Listed, WebhookAdmin, WorkspaceAdmin};
 use crate::body::header_pairs;
 use crate::transport::json_response;
-use crate::wire::{AccountObject, AttemptObject, KeyCreatedObject, KeyObject, Success};
+use crate::wire::{
+    AccountObject, AttemptObject, CatalogEventObject, KeyCreatedObject, KeyObject, Success,
+};
 
 pub(crate) type Answer = Result<Response<Full<Bytes>>, AdminError>;
 
@@ -219,6 +221,31 @@ pub(crate) async fn update_hook(app: &App, hook: &str, body: Value) -> Answer {
 pub(crate) async fn delete_hook(app: &App, hook: &str) -> Answer {
     app.delete_webhook(path_id("webhook", hook)?).await?;
     Ok(ok::<()>(StatusCode::OK, None))
+}
+
+/// `GET /hooks/:wh/stats?window=24h|7d` (24h when not given).
+pub(crate) async fn hook_stats(app: &App, hook: &str, query: Option<&str>) -> Answer {
+    let id: WebhookId = path_id("webhook", hook)?;
+    let window = match query_value(query, "window") {
+        None => HealthWindow::default(),
+        Some(window) => window.parse::<HealthWindow>()?,
+    };
+    let health = app.webhook_health(id, window, Timestamp::now()).await?;
+    Ok(ok(StatusCode::OK, Some(HealthObject::from(&health))))
+}
+
+/// `GET /events`: the event catalog, its examples in an example workspace.
+pub(crate) fn event_catalog() -> Answer {
+    let catalog = hookline_app::event_catalog(example_workspace());
+    let data: Vec<CatalogEventObject> = catalog.iter().map(CatalogEventObject::from).collect();
+    Ok(ok(StatusCode::OK, Some(data)))
+}
+
+/// The workspace of the admin catalog's examples (the back office has none of its own).
+fn example_workspace() -> WorkspaceId {
+    "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R"
+        .parse()
+        .unwrap_or_else(|_| WorkspaceId::generate())
 }
 
 pub(crate) async fn list_attempts(app: &App, hook: &str, query: Option<&str>) -> Answer {

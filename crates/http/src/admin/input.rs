@@ -119,6 +119,16 @@ pub(crate) fn page(query: Option<&str>, cursor: &str) -> Result<PageRequest, Adm
     PageRequest::new(position, limit).map_err(AdminError::from)
 }
 
+/// The value of `name` in a query, `%XX` escapes decoded; `None` when absent.
+pub(crate) fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(field, _)| *field == name)
+        .map(|(_, value)| percent_decoded(value))
+}
+
 /// A query value with its `%XX` escapes decoded (an attempt cursor holds `:`); a
 /// value that does not decode to text is kept as sent, and matches nothing.
 fn percent_decoded(value: &str) -> String {

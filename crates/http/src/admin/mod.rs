@@ -99,6 +99,8 @@ impl AdminApi {
             UpdateHook { hook } => h::update_hook(app, hook, self.body(request).await?).await,
             DeleteHook { hook } => h::delete_hook(app, hook).await,
             ListAttempts { hook } => h::list_attempts(app, hook, query).await,
+            HookStats { hook } => h::hook_stats(app, hook, query).await,
+            EventCatalog => h::event_catalog(),
             RotateSecret { hook } => {
                 let body = read_optional_json(request, self.body_limits).await?;
                 h::rotate_secret(app, hook, body).await

@@ -2,7 +2,8 @@
 //! the back office needs to see.
 
 use hookline_domain::{
-    DisabledReason, Plan, Timestamp, Webhook, WebhookHeaders, WebhookSource, Workspace, WorkspaceId,
+    DisabledReason, Plan, Timestamp, Webhook, WebhookHeaders, WebhookHealth, WebhookSource,
+    Workspace, WorkspaceId,
 };
 use serde::Serialize;
 
@@ -78,4 +79,65 @@ pub(crate) struct Listed<T> {
     pub(crate) success: bool,
     pub(crate) data: Vec<T>,
     pub(crate) next_cursor: Option<String>,
+}
+
+/// A webhook's health (`GET /admin/v1/hooks/:wh/stats`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HealthObject<'a> {
+    window: &'static str,
+    buckets: Vec<BucketObject>,
+    attempts: u64,
+    succeeded: u64,
+    failed: u64,
+    success_rate: Option<f64>,
+    last_attempt: Option<LastAttemptObject<'a>>,
+    state: &'static str,
+    failing_since: Option<Timestamp>,
+    resting_until: Option<Timestamp>,
+    disabled_reason: Option<DisabledReason>,
+}
+
+#[derive(Debug, Serialize)]
+struct BucketObject {
+    start: Timestamp,
+    succeeded: u64,
+    failed: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct LastAttemptObject<'a> {
+    at: Timestamp,
+    status: Option<u16>,
+    error: Option<&'a str>,
+}
+
+impl<'a> From<&'a WebhookHealth> for HealthObject<'a> {
+    fn from(health: &'a WebhookHealth) -> Self {
+        HealthObject {
+            window: health.window.as_str(),
+            buckets: health
+                .buckets
+                .iter()
+                .map(|bucket| BucketObject {
+                    start: bucket.start,
+                    succeeded: bucket.succeeded,
+                    failed: bucket.failed,
+                })
+                .collect(),
+            attempts: health.attempts,
+            succeeded: health.succeeded,
+            failed: health.failed,
+            success_rate: health.success_rate,
+            last_attempt: health.last_attempt.as_ref().map(|last| LastAttemptObject {
+                at: last.at,
+                status: last.status,
+                error: last.error.as_deref(),
+            }),
+            state: health.state.as_str(),
+            failing_since: health.failing_since,
+            resting_until: health.resting_until,
+            disabled_reason: health.disabled_reason,
+        }
+    }
 }

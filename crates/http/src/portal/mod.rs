@@ -18,13 +18,14 @@
 
 mod error;
 mod forms;
+mod health;
 mod pages;
 mod router;
 
 use hookline_app::{App, AppConfig, PageRequest, PortalSession, Settings};
 use hookline_domain::{
-    ApiKeyId, EventId, EventName, KeyName, PublicUrl, Timestamp, WebhookId, WorkspaceId,
-    limits::DEFAULT_SECRET_GRACE_SECONDS,
+    ApiKeyId, EventId, EventName, HealthWindow, KeyName, PublicUrl, Timestamp, WebhookId,
+    WorkspaceId, limits::DEFAULT_SECRET_GRACE_SECONDS,
 };
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -203,6 +204,8 @@ impl Portal {
                 let id: WebhookId = hook.parse().map_err(|_| PortalError::NotFound)?;
                 act.hook_action(id, action, &fields).await
             }
+            SessionPage::Events => act.events(notice(&query), StatusCode::OK).await,
+            SessionPage::SendTestEvent => act.send_test_from_catalog(&fields).await,
             SessionPage::Plan => Ok(html(StatusCode::OK, pages::plan(&act.frame))),
             SessionPage::SignOut => {
                 self.app.end_portal_session(&token).await?;
@@ -307,6 +310,8 @@ fn notice(query: &Fields) -> Flash {
         "test-sent" => "Test event sent. Its attempt shows in the log below once the receiver has answered (reload to see it).".to_owned(),
         "recovered" => format!("{count} failed deliveries queued again."),
         "resent" => format!("The event is queued again ({count} delivery)."),
+        "restored" => format!("The webhook is enabled; {count} deliveries that failed since its failures began are queued again."),
+        "catalog-test-sent" => "Test event sent. Its attempt shows in that webhook's log once the receiver has answered.".to_owned(),
         _ => return Flash::None,
     };
     Flash::Done(text)
@@ -365,7 +370,7 @@ impl Act<'_> {
     }
 
     async fn hooks(&self, flash: Flash, typed: &HookForm, status: StatusCode) -> Answer {
-        let hooks = self.settings.webhooks().await?;
+        let hooks = self.settings.webhooks_with_health(Timestamp::now()).await?;
         Ok(html(
             status,
             pages::hooks(&self.frame, &hooks, &flash, typed),
@@ -400,25 +405,63 @@ impl Act<'_> {
         }
     }
 
-    /// A webhook's page (`?before=` pages its attempt log).
+    /// A webhook's page (`?before=` pages its attempt log, `?window=7d` charts a
+    /// week; anything else, a day).
     async fn hook(&self, hook: &str, query: &Fields) -> Answer {
         let id: WebhookId = hook.parse().map_err(|_| PortalError::NotFound)?;
         let before = Some(query.get("before"))
             .filter(|cursor| !cursor.is_empty())
             .map(str::to_owned);
-        self.hook_page(id, before, notice(query), None, StatusCode::OK)
-            .await
+        let window = query.get("window").parse().unwrap_or_default();
+        let shown = Shown {
+            before,
+            window,
+            flash: notice(query),
+            failed: None,
+            status: StatusCode::OK,
+        };
+        self.hook_page(id, shown).await
     }
 
-    /// The page of webhook `id`; `failed`: the form that failed, as typed.
-    async fn hook_page(
-        &self,
-        id: WebhookId,
-        before: Option<String>,
-        flash: Flash,
-        failed: Option<Failed>,
-        status: StatusCode,
-    ) -> Answer {
+    /// The event catalog, with a form to send each event as a test to a webhook.
+    async fn events(&self, flash: Flash, status: StatusCode) -> Answer {
+        let hooks = self.settings.webhooks().await?;
+        let catalog = hookline_app::event_catalog(self.frame.session.workspace.id);
+        Ok(html(
+            status,
+            pages::events(&self.frame, &catalog, &hooks, &flash),
+        ))
+    }
+
+    /// The catalog's form: the chosen event, as a test, to the chosen webhook.
+    async fn send_test_from_catalog(&self, fields: &Fields) -> Answer {
+        let event = fields.get("event").parse::<EventName>();
+        let hook = fields.get("hook").parse::<WebhookId>();
+        let outcome = match (event, hook) {
+            (Ok(event), Ok(hook)) => self.settings.send_test_event(hook, event).await,
+            (Err(invalid), _) | (_, Err(invalid)) => Err(invalid.into()),
+        };
+        match outcome {
+            Ok(_) => Ok(see_other(&format!(
+                "{}events?notice=catalog-test-sent",
+                self.frame.base()
+            ))),
+            Err(error) => {
+                let flash = Flash::Failed(form_message(error)?);
+                self.events(flash, StatusCode::UNPROCESSABLE_ENTITY).await
+            }
+        }
+    }
+
+    /// The page of webhook `id`, as `shown` says.
+    async fn hook_page(&self, id: WebhookId, shown: Shown) -> Answer {
+        let Shown {
+            before,
+            window,
+            flash,
+            failed,
+            status,
+        } = shown;
         let paged = before.is_some();
         let request = PageRequest {
             cursor: before,
@@ -436,13 +479,16 @@ impl Act<'_> {
             }
             Err(other) => return Err(other.into()),
         };
+        let now = Timestamp::now();
+        let health = self.settings.health_of(&webhook, window, now).await?;
         let mut page = HookPage {
             webhook: &webhook,
+            health: &health,
             attempts: &attempts.items,
             older: attempts.next_cursor.as_deref(),
             paged,
             edit: HookForm::of(&webhook),
-            recover: RecoverForm::a_day_before(Timestamp::now()),
+            recover: RecoverForm::a_day_before(now),
             test_event: None,
         };
         match failed {
@@ -514,9 +560,8 @@ impl Act<'_> {
                     Ok(since) => settings.recover_webhook(id, since).await,
                     Err(reason) => {
                         let failed = Some(Failed::Recover(typed));
-                        let flash = Flash::Failed(reason);
                         return self
-                            .hook_page(id, None, flash, failed, StatusCode::UNPROCESSABLE_ENTITY)
+                            .hook_page(id, Shown::failed(Flash::Failed(reason), failed))
                             .await;
                     }
                 };
@@ -532,6 +577,10 @@ impl Act<'_> {
                 };
                 (outcome.map(|n| format!("resent&n={n}")), None)
             }
+            HookAction::Restore => {
+                let outcome = settings.restore_webhook(id).await;
+                (outcome.map(|n| format!("restored&n={n}")), None)
+            }
         };
         match outcome {
             Ok(notice) => Ok(see_other(&format!(
@@ -540,9 +589,31 @@ impl Act<'_> {
             ))),
             Err(error) => {
                 let flash = Flash::Failed(form_message(error)?);
-                self.hook_page(id, None, flash, typed, StatusCode::UNPROCESSABLE_ENTITY)
-                    .await
+                self.hook_page(id, Shown::failed(flash, typed)).await
             }
+        }
+    }
+}
+
+/// How a webhook's page is shown: which page of its log, which window of its
+/// chart, what line above it, which form as typed, and with what status.
+struct Shown {
+    before: Option<String>,
+    window: HealthWindow,
+    flash: Flash,
+    failed: Option<Failed>,
+    status: StatusCode,
+}
+
+impl Shown {
+    /// The page after a form that failed: the newest attempts, a day's chart.
+    fn failed(flash: Flash, failed: Option<Failed>) -> Shown {
+        Shown {
+            before: None,
+            window: HealthWindow::Day,
+            flash,
+            failed,
+            status: StatusCode::UNPROCESSABLE_ENTITY,
         }
     }
 }

@@ -4,13 +4,15 @@
 //!
 //! Each page is a function of what it shows; none reads anything itself.
 
-use hookline_app::PortalSession;
+use hookline_app::{CatalogEvent, PortalSession};
 use hookline_domain::{
-    ApiKeyRecord, ApiKeyStatus, DeliveryAttempt, EventName, Plan, Timestamp, Webhook, WebhookSource,
+    ApiKeyRecord, ApiKeyStatus, DeliveryAttempt, DisabledReason, EventName, HealthState,
+    HealthWindow, Plan, Timestamp, Webhook, WebhookHealth, WebhookSource,
 };
 use maud::{DOCTYPE, Markup, html};
 
 use crate::portal::forms::{HookForm, RecoverForm};
+use crate::portal::health;
 
 /// What every page of a session shows around its content: the session, with
 /// its workspace.
@@ -23,6 +25,7 @@ pub(crate) struct Frame<'a> {
 pub(crate) enum Tab {
     Keys,
     Hooks,
+    Events,
     Plan,
 }
 
@@ -49,6 +52,7 @@ impl Frame<'_> {
         let tabs = [
             (Tab::Keys, "keys", "API keys"),
             (Tab::Hooks, "hooks", "Webhooks"),
+            (Tab::Events, "events", "Events"),
             (Tab::Plan, "plan", "Plan"),
         ];
         document(
@@ -309,10 +313,11 @@ fn status(webhook: &Webhook) -> Markup {
 
 pub(crate) fn hooks(
     frame: &Frame<'_>,
-    hooks: &[Webhook],
+    hooks: &[(Webhook, WebhookHealth)],
     flash: &Flash,
     typed: &HookForm,
 ) -> Markup {
+    let now = Timestamp::now();
     let base = frame.base();
     let content = html! {
         p { "Events of this workspace are sent to these URLs, signed. Webhooks made by integrations through the API are listed too." }
@@ -322,14 +327,16 @@ pub(crate) fn hooks(
             div.table {
                 table {
                     caption.visually-hidden { "Webhooks, oldest first" }
-                    thead { tr { th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Description" } th scope="col" { "Status" } th scope="col" { "Source" } } }
+                    thead { tr { th scope="col" { "URL" } th scope="col" { "Events" } th scope="col" { "Description" } th scope="col" { "Status" } th scope="col" { "Last 24 hours" } th scope="col" { "Last attempt" } th scope="col" { "Source" } } }
                     tbody {
-                        @for hook in hooks {
+                        @for (hook, health) in hooks {
                             tr {
                                 th scope="row" { a.url href={ (base) "hooks/" (hook.id) } { (hook.url.as_str()) } }
                                 td { (event_list(&hook.events)) }
                                 td { (hook.description.as_str()) }
-                                td { (status(hook)) }
+                                td { (status(hook)) br; span.state { (health::state_words(health, now)) } }
+                                td { (health::rate_words(health)) @if health.attempts > 0 { br; span.muted { (health.attempts) " attempts" } } }
+                                td { (last_attempt(health.last_attempt.as_ref())) }
                                 td { (source_label(hook.source)) }
                             }
                         }
@@ -345,6 +352,24 @@ pub(crate) fn hooks(
         }
     };
     frame.page(Tab::Hooks, "Webhooks", flash, content)
+}
+
+/// An attempt's time and result, or that there was none.
+fn last_attempt(attempt: Option<&DeliveryAttempt>) -> Markup {
+    html! {
+        @match attempt {
+            None => span.muted { "None yet" },
+            Some(attempt) => {
+                (time(attempt.at)) br;
+                @match (attempt.status, &attempt.error) {
+                    (Some(status), _) if (200..300).contains(&status) => span.badge.ok { (status) },
+                    (Some(status), _) => span.badge.off { (status) },
+                    (None, Some(error)) => span.error-text { (error) },
+                    (None, None) => span.muted { "—" },
+                }
+            }
+        }
+    }
 }
 
 fn event_list(events: &[EventName]) -> Markup {
@@ -409,6 +434,8 @@ pub(crate) fn hook_created(
 /// A webhook's page: what it is, its forms, and its attempt log.
 pub(crate) struct HookPage<'a> {
     pub(crate) webhook: &'a Webhook,
+    /// Its health over the window the page charts.
+    pub(crate) health: &'a WebhookHealth,
     pub(crate) attempts: &'a [DeliveryAttempt],
     /// The cursor of the next (older) page of attempts.
     pub(crate) older: Option<&'a str>,
@@ -424,8 +451,38 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
     let webhook = page.webhook;
     let here = format!("{}hooks/{}", frame.base(), webhook.id);
     let test_event = page.test_event.or(webhook.events.first().copied());
+    let health = page.health;
+    let now = Timestamp::now();
+    let restorable = health.failing_since.is_some()
+        && (webhook.enabled || webhook.disabled_reason == Some(DisabledReason::Failing));
     let content = html! {
         p { a href={ (frame.base()) "hooks" } { "← All webhooks" } }
+        section aria-labelledby="health" {
+            h2 #health { "Health" }
+            p.state {
+                strong { (health::state_words(health, now)) }
+                " · " (health.window.label()) ": " (health::rate_words(health)) " succeeded"
+                " · last attempt " (last_attempt(health.last_attempt.as_ref()))
+            }
+            @if restorable {
+                form.inline method="post" action={ (here) "/restore" } {
+                    (frame.csrf())
+                    p { @if health.state == HealthState::Disabled { "Enable it again and s" } @else { "S" } "end again what failed since its failures began." }
+                    button type="submit" { @if health.state == HealthState::Disabled { "Enable and recover" } @else { "Recover failed deliveries" } }
+                }
+            }
+            nav.windows aria-label="Chart window" {
+                @for window in HealthWindow::ALL {
+                    @if window == health.window {
+                        a href={ (here) "?window=" (window.as_str()) } aria-current="page" { (window.label()) }
+                    } @else {
+                        a href={ (here) "?window=" (window.as_str()) } { (window.label()) }
+                    }
+                }
+            }
+            (health::chart(health))
+            (health::table(health))
+        }
         dl.summary {
             dt { "URL" } dd.url { (webhook.url.as_str()) }
             dt { "Events" } dd { (event_list(&webhook.events)) }
@@ -533,6 +590,78 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
         }
     };
     frame.page(Tab::Hooks, "Webhook", flash, content)
+}
+
+/// The event catalog: what each event means, its fields, its example, and a form
+/// to send it as a test to one of the workspace's webhooks.
+pub(crate) fn events(
+    frame: &Frame<'_>,
+    catalog: &[CatalogEvent],
+    hooks: &[Webhook],
+    flash: &Flash,
+) -> Markup {
+    let base = frame.base();
+    let content = html! {
+        p { "What each event means, the fields its payload's " code { "data" } " carries, and the payload a sample gives before it has happened. Automation platforms read the same catalog from " code { "GET /api/v1/events" } "." }
+        @for entry in catalog {
+            @let name = entry.event.as_str();
+            @let id = format!("example-{}", name.replace('.', "-"));
+            section.event aria-labelledby={ "event-" (name.replace('.', "-")) } {
+                h2 id={ "event-" (name.replace('.', "-")) } { code { (name) } }
+                p { (entry.event.description()) }
+                h3 { "Fields of " code { "data" } }
+                (fields(&entry.schema["properties"]["data"]))
+                div.secret {
+                    label for=(id) { "Example payload" }
+                    div.copy-row {
+                        textarea id=(id) readonly rows="10" spellcheck="false" { (pretty(&entry.example.to_json())) }
+                        button type="button" data-copy=(id) { "Copy" }
+                    }
+                    p.copied role="status" aria-live="polite" data-copied-for=(id) {}
+                }
+                @if hooks.is_empty() {
+                    p.muted { "Make a webhook to send this event to it as a test." }
+                } @else {
+                    form.inline method="post" action={ (base) "events/test" } {
+                        (frame.csrf())
+                        input type="hidden" name="event" value=(name);
+                        label for={ "test-" (id) } { "Send a test to" }
+                        select id={ "test-" (id) } name="hook" {
+                            @for hook in hooks {
+                                option value=(hook.id) { (hook.description.as_str()) " (" (hook.url.as_str()) ")" }
+                            }
+                        }
+                        button type="submit" { "Send test" }
+                    }
+                }
+            }
+        }
+    };
+    frame.page(Tab::Events, "Events", flash, content)
+}
+
+/// The fields a schema describes, nested, with their types.
+fn fields(schema: &serde_json::Value) -> Markup {
+    html! {
+        @if let Some(properties) = schema["properties"].as_object() {
+            ul.fields {
+                @for (name, field) in properties {
+                    li {
+                        code { (name) } " "
+                        span.muted { (field["type"].as_str().unwrap_or("value")) }
+                        @if field["properties"].is_object() { (fields(field)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A JSON text, indented for reading.
+fn pretty(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .and_then(|value| serde_json::to_string_pretty(&value))
+        .unwrap_or_else(|_| json.to_owned())
 }
 
 pub(crate) fn plan(frame: &Frame<'_>) -> Markup {

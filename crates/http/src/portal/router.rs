@@ -39,6 +39,10 @@ pub(crate) enum SessionPage<'a> {
         hook: &'a str,
         action: HookAction,
     },
+    /// The event catalog.
+    Events,
+    /// The catalog's "send a test to" form.
+    SendTestEvent,
     Plan,
     /// Ends the session, and its link with it.
     SignOut,
@@ -62,6 +66,9 @@ pub(crate) enum HookAction {
     Test,
     Recover,
     Resend,
+    /// Enable a failing or auto-disabled webhook and recover what failed since
+    /// its run of failures began.
+    Restore,
 }
 
 /// Why no page answers.
@@ -99,7 +106,10 @@ impl PortalRoute<'_> {
                     self::HookAction::Test => "POST /settings/:ws/hooks/:wh/test",
                     self::HookAction::Recover => "POST /settings/:ws/hooks/:wh/recover",
                     self::HookAction::Resend => "POST /settings/:ws/hooks/:wh/resend",
+                    self::HookAction::Restore => "POST /settings/:ws/hooks/:wh/restore",
                 },
+                Events => "GET /settings/:ws/events",
+                SendTestEvent => "POST /settings/:ws/events/test",
                 Plan => "GET /settings/:ws/plan",
                 SignOut => "POST /settings/:ws/sign-out",
             },
@@ -147,10 +157,13 @@ fn session_page<'a>(method: &Method, rest: &[&'a str]) -> Result<SessionPage<'a>
                 "test" => self::HookAction::Test,
                 "recover" => self::HookAction::Recover,
                 "resend" => self::HookAction::Resend,
+                "restore" => self::HookAction::Restore,
                 _ => return Err(NoPage::NotFound),
             };
             by_method(method, None, Some(HookAction { hook, action }))
         }
+        ["events"] => by_method(method, Some(Events), None),
+        ["events", "test"] => by_method(method, None, Some(SendTestEvent)),
         ["plan"] => by_method(method, Some(Plan), None),
         ["sign-out"] => by_method(method, None, Some(SignOut)),
         _ => Err(NoPage::NotFound),

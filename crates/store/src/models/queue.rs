@@ -381,6 +381,30 @@ impl Queue {
         Ok(())
     }
 
+    /// Keeps the breaker's rest of a webhook for its health view: `Some((until,
+    /// after))` when its deliveries start resting until `until` after `after`
+    /// unanswered attempts, `None` when its receiver answers again. Rare: written
+    /// on the breaker's changes only.
+    pub async fn note_rest(
+        &self,
+        webhook: WebhookId,
+        rest: Option<(Timestamp, u32)>,
+    ) -> Result<()> {
+        let id = webhook.to_string();
+        let until = rest.map(|(until, _)| until.unix_millis());
+        let after = rest.map(|(_, after)| i32::try_from(after).unwrap_or(i32::MAX));
+        write_conn!(self.db, |conn| {
+            diesel::update(webhooks::table.find(&id))
+                .set((
+                    webhooks::resting_until.eq(until),
+                    webhooks::resting_after.eq(after),
+                ))
+                .execute(conn)
+                .await?
+        });
+        Ok(())
+    }
+
     /// Cancels a claimed delivery without an attempt: its webhook was disabled after
     /// the event was emitted.
     pub async fn cancel(&self, claimed: &ClaimedDelivery) -> Result<bool> {
@@ -640,6 +664,35 @@ fn recorded_attempts<'a>(
     (recorded, attempts)
 }
 
+/// The recorded attempts counted per webhook and hour (the health counters,
+/// `webhook_stats`): succeeded (a 2xx) and failed, in key order.
+fn hour_counts<'a>(
+    attempts: &[&'a DeliveryAttemptRow],
+) -> std::collections::BTreeMap<(&'a str, i64), (i64, i64)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for attempt in attempts {
+        let hour = hour_of_millis(attempt.attempted_at);
+        let entry: &mut (i64, i64) = counts
+            .entry((attempt.webhook_id.as_str(), hour))
+            .or_default();
+        if attempt
+            .status
+            .is_some_and(|status| (200..300).contains(&status))
+        {
+            entry.0 += 1;
+        } else {
+            entry.1 += 1;
+        }
+    }
+    counts
+}
+
+/// The start of the hour of a time in Unix milliseconds.
+fn hour_of_millis(millis: i64) -> i64 {
+    hookline_domain::hour_of(Timestamp::from_unix_millis(millis).unwrap_or(Timestamp::EPOCH))
+        .unix_millis()
+}
+
 /// A [`Claim`]'s parameters, in the order the statements number them;
 /// `Ids` is how the dialect takes a list of ids.
 type ClaimBinds<'a, Ids> = (
@@ -744,6 +797,26 @@ impl QueueSql for SqliteConn {
             .binds((bind::<Text, _>(json),))
             .execute(self)
             .await?;
+            // `[[webhook_id, hour_start, succeeded, failed], …]`
+            let counts: Vec<_> = hour_counts(&attempts).into_iter().collect();
+            let counts = json_array(&counts, |json, ((webhook, hour), (succeeded, failed))| {
+                use std::fmt::Write as _;
+                json.push('[');
+                push_json_string(json, webhook);
+                let _ = write!(json, ",{hour},{succeeded},{failed}]");
+            });
+            prepared(
+                "INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
+                 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+                     json_extract(value, '$[2]'), json_extract(value, '$[3]') \
+                 FROM json_each($1) WHERE true \
+                 ON CONFLICT (webhook_id, hour_start) DO UPDATE SET \
+                     succeeded = succeeded + excluded.succeeded, \
+                     failed = failed + excluded.failed",
+            )
+            .binds((bind::<Text, _>(counts),))
+            .execute(self)
+            .await?;
         }
         Ok(recorded)
     }
@@ -810,7 +883,17 @@ impl QueueSql for PgConn {
                          $9::bigint[], $10::text[], $11::bigint[], $12::text[]) \
                      AS a(event_id, webhook_id, attempt, event, attempted_at, status, error, \
                          duration_ms, response_body) \
-                 JOIN recorded r ON r.event_id = a.event_id AND r.webhook_id = a.webhook_id) \
+                 JOIN recorded r ON r.event_id = a.event_id AND r.webhook_id = a.webhook_id \
+                 RETURNING webhook_id, attempted_at, status), \
+             counted AS ( \
+                 INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
+                 SELECT webhook_id, attempted_at - attempted_at % 3600000, \
+                     count(*) FILTER (WHERE status BETWEEN 200 AND 299), \
+                     count(*) FILTER (WHERE status IS NULL OR status NOT BETWEEN 200 AND 299) \
+                 FROM logged GROUP BY 1, 2 ORDER BY 1, 2 \
+                 ON CONFLICT (webhook_id, hour_start) DO UPDATE SET \
+                     succeeded = webhook_stats.succeeded + EXCLUDED.succeeded, \
+                     failed = webhook_stats.failed + EXCLUDED.failed) \
              SELECT event_id, webhook_id FROM recorded",
         )
         .binds((

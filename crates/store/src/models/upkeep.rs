@@ -24,7 +24,9 @@ use crate::models::webhook::disable_webhook;
 use crate::partitions::{self, Answer, Name};
 use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{Bind, Prepared, bind, prepared};
-use crate::schema::{event_samples, idempotency_keys, portal_links, webhooks, workspaces};
+use crate::schema::{
+    event_samples, idempotency_keys, portal_links, webhook_stats, webhooks, workspaces,
+};
 use crate::text_in::json_string_array;
 use crate::{Backend, Result};
 
@@ -362,6 +364,18 @@ impl Upkeep {
         ids.iter()
             .map(|id| id.parse().stored("webhook id"))
             .collect()
+    }
+
+    /// Forgets the health counters of hours before `cutoff` (the longest health
+    /// window is a week); answers how many rows. Each round finds an hour's rows
+    /// or so, by the counters' hour index.
+    pub async fn forget_health_counters(&self, cutoff: Timestamp) -> Result<usize> {
+        Ok(write_conn!(self.db, |conn| {
+            diesel::delete(webhook_stats::table)
+                .filter(webhook_stats::hour_start.lt(cutoff.unix_millis()))
+                .execute(conn)
+                .await?
+        }))
     }
 
     /// Forgets the Settings portal links that expired before `now`; answers how

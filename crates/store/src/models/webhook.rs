@@ -7,9 +7,9 @@ use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::MAX_WEBHOOKS;
 use hookline_domain::{
-    DeliveryAttempt, DisabledReason, EventId, EventName, TargetPolicy, Timestamp, Webhook,
-    WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret, WebhookSource, WebhookUrl,
-    WorkspaceId, subscribed_events,
+    DeliveryAttempt, DisabledReason, EventId, EventName, HourCount, TargetPolicy, Timestamp,
+    Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret, WebhookSource,
+    WebhookUrl, WorkspaceId, subscribed_events,
 };
 
 use crate::db::Db;
@@ -19,7 +19,7 @@ use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{bind, prepared};
-use crate::schema::{delivery_attempts, webhooks, workspaces};
+use crate::schema::{delivery_attempts, webhook_stats, webhooks, workspaces};
 use crate::text_in::text_in;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
@@ -41,6 +41,9 @@ pub(crate) struct WebhookRow {
     source: String,
     created_at: i64,
     updated_at: i64,
+    failing_since: Option<i64>,
+    resting_until: Option<i64>,
+    resting_after: Option<i32>,
 }
 
 #[derive(Debug, Insertable)]
@@ -152,6 +155,15 @@ impl WebhookRow {
             source: self.source.parse().stored("webhook source")?,
             created_at: timestamp(self.created_at, "webhook created_at")?,
             updated_at: timestamp(self.updated_at, "webhook updated_at")?,
+            failing_since: self
+                .failing_since
+                .map(|at| timestamp(at, "webhook failing_since"))
+                .transpose()?,
+            resting_until: self
+                .resting_until
+                .map(|at| timestamp(at, "webhook resting_until"))
+                .transpose()?,
+            resting_after: self.resting_after.and_then(|n| u32::try_from(n).ok()),
         })
     }
 }
@@ -263,6 +275,9 @@ impl Webhooks {
             source: new.source,
             created_at,
             updated_at: created_at,
+            failing_since: None,
+            resting_until: None,
+            resting_after: None,
         })
     }
 
@@ -445,6 +460,34 @@ impl Webhooks {
         secret
             .map(|text| WebhookSecret::parse(&text).stored("webhook secret"))
             .transpose()
+    }
+
+    /// The webhook's health counters from the hour `since` on: attempts per hour by
+    /// outcome (at most 168 rows for a week), read by the counters' key.
+    pub async fn hour_counts(&self, id: WebhookId, since: Timestamp) -> Result<Vec<HourCount>> {
+        let id = id.to_string();
+        let rows: Vec<(i64, i64, i64)> = with_conn!(self.db, |conn| {
+            webhook_stats::table
+                .filter(webhook_stats::webhook_id.eq(&id))
+                .filter(webhook_stats::hour_start.ge(since.unix_millis()))
+                .order(webhook_stats::hour_start)
+                .select((
+                    webhook_stats::hour_start,
+                    webhook_stats::succeeded,
+                    webhook_stats::failed,
+                ))
+                .load(conn)
+                .await?
+        });
+        rows.into_iter()
+            .map(|(hour, succeeded, failed)| {
+                Ok(HourCount {
+                    hour_start: timestamp(hour, "webhook_stats hour_start")?,
+                    succeeded: u64::try_from(succeeded).unwrap_or(0),
+                    failed: u64::try_from(failed).unwrap_or(0),
+                })
+            })
+            .collect()
     }
 
     /// The attempt log of a webhook, newest first, at most `limit` entries.

@@ -1,0 +1,3 @@
+ALTER TABLE webhooks DROP COLUMN resting_after;
+ALTER TABLE webhooks DROP COLUMN resting_until;
+DROP TABLE webhook_stats;
