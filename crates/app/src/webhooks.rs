@@ -384,13 +384,7 @@ impl App {
         event: EventName,
     ) -> Result<EventId> {
         require_enabled(webhook)?;
-        let payload = EventPayload {
-            id: EventId::generate(),
-            event,
-            workspace_id: webhook.workspace_id,
-            occurred_at: Timestamp::now(),
-            data: event.example_data(),
-        };
+        let payload = EventPayload::example(event, webhook.workspace_id);
         self.outbox.send_test(&payload, webhook.id).await?;
         Ok(payload.id)
     }
