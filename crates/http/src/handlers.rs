@@ -136,7 +136,7 @@ pub(crate) async fn sample(
 /// `GET /events`: the event catalog, its examples in the caller's workspace.
 pub(crate) fn event_catalog(caller: &Caller) -> Response<Full<Bytes>> {
     let catalog = hookline_app::event_catalog(caller.workspace.id);
-    let data: Vec<CatalogEventObject> = catalog.iter().map(CatalogEventObject::from).collect();
+    let data: Vec<CatalogEventObject<'_>> = catalog.iter().map(CatalogEventObject::from).collect();
     ok(StatusCode::OK, Some(data))
 }
 

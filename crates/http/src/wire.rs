@@ -3,7 +3,8 @@
 
 use hookline_domain::{
     Account, AdminTokenId, AdminTokenRecord, ApiKeyId, ApiKeyRecord, ApiKeyStatus, DeliveryAttempt,
-    EventName, Plan, Timestamp, Webhook, WebhookHeaders, WebhookId, Workspace, WorkspaceId,
+    EventName, EventPayload, Plan, Timestamp, Webhook, WebhookHeaders, WebhookId, Workspace,
+    WorkspaceId,
 };
 use serde::Serialize;
 
@@ -266,20 +267,20 @@ pub(crate) struct Failure<'a> {
 /// it means, its delivered payload's JSON Schema, and the payload a sample gives
 /// when it never happened.
 #[derive(Debug, Serialize)]
-pub struct CatalogEventObject {
+pub struct CatalogEventObject<'a> {
     pub name: EventName,
     pub description: &'static str,
-    pub schema: serde_json::Value,
-    pub example: serde_json::Value,
+    pub schema: &'a serde_json::Value,
+    pub example: &'a EventPayload,
 }
 
-impl From<&hookline_app::CatalogEvent> for CatalogEventObject {
-    fn from(entry: &hookline_app::CatalogEvent) -> Self {
+impl<'a> From<&'a hookline_app::CatalogEvent> for CatalogEventObject<'a> {
+    fn from(entry: &'a hookline_app::CatalogEvent) -> Self {
         CatalogEventObject {
             name: entry.event,
             description: entry.event.description(),
-            schema: entry.schema.clone(),
-            example: serde_json::from_str(&entry.example.to_json()).unwrap_or_default(),
+            schema: &entry.schema,
+            example: &entry.example,
         }
     }
 }

@@ -237,7 +237,7 @@ pub(crate) async fn hook_stats(app: &App, hook: &str, query: Option<&str>) -> An
 /// `GET /events`: the event catalog, its examples in an example workspace.
 pub(crate) fn event_catalog() -> Answer {
     let catalog = hookline_app::event_catalog(example_workspace());
-    let data: Vec<CatalogEventObject> = catalog.iter().map(CatalogEventObject::from).collect();
+    let data: Vec<CatalogEventObject<'_>> = catalog.iter().map(CatalogEventObject::from).collect();
     Ok(ok(StatusCode::OK, Some(data)))
 }
 
