@@ -99,23 +99,14 @@ impl Body {
 /// The page a list request asks for: `?limit=` and the cursor parameter the list
 /// takes (`after` for lists oldest first, `before` for newest first).
 pub(crate) fn page(query: Option<&str>, cursor: &str) -> Result<PageRequest, AdminError> {
-    let mut limit = None;
-    let mut position = None;
-    for pair in query
-        .unwrap_or_default()
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-    {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if name == "limit" {
-            let parsed = value.parse::<u32>().map_err(|_| {
+    let limit = query_value(query, "limit")
+        .map(|value| {
+            value.parse::<u32>().map_err(|_| {
                 AdminError::Invalid(format!("`limit` must be a whole number, not `{value}`."))
-            })?;
-            limit = Some(parsed);
-        } else if name == cursor && !value.is_empty() {
-            position = Some(percent_decoded(value));
-        }
-    }
+            })
+        })
+        .transpose()?;
+    let position = query_value(query, cursor).filter(|value| !value.is_empty());
     PageRequest::new(position, limit).map_err(AdminError::from)
 }
 
