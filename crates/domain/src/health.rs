@@ -175,7 +175,10 @@ impl WebhookHealth {
         let attempts = succeeded + failed;
         let success_rate =
             (attempts > 0).then(|| (succeeded as f64 / attempts as f64 * 1000.0).round() / 1000.0);
-        let resting_until = webhook.resting_until.filter(|until| *until > now);
+        // A rest whose time has passed is over; a disabled webhook does not rest.
+        let resting_until = webhook
+            .resting_until
+            .filter(|until| *until > now && webhook.enabled);
         let state = if !webhook.enabled {
             HealthState::Disabled
         } else if resting_until.is_some() {
@@ -195,7 +198,7 @@ impl WebhookHealth {
             last_attempt,
             state,
             failing_since: webhook.failing_since,
-            resting_until: resting_until.filter(|_| webhook.enabled),
+            resting_until,
             resting_after: resting_until.and(webhook.resting_after),
             disabled_reason: webhook.disabled_reason,
         }
