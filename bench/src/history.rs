@@ -251,20 +251,7 @@ async fn stats(
 ) -> anyhow::Result<(Load, Load)> {
     let day = Call::get(&format!("/admin/v1/hooks/{webhook}/stats"));
     let week = Call::get(&format!("/admin/v1/hooks/{webhook}/stats?window=7d"));
-    let side = |call| Side {
-        addr,
-        call,
-        keys: tokens,
-    };
-    let loads = load::alternating(
-        &[side(&day), side(&week)],
-        1,
-        None,
-        Duration::from_secs(4),
-        4,
-    )
-    .await?;
-    Ok((loads[0], loads[1]))
+    in_turns(addr, tokens, &day, &week).await
 }
 
 /// The attempt log's page 1 and page [`FAR_PAGE`] of `webhook` (reached by
@@ -286,19 +273,29 @@ async fn attempt_pages(
         far = format!("{first}?before={}", cursor.replace(':', "%3A"));
         number += 1;
     }
-    let (first, far) = (Call::get(&first), Call::get(&far));
+    let (first, far) = in_turns(addr, tokens, &Call::get(&first), &Call::get(&far)).await?;
+    Ok((first, far, number))
+}
+
+/// Two reads, each over and over on one connection, in turns (4 s, 4 rounds).
+async fn in_turns(
+    addr: SocketAddr,
+    tokens: &[String],
+    one: &Call,
+    other: &Call,
+) -> anyhow::Result<(Load, Load)> {
     let side = |call| Side {
         addr,
         call,
         keys: tokens,
     };
     let loads = load::alternating(
-        &[side(&first), side(&far)],
+        &[side(one), side(other)],
         1,
         None,
         Duration::from_secs(4),
         4,
     )
     .await?;
-    Ok((loads[0], loads[1], number))
+    Ok((loads[0], loads[1]))
 }
