@@ -126,6 +126,38 @@ pub(crate) enum Command {
         after_help = "Example:\n  hookline portal-link ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R --ttl 1h --json"
     )]
     PortalLink(PortalLinkArgs),
+    /// Check a captured delivery's signature and timestamp, as a receiver must:
+    /// exit 0 when valid, 1 saying why not. Needs no database.
+    #[command(
+        after_help = "Example:\n  hookline verify --secret whsec_… --id evt_… --timestamp 1764000000 \\\n    --signature \"v1,…\" --body-file body.json"
+    )]
+    Verify(VerifyArgs),
+}
+
+/// What `verify` takes: the `webhook-*` headers' values and the body as received.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// The webhook's signing secret, `whsec_…`.
+    #[arg(long, env = "HOOKLINE_WEBHOOK_SECRET", hide_env_values = true)]
+    pub(crate) secret: String,
+    /// The `webhook-id` header's value.
+    #[arg(long)]
+    pub(crate) id: String,
+    /// The `webhook-timestamp` header's value, in Unix seconds.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) timestamp: String,
+    /// The `webhook-signature` header's value: `v1,…`, space-separated.
+    #[arg(long)]
+    pub(crate) signature: String,
+    /// The body, exactly as received; without it, standard input.
+    #[arg(long)]
+    pub(crate) body_file: Option<std::path::PathBuf>,
+    /// How far the timestamp may be from now, either way.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub(crate) tolerance: Duration,
+    /// Now, in Unix seconds (to check a delivery captured earlier).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) now: Option<i64>,
 }
 
 impl PublicUrlArg {

@@ -90,6 +90,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Event(command) => event(&config, json, command).await,
         Command::AdminToken(command) => admin_token(&config, json, command).await,
         Command::PortalLink(args) => portal_link(&config, json, args).await,
+        Command::Verify(args) => crate::devkit::verify(json, &args),
     }
 }
 

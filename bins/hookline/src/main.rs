@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod devkit;
 mod logging;
 mod output;
 

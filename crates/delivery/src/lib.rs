@@ -43,7 +43,7 @@ use hookline_store::{Events, NewEvent, Recorded};
 pub use lanes::Isolation;
 pub use proxy::EgressProxy;
 pub use schedule::RetrySchedule;
-pub use signing::sign;
+pub use signing::{Verification, sign, verify};
 use tokio::sync::Notify;
 pub use worker::{DeliveryConfig, Worker};
 
