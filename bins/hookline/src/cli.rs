@@ -132,6 +132,70 @@ pub(crate) enum Command {
         after_help = "Example:\n  hookline verify --secret whsec_… --id evt_… --timestamp 1764000000 \\\n    --signature \"v1,…\" --body-file body.json"
     )]
     Verify(VerifyArgs),
+    /// Forward a listener's deliveries to a local receiver, exact bytes and
+    /// signature headers, reporting each answer back; resumes with
+    /// `--listener`, reconnects by itself. Talks to hookline over its public API.
+    #[command(
+        after_help = "Example:\n  hookline listen --api-url https://hooks.example.com --api-key hl_… \\\n    --forward-to http://localhost:3000/hook --events dm.sent,link.clicked"
+    )]
+    Listen(ListenArgs),
+    /// Send a test event (its example payload, `--data` merged in) to one
+    /// webhook or listener, over the public API.
+    #[command(
+        after_help = "Example:\n  hookline trigger dm.sent --listener lsn_… --data '{\"text\":\"hi\"}'"
+    )]
+    Trigger(TriggerArgs),
+}
+
+/// Where the public API is, and the key that opens it: for the commands that
+/// talk to a hookline elsewhere.
+#[derive(Debug, Args)]
+pub(crate) struct RemoteArgs {
+    /// The hookline's base URL, e.g. `https://hooks.example.com` (the API is
+    /// under `/api/v1` of it).
+    #[arg(long, env = "HOOKLINE_API_URL")]
+    pub(crate) api_url: String,
+    /// A workspace's API key.
+    #[arg(long, env = "HOOKLINE_API_KEY", hide_env_values = true)]
+    pub(crate) api_key: String,
+}
+
+/// What `listen` takes.
+#[derive(Debug, Args)]
+pub(crate) struct ListenArgs {
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
+    /// Where each delivery is POSTed: an http:// or https:// URL (loopback is
+    /// fine).
+    #[arg(long)]
+    pub(crate) forward_to: String,
+    /// The events a new listener subscribes to, comma-separated (default: every
+    /// event).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) events: Vec<String>,
+    /// Resume this listener (`lsn_…`) and receive what queued meanwhile, instead
+    /// of making a new one.
+    #[arg(long)]
+    pub(crate) listener: Option<String>,
+}
+
+/// What `trigger` takes.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["hook", "listener"])))]
+pub(crate) struct TriggerArgs {
+    /// The event's name.
+    pub(crate) event: String,
+    /// The webhook (`wh_…`) to send it to.
+    #[arg(long)]
+    pub(crate) hook: Option<String>,
+    /// The listener (`lsn_…`) to send it to.
+    #[arg(long)]
+    pub(crate) listener: Option<String>,
+    /// A JSON object merged into the example's data (a JSON merge patch).
+    #[arg(long)]
+    pub(crate) data: Option<String>,
+    #[command(flatten)]
+    pub(crate) remote: RemoteArgs,
 }
 
 /// What `verify` takes: the `webhook-*` headers' values and the body as received.

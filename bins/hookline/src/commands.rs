@@ -91,6 +91,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::AdminToken(command) => admin_token(&config, json, command).await,
         Command::PortalLink(args) => portal_link(&config, json, args).await,
         Command::Verify(args) => crate::devkit::verify(json, &args),
+        Command::Listen(args) => crate::devkit::listen(json, args).await,
+        Command::Trigger(args) => crate::devkit::trigger(json, &args).await,
     }
 }
 
@@ -132,7 +134,8 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         store.upkeep(),
         delivery_config(&config, &args.worker.delivery),
     )?;
-    let app = App::new(&store, worker.outbox(store.events()), config.app.clone());
+    let app = App::new(&store, worker.outbox(store.events()), config.app.clone())
+        .with_streamed(worker.streamed());
     let server = Server::bind(http, app, store.key_check(), store.admin_tokens()).await?;
     if let Some(addr) = server.local_addr() {
         tracing::info!(%addr, backend = config.store.backend()?.as_str(), max_connections, "listening on {addr}");
@@ -399,7 +402,7 @@ async fn hook(config: &Config, json: bool, command: HookCommand) -> anyhow::Resu
             let event_id = config
                 .open_app()
                 .await?
-                .send_test_event(webhook, event)
+                .send_test_event(webhook, event, None)
                 .await?;
             print(json, &TestSentOut { event_id })
         }

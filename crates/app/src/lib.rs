@@ -38,13 +38,14 @@ mod admin;
 mod error;
 mod events;
 mod keys;
+mod listeners;
 mod page;
 mod portal;
 mod settings;
 mod webhooks;
 mod workspaces;
 
-use hookline_delivery::Outbox;
+use hookline_delivery::{DeliveryConfig, Outbox, StreamedDeliveries};
 use hookline_domain::{KeyPrefix, TargetPolicy};
 use hookline_store::{
     Accounts, AdminTokens, ApiKeys, Events, PortalLinks, Store, Webhooks, Workspaces,
@@ -83,6 +84,7 @@ pub struct App {
     admin_tokens: AdminTokens,
     portal_links: PortalLinks,
     outbox: Outbox,
+    streamed: StreamedDeliveries,
     config: AppConfig,
 }
 
@@ -99,8 +101,15 @@ impl App {
             admin_tokens: store.admin_tokens(),
             portal_links: store.portal_links(),
             outbox,
+            streamed: StreamedDeliveries::new(store.queue(), &DeliveryConfig::default()),
             config,
         }
+    }
+
+    /// The same use cases, listeners' streams claiming and recording through
+    /// `streamed` (`Worker::streamed`: the configured timeout and retry schedule).
+    pub fn with_streamed(self, streamed: StreamedDeliveries) -> App {
+        App { streamed, ..self }
     }
 
     pub fn config(&self) -> &AppConfig {

@@ -84,7 +84,7 @@ impl Settings<'_> {
 
     pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
         let webhook = self.webhook(id).await?;
-        self.app.send_test_event_to(&webhook, event).await
+        self.app.send_test_event_to(&webhook, event, None).await
     }
 
     pub async fn recover_webhook(&self, id: WebhookId, since: Timestamp) -> Result<u64> {

@@ -369,11 +369,30 @@ impl App {
         Ok(CreatedWebhook { webhook, secret })
     }
 
-    /// Sends the event's example payload, as a new event of the webhook's
-    /// workspace, to this webhook alone: signed, retried and logged like any.
-    pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
-        self.send_test_event_to(&self.webhook(id).await?, event)
+    /// Sends the event's example payload (its data merged with `data`, see
+    /// [`EventPayload::test`]), as a new event of the webhook's workspace, to
+    /// this webhook alone: signed, retried and logged like any.
+    pub async fn send_test_event(
+        &self,
+        id: WebhookId,
+        event: EventName,
+        data: Option<&serde_json::Value>,
+    ) -> Result<EventId> {
+        self.send_test_event_to(&self.webhook(id).await?, event, data)
             .await
+    }
+
+    /// [`App::send_test_event`] to a webhook of this workspace; one of another
+    /// workspace is `NotFound` like none.
+    pub async fn send_workspace_test_event(
+        &self,
+        workspace: WorkspaceId,
+        id: WebhookId,
+        event: EventName,
+        data: Option<&serde_json::Value>,
+    ) -> Result<EventId> {
+        let webhook = self.workspace_webhook(workspace, id).await?;
+        self.send_test_event_to(&webhook, event, data).await
     }
 
     /// [`App::send_test_event`] to a webhook read already (Settings reads it to
@@ -382,9 +401,10 @@ impl App {
         &self,
         webhook: &Webhook,
         event: EventName,
+        data: Option<&serde_json::Value>,
     ) -> Result<EventId> {
         require_enabled(webhook)?;
-        let payload = EventPayload::example(event, webhook.workspace_id);
+        let payload = EventPayload::test(event, webhook.workspace_id, data)?;
         self.outbox.send_test(&payload, webhook.id).await?;
         Ok(payload.id)
     }

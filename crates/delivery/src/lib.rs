@@ -30,6 +30,7 @@ mod lanes;
 mod proxy;
 mod schedule;
 mod signing;
+mod streamed;
 mod upkeep;
 mod worker;
 
@@ -43,7 +44,8 @@ use hookline_store::{Events, NewEvent, Recorded};
 pub use lanes::Isolation;
 pub use proxy::EgressProxy;
 pub use schedule::RetrySchedule;
-pub use signing::{Verification, sign, verify};
+pub use signing::{SignedHeaders, Verification, sign, verify};
+pub use streamed::{StreamedAttempt, StreamedDeliveries, StreamedResult};
 use tokio::sync::Notify;
 pub use worker::{DeliveryConfig, Worker};
 
@@ -108,6 +110,54 @@ impl Outbox {
             Emission::Emitted(emitted) => Ok(emitted),
             // No key, no replay.
             Emission::Replayed(_) => Err(Error::Store(hookline_store::Error::Internal(
+                "an emit without an idempotency key was answered as a replay",
+            ))),
+        }
+    }
+
+    /// [`Outbox::emit`] on the caller's PostgreSQL connection, inside the
+    /// transaction the caller holds: a service that writes its own rows with
+    /// diesel-async on hookline's database records the event with them, and
+    /// both commit or neither does. Workers are woken at commit.
+    ///
+    /// ```no_run
+    /// # async fn example(conn: &mut diesel_async::AsyncPgConnection, workspace: hookline_domain::WorkspaceId) {
+    /// use diesel_async::AsyncConnection as _;
+    /// use hookline_delivery::Outbox;
+    /// use hookline_domain::EventName;
+    ///
+    /// /// The service's own error type.
+    /// enum Failed { Database(diesel::result::Error), Hookline(hookline_delivery::Error) }
+    /// impl From<diesel::result::Error> for Failed {
+    ///     fn from(error: diesel::result::Error) -> Self { Failed::Database(error) }
+    /// }
+    /// impl From<hookline_delivery::Error> for Failed {
+    ///     fn from(error: hookline_delivery::Error) -> Self { Failed::Hookline(error) }
+    /// }
+    ///
+    /// let emitted = conn
+    ///     .transaction(async |conn| -> Result<_, Failed> {
+    ///         // … the service's own writes on `conn` …
+    ///         let data = serde_json::json!({"link": {"id": "lnk_1"}});
+    ///         Ok(Outbox::emit_in_transaction(conn, workspace, EventName::LinkClicked, data).await?)
+    ///     })
+    ///     .await;
+    /// # }
+    /// ```
+    pub async fn emit_in_transaction(
+        conn: &mut diesel_async::AsyncPgConnection,
+        workspace: WorkspaceId,
+        event: EventName,
+        data: serde_json::Value,
+    ) -> Result<Emitted> {
+        let payload = EventPayload::new(event, workspace, data)?;
+        let new = NewEvent {
+            payload: payload.clone(),
+            idempotency_key: None,
+        };
+        match Events::record_in_transaction(conn, new).await? {
+            Recorded::Stored(webhooks) => Ok(Emitted { payload, webhooks }),
+            Recorded::Replayed(_) => Err(Error::Store(hookline_store::Error::Internal(
                 "an emit without an idempotency key was answered as a replay",
             ))),
         }

@@ -2,7 +2,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use hookline_domain::WebhookSecret;
+use hookline_domain::{ClaimedDelivery, Timestamp, WebhookSecret};
 use ring::hmac;
 use std::time::Duration;
 
@@ -17,6 +17,41 @@ pub fn sign(secret: &WebhookSecret, id: &str, timestamp: i64, body: &[u8]) -> St
     context.update(b".");
     context.update(body);
     format!("v1,{}", STANDARD.encode(context.sign().as_ref()))
+}
+
+/// The Standard Webhooks headers of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedHeaders {
+    /// `webhook-id`: the event's id, the same on every attempt (receivers
+    /// deduplicate by it).
+    pub id: String,
+    /// `webhook-timestamp`, Unix seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`: during a rotation's grace the old secret signs too,
+    /// so a receiver holding either verifies.
+    pub signature: String,
+}
+
+impl SignedHeaders {
+    /// The headers of an attempt of `delivery` made `at`.
+    pub fn of(delivery: &ClaimedDelivery, at: Timestamp) -> SignedHeaders {
+        let id = delivery.event_id.to_string();
+        let timestamp = at.unix_seconds();
+        let body = delivery.payload.as_bytes();
+        let signature = match &delivery.previous_secret {
+            None => sign(&delivery.secret, &id, timestamp, body),
+            Some(previous) => format!(
+                "{} {}",
+                sign(&delivery.secret, &id, timestamp, body),
+                sign(previous, &id, timestamp, body)
+            ),
+        };
+        SignedHeaders {
+            id,
+            timestamp,
+            signature,
+        }
+    }
 }
 
 /// What [`verify`] found in a captured delivery.

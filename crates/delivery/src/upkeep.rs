@@ -58,6 +58,12 @@ pub(crate) async fn run(
 
 /// One retention round at `now`, each step logged (and its failure, without
 /// stopping the others).
+/// A listener not streamed for this long is removed (devkit-v1.md).
+const LISTENER_IDLE: Duration = Duration::from_secs(24 * 3600);
+/// Listeners removed per round, at most: each delete takes its deliveries with
+/// it; the rest wait for the next round.
+const LISTENERS_PER_ROUND: u32 = 100;
+
 async fn round(upkeep: &Upkeep, now: Timestamp, retention: Duration) {
     let started = Instant::now();
     match upkeep.prepare_partitions(now).await {
@@ -110,6 +116,14 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention: Duration) {
         Ok(0) => {}
         Ok(rows) => tracing::debug!(rows, "forgot health counters older than a week"),
         Err(error) => tracing::error!(%error, "health counter cleanup failed"),
+    }
+    match upkeep
+        .forget_idle_listeners(now.minus(LISTENER_IDLE), LISTENERS_PER_ROUND)
+        .await
+    {
+        Ok(0) => {}
+        Ok(listeners) => tracing::info!(listeners, "removed listeners not streamed for a day"),
+        Err(error) => tracing::error!(%error, "listener cleanup failed"),
     }
     match upkeep.delete_expired_portal_links(now).await {
         Ok(0) => {}

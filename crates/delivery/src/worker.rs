@@ -25,8 +25,8 @@ use crate::client::HttpsClient;
 use crate::lanes::{AHEAD_ROUNDS, BreakerChange, Isolation, Lanes, Reach};
 use crate::proxy::EgressProxy;
 use crate::schedule::RetrySchedule;
-use crate::signing::sign;
-use crate::{Error, Outbox, Result};
+use crate::signing::SignedHeaders;
+use crate::{Error, Outbox, Result, StreamedDeliveries};
 
 /// `User-Agent` of every delivery.
 const USER_AGENT: &str = concat!("hookline/", env!("CARGO_PKG_VERSION"));
@@ -214,6 +214,12 @@ impl Worker {
             lease_token: URL_SAFE_NO_PAD.encode(token),
             held: Arc::default(),
         })
+    }
+
+    /// The handle listeners' streams claim and record their deliveries by,
+    /// with this worker's timeout and retry schedule.
+    pub fn streamed(&self) -> StreamedDeliveries {
+        StreamedDeliveries::new(self.queue.clone(), &self.config)
     }
 
     /// An outbox whose emits wake this worker at once.
@@ -712,25 +718,13 @@ impl Attempt {
             return (Reach::NotSent, Duration::ZERO);
         }
         let at = Timestamp::now();
-        let id = delivery.event_id.to_string();
-        let timestamp = at.unix_seconds();
-        let body = delivery.payload.as_bytes();
-        // During a rotation's grace, the old secret signs too: a receiver holding
-        // either verifies.
-        let signature = match &delivery.previous_secret {
-            None => sign(&delivery.secret, &id, timestamp, body),
-            Some(previous) => format!(
-                "{} {}",
-                sign(&delivery.secret, &id, timestamp, body),
-                sign(previous, &id, timestamp, body)
-            ),
-        };
+        let signed = SignedHeaders::of(&delivery, at);
         let headers = [
             ("content-type", "application/json".to_owned()),
             ("user-agent", USER_AGENT.to_owned()),
-            ("webhook-id", id),
-            ("webhook-timestamp", timestamp.to_string()),
-            ("webhook-signature", signature),
+            ("webhook-id", signed.id),
+            ("webhook-timestamp", signed.timestamp.to_string()),
+            ("webhook-signature", signed.signature),
         ];
         let response = self
             .client
@@ -802,20 +796,26 @@ fn outcome(schedule: &RetrySchedule, attempt: u32, response: &crate::Response) -
     match response.status {
         Some(status) if status.is_success() => Outcome::Delivered,
         Some(StatusCode::GONE) => Outcome::Gone,
-        status => match schedule.delay_after(attempt) {
-            None => Outcome::GaveUp,
-            Some(delay) => {
-                let asked = matches!(
-                    status,
-                    Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE)
-                )
-                .then_some(response.retry_after)
-                .flatten()
-                .unwrap_or_default();
-                let wait = delay.max(asked);
-                Outcome::RetryAt(Timestamp::now().plus(wait))
-            }
-        },
+        status => {
+            let asked = matches!(
+                status,
+                Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE)
+            )
+            .then_some(response.retry_after)
+            .flatten()
+            .unwrap_or_default();
+            retry_or_give_up(schedule, attempt, asked)
+        }
+    }
+}
+
+/// After failed attempt `attempt` of a round: a retry when the schedule's wait
+/// is over (or the wait the receiver `asked` for, if longer), or giving up after
+/// the schedule's last.
+pub(crate) fn retry_or_give_up(schedule: &RetrySchedule, attempt: u32, asked: Duration) -> Outcome {
+    match schedule.delay_after(attempt) {
+        None => Outcome::GaveUp,
+        Some(delay) => Outcome::RetryAt(Timestamp::now().plus(delay.max(asked))),
     }
 }
 

@@ -75,6 +75,52 @@ impl EventPayload {
             data: event.example_data(),
         }
     }
+
+    /// A test event: the example, its `data` merged with `patch` as a JSON merge
+    /// patch (RFC 7396: a field set to `null` is removed, an object merges field
+    /// by field, anything else replaces). The result must still be of the
+    /// event's shape.
+    pub fn test(
+        event: EventName,
+        workspace: WorkspaceId,
+        patch: Option<&Value>,
+    ) -> crate::Result<EventPayload> {
+        let mut payload = EventPayload::example(event, workspace);
+        let Some(patch) = patch else {
+            return Ok(payload);
+        };
+        let Value::Object(patch) = patch else {
+            return Err(crate::Error::invalid("data", "must be a JSON object"));
+        };
+        merge_patch(&mut payload.data, patch);
+        event.validate_data(&payload.data)?;
+        Ok(payload)
+    }
+}
+
+/// RFC 7396's merge of `patch` into `target`.
+fn merge_patch(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
+    for (name, value) in patch {
+        match value {
+            Value::Null => {
+                target.remove(name);
+            }
+            Value::Object(fields) => {
+                let slot = target
+                    .entry(name.clone())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !slot.is_object() {
+                    *slot = Value::Object(Map::new());
+                }
+                if let Value::Object(inner) = slot {
+                    merge_patch(inner, fields);
+                }
+            }
+            other => {
+                target.insert(name.clone(), other.clone());
+            }
+        }
+    }
 }
 
 /// The types of a JSON value, as a schema: an object's fields each described, none
@@ -103,6 +149,29 @@ fn schema_of(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_event_merges_its_data_into_the_example() {
+        let ws = WorkspaceId::generate();
+        let patch = json!({"messageId": "m_9", "text": null, "extra": {"a": 1}});
+        let payload = EventPayload::test(EventName::DmSent, ws, Some(&patch)).unwrap();
+        let mut expected = EventName::DmSent.example_data();
+        expected.insert("messageId".into(), json!("m_9"));
+        expected.remove("text");
+        expected.insert("extra".into(), json!({"a": 1}));
+        assert_eq!(payload.data, expected);
+        let nested = json!({"contact": {"email": "new@example.com"}});
+        let payload =
+            EventPayload::test(EventName::ContactEmailCaptured, ws, Some(&nested)).unwrap();
+        assert_eq!(payload.data["contact"]["email"], "new@example.com");
+        assert_eq!(
+            payload.data["contact"]["id"],
+            EventName::ContactEmailCaptured.example_data()["contact"]["id"]
+        );
+        let broken = json!({"contact": {"email": "not an address"}});
+        assert!(EventPayload::test(EventName::ContactEmailCaptured, ws, Some(&broken)).is_err());
+        assert!(EventPayload::test(EventName::DmSent, ws, Some(&json!([1]))).is_err());
+    }
 
     #[test]
     fn descriptions_are_the_documented_ones() {

@@ -139,6 +139,9 @@ impl WebhookSource {
         match self {
             WebhookSource::Api => GoneAction::Delete,
             WebhookSource::Settings => GoneAction::Disable,
+            // Its answers come from a developer's machine: a 410 there is a
+            // failure like another (listener results never lead to `Gone`).
+            WebhookSource::Listener => GoneAction::Disable,
         }
     }
 }

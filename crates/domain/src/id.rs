@@ -140,6 +140,18 @@ impl<K: IdKind> serde::Serialize for Id<K> {
     }
 }
 
+impl WebhookId {
+    /// The webhook a listener is: the same ULID, so either id finds the other.
+    pub fn of_listener(listener: ListenerId) -> WebhookId {
+        WebhookId::from_ulid(listener.ulid())
+    }
+
+    /// The listener this webhook is, when it is one ([`WebhookSource::Listener`](crate::WebhookSource)).
+    pub fn as_listener(self) -> ListenerId {
+        ListenerId::from_ulid(self.ulid())
+    }
+}
+
 macro_rules! id_kinds {
     ($($(#[$doc:meta])* $alias:ident = $marker:ident($prefix:literal, $name:literal);)*) => {$(
         #[derive(Debug)]
@@ -162,6 +174,9 @@ id_kinds! {
     ApiKeyId = ApiKeyKind("key", "API key");
     /// `wh_…`
     WebhookId = WebhookKind("wh", "webhook");
+    /// `lsn_…`: a listener, which is the webhook of the same ULID
+    /// ([`WebhookId::of_listener`]).
+    ListenerId = ListenerKind("lsn", "listener");
     /// `evt_…`
     EventId = EventKind("evt", "event");
     /// `adm_…`

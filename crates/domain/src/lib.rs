@@ -48,7 +48,8 @@ pub use headers::{
 pub use health::{HealthBucket, HealthState, HealthWindow, HourCount, WebhookHealth, hour_of};
 pub use history::{HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT};
 pub use id::{
-    AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, RequestId, WebhookId, WorkspaceId,
+    AccountId, AdminTokenId, ApiKeyId, EventId, Id, IdKind, ListenerId, RequestId, WebhookId,
+    WorkspaceId,
 };
 pub use net::{TargetPolicy, reserved_range};
 pub use plan::Plan;
@@ -67,6 +68,8 @@ pub mod limits {
     pub const MAX_ACTIVE_API_KEYS: usize = 10;
     /// Webhooks per workspace, enabled or not, made through the API or in Settings.
     pub const MAX_WEBHOOKS: usize = 10;
+    /// Listeners per workspace (`hookline listen`), apart from its webhooks.
+    pub const MAX_LISTENERS: usize = 3;
     /// Characters in a webhook URL.
     pub const MAX_WEBHOOK_URL_LEN: usize = 2048;
     /// Characters in a webhook description.

@@ -13,6 +13,13 @@ pub enum Refusal {
         limit: usize,
     },
     #[error(
+        "workspace {workspace} already has {limit} listeners; delete one before adding another"
+    )]
+    TooManyListeners {
+        workspace: WorkspaceId,
+        limit: usize,
+    },
+    #[error(
         "workspace {workspace} already has {limit} active API keys; revoke one before creating another"
     )]
     TooManyApiKeys {

@@ -132,6 +132,12 @@ impl WebhookUrl {
         &self.text
     }
 
+    /// What a listener stores as its URL: nothing is ever sent there (its
+    /// deliveries go down its stream); `.invalid` names no host (RFC 6761).
+    pub fn of_listener() -> Result<Self> {
+        WebhookUrl::parse("https://listener.invalid/", TargetPolicy::AllowPrivate)
+    }
+
     pub fn host(&self) -> &Host {
         &self.host
     }

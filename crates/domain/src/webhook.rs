@@ -51,6 +51,9 @@ impl Webhook {
 pub enum WebhookSource {
     Api,
     Settings,
+    /// A developer's `hookline listen`: its deliveries go down a stream, not to
+    /// a URL, and it counts against no webhook limit.
+    Listener,
 }
 
 impl WebhookSource {
@@ -58,6 +61,7 @@ impl WebhookSource {
         match self {
             WebhookSource::Api => "api",
             WebhookSource::Settings => "settings",
+            WebhookSource::Listener => "listener",
         }
     }
 }
@@ -69,6 +73,7 @@ impl FromStr for WebhookSource {
         match s {
             "api" => Ok(WebhookSource::Api),
             "settings" => Ok(WebhookSource::Settings),
+            "listener" => Ok(WebhookSource::Listener),
             other => Err(Error::invalid(
                 "webhook source",
                 format!("unknown source `{other}`"),

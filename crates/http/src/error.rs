@@ -26,6 +26,10 @@ pub(crate) enum ApiError {
     InvalidHook(String),
     /// A path segment that cannot be an id of its kind (400; e.g. `undefined`).
     InvalidId(String),
+    /// Another request's body or one of its fields is wrong; the message names it.
+    Invalid(String),
+    /// A limit of the workspace's is reached (409).
+    Conflict(String),
     Transport(TransportError),
 }
 
@@ -42,7 +46,10 @@ impl ApiError {
             ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
             ApiError::PlanExcludesApi(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::InvalidHook(_) | ApiError::InvalidId(_) => StatusCode::BAD_REQUEST,
+            ApiError::InvalidHook(_) | ApiError::InvalidId(_) | ApiError::Invalid(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Transport(transport) => transport.status(),
         }
     }
@@ -50,11 +57,13 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             ApiError::NoRoute => "No such endpoint. The API lives under /api/v1: /me, /hooks, \
-                /hooks/:id and /events/:event/sample."
+                /hooks/:id, /hooks/:id/test, /events, /events/:event/sample and /listeners."
                 .to_owned(),
             ApiError::NotFound(message)
             | ApiError::InvalidHook(message)
-            | ApiError::InvalidId(message) => message.clone(),
+            | ApiError::InvalidId(message)
+            | ApiError::Invalid(message)
+            | ApiError::Conflict(message) => message.clone(),
             ApiError::Unauthenticated => "Missing or invalid API key. Send it as \
                 `Authorization: Bearer <API key>`; keys are created in Settings, Integrations, API keys."
                 .to_owned(),
@@ -157,6 +166,13 @@ impl From<hookline_app::Error> for ApiError {
                     "This workspace already has {limit} webhooks, the most it can have; delete one first."
                 ))
             }
+            Error::Refused(Refusal::TooManyListeners { limit, .. }) => ApiError::Conflict(format!(
+                "This workspace already has {limit} listeners, the most it can have; delete one first."
+            )),
+            Error::Refused(refusal @ Refusal::WebhookDisabled { .. }) => {
+                ApiError::Invalid(format!("{refusal}."))
+            }
+            Error::Invalid(error) => ApiError::Invalid(format!("{error}.")),
             Error::Refused(Refusal::NotFound { kind, id }) => {
                 ApiError::NotFound(format!("No {kind} with id `{id}` in this workspace."))
             }

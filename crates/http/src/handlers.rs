@@ -38,7 +38,12 @@ pub(crate) async fn list_hooks(
     caller: &Caller,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
     let webhooks = app.webhooks(caller.workspace.id).await?;
-    let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
+    // Listeners are listed apart (`GET /listeners`).
+    let listed: Vec<_> = webhooks
+        .iter()
+        .filter(|webhook| webhook.source != WebhookSource::Listener)
+        .map(WebhookObject::listed)
+        .collect();
     Ok(ok(StatusCode::OK, Some(listed)))
 }
 

@@ -29,11 +29,13 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod handlers;
+mod listeners;
 mod openapi;
 mod outage;
 mod portal;
 mod router;
 mod server;
+mod stream;
 mod transport;
 pub mod wire;
 

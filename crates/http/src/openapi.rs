@@ -12,8 +12,8 @@ use hookline_domain::limits::{
 };
 use hookline_domain::{
     AccountId, ApiKeyId, EventId, EventName, HEADER_VALUE_PATTERN, IdempotencyKey, KeyName,
-    MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, Username, WebhookDescription, WebhookId, WebhookUrl,
-    WorkspaceId, WorkspaceName, header_name_pattern,
+    ListenerId, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, Username, WebhookDescription, WebhookId,
+    WebhookUrl, WorkspaceId, WorkspaceName, header_name_pattern,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -398,6 +398,7 @@ fn public() -> Value {
             schema("Error"),
         );
     }
+    devkit_paths(&mut paths, &common);
     paths["/api/v1/hooks/{id}"]["delete"]["responses"]["400"] = json_response(
         "The id is not a webhook id at all (`undefined`).",
         schema("Error"),
@@ -411,6 +412,112 @@ fn public() -> Value {
     );
     document["webhooks"] = webhooks();
     document
+}
+
+/// The developer kit's routes (`docs/spec/devkit-v1.md`): test events, and
+/// listeners with their stream (`text/event-stream`) and results.
+fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
+    let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, common);
+    let hook_id = json!([path_parameter(
+        "id",
+        "A webhook id, `wh_…`.",
+        WebhookId::pattern()
+    )]);
+    let listener_id = json!([path_parameter(
+        "id",
+        "A listener id, `lsn_…`.",
+        ListenerId::pattern()
+    )]);
+    let test_event = json!({
+        "type": "object", "required": ["event"], "additionalProperties": false,
+        "properties": { "event": schema("EventName"),
+            "data": { "type": ["object", "null"],
+                "description": "Merged into the example's data as a JSON merge patch (RFC 7396)." } }
+    });
+    let sent = success(json!({ "type": "object", "required": ["eventId"],
+        "properties": { "eventId": id(EventId::pattern()) } }));
+    let listener = json!({
+        "type": "object", "required": ["id", "events", "createdAt"],
+        "properties": {
+            "id": id(ListenerId::pattern()),
+            "events": { "type": "array", "items": schema("EventName") },
+            "secret": { "type": "string", "pattern": "^whsec_", "description": "Only in the answer to a creation." },
+            "createdAt": schema("Timestamp")
+        }
+    });
+    let result = json!({
+        "type": "object", "required": ["eventId", "attempt", "durationMs"], "additionalProperties": false,
+        "properties": {
+            "eventId": id(EventId::pattern()),
+            "attempt": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
+            "status": { "type": ["integer", "null"], "minimum": 100, "maximum": 599,
+                "description": "The local receiver's status; 2xx delivers, anything else is retried." },
+            "error": { "type": ["string", "null"], "description": "Why there was no status." },
+            "durationMs": { "type": "integer", "minimum": 0 },
+            "responseBody": { "type": ["string", "null"], "description": "Its first 4 KiB are kept." }
+        },
+        "anyOf": [
+            { "required": ["status"], "properties": { "status": { "type": "integer" } } },
+            { "required": ["error"], "properties": { "error": { "type": "string" } } }
+        ]
+    });
+    let new_listener = json!({
+        "type": "object", "additionalProperties": false,
+        "properties": { "events": or_null(json!({ "type": "array", "items": schema("EventName") })) }
+    });
+    let mut stream = op(
+        "The listener's deliveries as Server-Sent Events: one `delivery` event per attempt,          its `id` the `webhook-id`, a `: keep-alive` comment every 15 s. One stream per          listener: a newer one ends this one.",
+        listener_id.clone(),
+        None,
+        ("200", json!({})),
+    );
+    stream["responses"]["200"] = json!({
+        "description": "The stream, until the client closes it.",
+        "content": { "text/event-stream": { "schema": { "type": "string",
+            "description": "`event: delivery`, `id: <webhook-id>`, `data: {eventId, event, attempt, headers: {webhook-id, webhook-timestamp, webhook-signature, content-type}, body}` (the payload, exact bytes, as a JSON string)." } } }
+    });
+    let mut results = op(
+        "What the developer's receiver answered to one attempt; recorded in the attempt log.",
+        listener_id.clone(),
+        Some(result),
+        ("204", json!({})),
+    );
+    results["responses"]["204"] = json!({ "description": "Recorded." });
+    let extra = json!({
+        "/api/v1/hooks/{id}/test": { "post": op(
+            "Send the event's example payload (its data merged with `data`) to this webhook only: signed, retried, logged.",
+            hook_id, Some(test_event.clone()), ("202", sent.clone())) },
+        "/api/v1/listeners": {
+            "get": op("The workspace's listeners, without secrets.", json!([]), None,
+                ("200", success(json!({ "type": "array", "items": listener.clone() })))),
+            "post": op("Make a listener (at most 3 per workspace) of `events`, or of every event; its secret is shown once.",
+                json!([]), Some(new_listener), ("201", success(listener)))
+        },
+        "/api/v1/listeners/{id}": { "delete": op("Delete a listener; its pending deliveries stop.",
+            listener_id.clone(), None, ("200", bare_success())) },
+        "/api/v1/listeners/{id}/stream": { "get": stream },
+        "/api/v1/listeners/{id}/results": { "post": results },
+        "/api/v1/listeners/{id}/test": { "post": op(
+            "Send the event's example payload (its data merged with `data`) to this listener only.",
+            listener_id, Some(test_event), ("202", sent)) }
+    });
+    if let (Value::Object(all), Value::Object(extra)) = (&mut *paths, extra) {
+        all.extend(extra);
+    }
+    for (path, method) in [
+        ("/api/v1/hooks/{id}/test", "post"),
+        ("/api/v1/listeners/{id}", "delete"),
+        ("/api/v1/listeners/{id}/stream", "get"),
+        ("/api/v1/listeners/{id}/results", "post"),
+        ("/api/v1/listeners/{id}/test", "post"),
+    ] {
+        paths[path][method]["responses"]["404"] = json_response(
+            "No such webhook or listener in this workspace (or, for a result, no such attempt out on its stream).",
+            schema("Error"),
+        );
+    }
+    paths["/api/v1/listeners"]["post"]["responses"]["409"] =
+        json_response("The workspace has 3 listeners already.", schema("Error"));
 }
 
 /// Each event's delivery: its payload (with the event's example) and the three

@@ -25,11 +25,31 @@ pub(crate) enum Route<'a> {
     Events,
     /// This API's OpenAPI document; needs no key.
     OpenApi,
+    /// A test event to one webhook.
+    TestHook {
+        id: &'a str,
+    },
+    ListListeners,
+    CreateListener,
+    DeleteListener {
+        id: &'a str,
+    },
+    /// The listener's deliveries as Server-Sent Events.
+    ListenerStream {
+        id: &'a str,
+    },
+    /// `hookline listen`'s answer to one attempt.
+    ListenerResults {
+        id: &'a str,
+    },
+    TestListener {
+        id: &'a str,
+    },
 }
 
 /// Every route's pattern, for the OpenAPI document's test.
 #[cfg(test)]
-pub(crate) const ROUTE_NAMES: [&str; 9] = [
+pub(crate) const ROUTE_NAMES: [&str; 16] = [
     "GET /api/v1/me",
     "GET /api/v1/hooks",
     "POST /api/v1/hooks",
@@ -39,6 +59,13 @@ pub(crate) const ROUTE_NAMES: [&str; 9] = [
     "GET /api/v1/events/:event/sample",
     "GET /api/v1/events",
     "GET /api/v1/openapi.json",
+    "POST /api/v1/hooks/:id/test",
+    "GET /api/v1/listeners",
+    "POST /api/v1/listeners",
+    "DELETE /api/v1/listeners/:id",
+    "GET /api/v1/listeners/:id/stream",
+    "POST /api/v1/listeners/:id/results",
+    "POST /api/v1/listeners/:id/test",
 ];
 
 impl Route<'_> {
@@ -54,6 +81,13 @@ impl Route<'_> {
             Route::Sample { .. } => "GET /api/v1/events/:event/sample",
             Route::Events => "GET /api/v1/events",
             Route::OpenApi => "GET /api/v1/openapi.json",
+            Route::TestHook { .. } => "POST /api/v1/hooks/:id/test",
+            Route::ListListeners => "GET /api/v1/listeners",
+            Route::CreateListener => "POST /api/v1/listeners",
+            Route::DeleteListener { .. } => "DELETE /api/v1/listeners/:id",
+            Route::ListenerStream { .. } => "GET /api/v1/listeners/:id/stream",
+            Route::ListenerResults { .. } => "POST /api/v1/listeners/:id/results",
+            Route::TestListener { .. } => "POST /api/v1/listeners/:id/test",
         }
     }
 }
@@ -83,6 +117,27 @@ pub(crate) fn route<'a>(method: &Method, path: &'a str) -> Result<Route<'a>, Api
             allow: "GET, PATCH, DELETE",
         }
         .into()),
+
+        (&Method::POST, ["hooks", id, "test"]) => Ok(Route::TestHook { id }),
+        (_, ["hooks", _, "test"]) => Err(TransportError::MethodNotAllowed { allow: "POST" }.into()),
+
+        (&Method::GET, ["listeners"]) => Ok(Route::ListListeners),
+        (&Method::POST, ["listeners"]) => Ok(Route::CreateListener),
+        (_, ["listeners"]) => Err(TransportError::MethodNotAllowed { allow: "GET, POST" }.into()),
+        (&Method::DELETE, ["listeners", id]) => Ok(Route::DeleteListener { id }),
+        (_, ["listeners", _]) => Err(TransportError::MethodNotAllowed { allow: "DELETE" }.into()),
+        (&Method::GET, ["listeners", id, "stream"]) => Ok(Route::ListenerStream { id }),
+        (_, ["listeners", _, "stream"]) => {
+            Err(TransportError::MethodNotAllowed { allow: "GET" }.into())
+        }
+        (&Method::POST, ["listeners", id, "results"]) => Ok(Route::ListenerResults { id }),
+        (_, ["listeners", _, "results"]) => {
+            Err(TransportError::MethodNotAllowed { allow: "POST" }.into())
+        }
+        (&Method::POST, ["listeners", id, "test"]) => Ok(Route::TestListener { id }),
+        (_, ["listeners", _, "test"]) => {
+            Err(TransportError::MethodNotAllowed { allow: "POST" }.into())
+        }
 
         (&Method::GET, ["openapi.json"]) => Ok(Route::OpenApi),
         (_, ["openapi.json"]) => Err(TransportError::MethodNotAllowed { allow: "GET" }.into()),
@@ -124,6 +179,38 @@ mod tests {
             Ok(Route::Sample { event: "dm.sent" })
         );
         assert_eq!(route(&Method::GET, "/api/v1/events"), Ok(Route::Events));
+        assert_eq!(
+            route(&Method::POST, "/api/v1/hooks/wh_1/test"),
+            Ok(Route::TestHook { id: "wh_1" })
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/listeners"),
+            Ok(Route::ListListeners)
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/listeners"),
+            Ok(Route::CreateListener)
+        );
+        assert_eq!(
+            route(&Method::DELETE, "/api/v1/listeners/lsn_1"),
+            Ok(Route::DeleteListener { id: "lsn_1" })
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/listeners/lsn_1/stream"),
+            Ok(Route::ListenerStream { id: "lsn_1" })
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/listeners/lsn_1/results"),
+            Ok(Route::ListenerResults { id: "lsn_1" })
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/listeners/lsn_1/test"),
+            Ok(Route::TestListener { id: "lsn_1" })
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/listeners/lsn_1/stream"),
+            Err(TransportError::MethodNotAllowed { allow: "GET" }.into())
+        );
     }
 
     #[test]

@@ -8,8 +8,7 @@ use hookline_app::App;
 use hookline_auth::{AdminAuthenticator, AuthConfig, Authenticator};
 use hookline_domain::{PublicUrl, RequestId};
 use hookline_store::{AdminTokens, KeyCheck};
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Incoming;
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -27,6 +26,7 @@ use crate::error::{ApiError, rate_limit_headers};
 use crate::handlers;
 use crate::portal::Portal;
 use crate::router::{Route, route};
+use crate::stream::{AnswerBody, Streams};
 use crate::transport::TransportError;
 use crate::{Error, Result};
 
@@ -105,6 +105,8 @@ pub(crate) struct Api {
     pub(crate) config: HttpConfig,
     /// The Settings portal, `/settings/`, on the same listener.
     portal: Portal,
+    /// Listeners' streams open on this process.
+    pub(crate) streams: Arc<Streams>,
 }
 
 /// The two listeners, bound, ready to serve: the public API and the admin API.
@@ -155,6 +157,7 @@ impl Server {
                 auth,
                 config: config.clone(),
                 portal,
+                streams: Arc::default(),
             }),
             admin_api: Arc::new(admin_api),
             config,
@@ -175,6 +178,7 @@ impl Server {
     /// requests finish for at most the configured grace, and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let (stop, stopped) = watch::channel(false);
+        let streams = Arc::clone(&self.api.streams);
         let connections = Connections::new(self.config.max_connections);
         let public = serve(
             self.public,
@@ -193,6 +197,7 @@ impl Server {
         let signal = async {
             shutdown.await;
             let _ = stop.send(true);
+            streams.end_all();
         };
         tokio::join!(public, admin, signal);
         tracing::info!("shutting down: finishing in-flight requests");
@@ -220,7 +225,7 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     fn dispatch(
         &self,
         request: Request<Incoming>,
-    ) -> impl Future<Output = (&'static str, Response<Full<Bytes>>)> + Send;
+    ) -> impl Future<Output = (&'static str, Response<AnswerBody>)> + Send;
 }
 
 /// How long a connection asked to close gracefully (idle, evicted) may take
@@ -283,8 +288,7 @@ async fn serve<D: Dispatch>(
                 let api = Arc::clone(&api);
                 async move {
                     let response = handle(&*api, request, deadline).await;
-                    drop(in_flight);
-                    Ok::<_, Infallible>(response)
+                    Ok::<_, Infallible>(response.map(|body| body.holding(in_flight)))
                 }
             })
         };
@@ -389,7 +393,7 @@ async fn handle<D: Dispatch>(
     api: &D,
     request: Request<Incoming>,
     deadline: Duration,
-) -> Response<Full<Bytes>> {
+) -> Response<AnswerBody> {
     let started = Instant::now();
     let request_id = request_id(request.headers());
     let span = tracing::info_span!(
@@ -410,7 +414,7 @@ async fn handle<D: Dispatch>(
                     "no answer within the request deadline ({deadline:?})"
                 ));
                 // Both APIs answer a 503 alike: the public API's error says it.
-                (TIMED_OUT, ApiError::from(TransportError::Unavailable).into_response())
+                (TIMED_OUT, ApiError::from(TransportError::Unavailable).into_response().map(AnswerBody::from))
             }
         };
         if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -435,14 +439,15 @@ async fn handle<D: Dispatch>(
 }
 
 impl Dispatch for Api {
-    async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<Full<Bytes>>) {
+    async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<AnswerBody>) {
         let path = request.uri().path().to_owned();
         if let Some(page) = crate::portal::route(request.method(), &path) {
-            return self.portal.answer(page, request).await;
+            let (route, response) = self.portal.answer(page, request).await;
+            return (route, response.map(AnswerBody::from));
         }
         match route(request.method(), &path) {
             Ok(route) => (route.name(), self.answer(route, request).await),
-            Err(error) => (UNMATCHED, error.into_response()),
+            Err(error) => (UNMATCHED, error.into_response().map(AnswerBody::from)),
         }
     }
 }
@@ -453,10 +458,10 @@ pub(crate) const UNMATCHED: &str = "unmatched";
 const TIMED_OUT: &str = "timed out";
 
 impl Api {
-    async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    async fn answer(&self, route: Route<'_>, request: Request<Incoming>) -> Response<AnswerBody> {
         // The document describes the API to whoever asks: no key.
         if route == Route::OpenApi {
-            return crate::openapi::public_document();
+            return crate::openapi::public_document().map(AnswerBody::from);
         }
         let authorization = request.headers().get_all(AUTHORIZATION);
         let caller = match self
@@ -465,10 +470,17 @@ impl Api {
             .await
         {
             Ok(caller) => caller,
-            Err(error) => return ApiError::from(error).into_response(),
+            Err(error) => return ApiError::from(error).into_response().map(AnswerBody::from),
         };
         crate::outage::OUTAGE.answered();
         crate::error::record_caller(caller.key.id, caller.workspace.id);
+        if let Route::ListenerStream { id } = route {
+            let mut response = crate::listeners::stream(self, &caller, id)
+                .await
+                .unwrap_or_else(|error| error.into_response().map(AnswerBody::from));
+            rate_limit_headers(response.headers_mut(), &caller.rate);
+            return response;
+        }
         let answer = match route {
             Route::Me => handlers::me(&self.app, &caller).await,
             Route::ListHooks => handlers::list_hooks(&self.app, &caller).await,
@@ -479,9 +491,18 @@ impl Api {
             Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
             Route::Events => Ok(handlers::event_catalog(&caller)),
             Route::OpenApi => Ok(crate::openapi::public_document()),
+            Route::TestHook { id } => crate::listeners::test_hook(self, &caller, id, request).await,
+            Route::ListListeners => crate::listeners::list(&self.app, &caller).await,
+            Route::CreateListener => crate::listeners::create(self, &caller, request).await,
+            Route::DeleteListener { id } => crate::listeners::delete(&self.app, &caller, id).await,
+            Route::ListenerResults { id } => {
+                crate::listeners::results(self, &caller, id, request).await
+            }
+            Route::TestListener { id } => crate::listeners::test(self, &caller, id, request).await,
+            Route::ListenerStream { .. } => Err(ApiError::NoRoute),
         };
         let mut response = answer.unwrap_or_else(ApiError::into_response);
         rate_limit_headers(response.headers_mut(), &caller.rate);
-        response
+        response.map(AnswerBody::from)
     }
 }

@@ -135,6 +135,36 @@ impl<'a> WebhookObject<'a> {
     }
 }
 
+/// The Listener object (`docs/spec/devkit-v1.md`): its secret only in the
+/// answer that made it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerObject<'a> {
+    pub id: hookline_domain::ListenerId,
+    pub events: &'a [EventName],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<&'a str>,
+    pub created_at: Timestamp,
+}
+
+impl<'a> ListenerObject<'a> {
+    pub fn listed(listener: &'a Webhook) -> Self {
+        ListenerObject {
+            id: listener.id.as_listener(),
+            events: &listener.events,
+            secret: None,
+            created_at: listener.created_at,
+        }
+    }
+
+    pub fn created(listener: &'a Webhook, secret: &'a hookline_domain::WebhookSecret) -> Self {
+        ListenerObject {
+            secret: Some(secret.expose()),
+            ..Self::listed(listener)
+        }
+    }
+}
+
 /// A credential as lists show it, never the credential itself: an API key
 /// (Settings, the CLI, the admin API) or an admin token (the CLI).
 #[derive(Debug, Serialize)]

@@ -52,6 +52,7 @@ diesel::table! {
         headers -> Text,
         resting_until -> Nullable<BigInt>,
         resting_after -> Nullable<Integer>,
+        streamed_at -> Nullable<BigInt>,
     }
 }
 

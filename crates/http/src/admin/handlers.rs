@@ -319,9 +319,9 @@ struct TestSent {
 
 pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = Body::object(body, &["event"])?;
+    let body = Body::object(body, &["event", "data"])?;
     let event: EventName = body.required_string("event")?.parse()?;
-    let event_id = app.send_test_event(id, event).await?;
+    let event_id = app.send_test_event(id, event, body.value("data")).await?;
     Ok(ok(StatusCode::ACCEPTED, Some(TestSent { event_id })))
 }
 

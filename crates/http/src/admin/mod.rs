@@ -47,6 +47,7 @@ use crate::admin::operations::Operations;
 use crate::admin::router::{AdminRoute, route};
 use crate::body::{BodyLimits, read_json, read_optional_json};
 use crate::server::{Dispatch, UNMATCHED};
+use crate::stream::AnswerBody;
 
 /// What every admin request shares.
 #[derive(Debug)]
@@ -138,15 +139,17 @@ impl AdminApi {
 }
 
 impl Dispatch for AdminApi {
-    async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<Full<Bytes>>) {
+    async fn dispatch(&self, request: Request<Incoming>) -> (&'static str, Response<AnswerBody>) {
         let path = request.uri().path().to_owned();
-        if let Some(probe) = operations::route(request.method(), &path) {
-            return (probe.name(), self.operations.answer(probe).await);
-        }
-        match route(request.method(), &path) {
-            Ok(route) => (route.name(), self.authenticated(route, request).await),
-            Err(error) => (UNMATCHED, error.into_response()),
-        }
+        let (route, response) = if let Some(probe) = operations::route(request.method(), &path) {
+            (probe.name(), self.operations.answer(probe).await)
+        } else {
+            match route(request.method(), &path) {
+                Ok(route) => (route.name(), self.authenticated(route, request).await),
+                Err(error) => (UNMATCHED, error.into_response()),
+            }
+        };
+        (route, response.map(AnswerBody::from))
     }
 }
 

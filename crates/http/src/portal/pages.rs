@@ -295,6 +295,7 @@ fn source_label(source: WebhookSource) -> &'static str {
     match source {
         WebhookSource::Api => "API (made by an integration)",
         WebhookSource::Settings => "Settings",
+        WebhookSource::Listener => "listener (hookline listen)",
     }
 }
 

@@ -16,8 +16,8 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::queue::NOTIFY_WORKERS;
-use crate::models::webhook::{FanoutWebhooks as _, WebhookRow};
-use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
+use crate::models::webhook::{FanoutWebhooks, WebhookRow};
+use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx};
 use crate::prepared::{bind, prepared};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
@@ -100,78 +100,49 @@ impl Events {
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
     async fn record_batch(&self, events: Vec<NewEvent>) -> Result<Vec<Result<Recorded>>> {
-        let now = Timestamp::now().unix_millis();
-        write_tx!(self.db, |conn| {
-            // The webhooks an event of each workspace reaches, read once per batch.
-            let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
-            let mut answers = Vec::with_capacity(events.len());
-            let mut new_events = Vec::with_capacity(events.len());
-            let mut new_deliveries = Vec::new();
-            for NewEvent {
-                payload,
-                idempotency_key,
-            } in &events
-            {
-                let workspace = payload.workspace_id.to_string();
-                if let Entry::Vacant(slot) = fanout.entry(payload.workspace_id) {
-                    let candidates = match conn.enabled_webhooks_for_fanout(&workspace).await? {
-                        Some(rows) => Some(
-                            rows.into_iter()
-                                .map(WebhookRow::into_domain)
-                                .collect::<Result<Vec<_>>>()?,
-                        ),
-                        None => None,
-                    };
-                    slot.insert(candidates);
-                }
-                let Some(Some(candidates)) = fanout.get(&payload.workspace_id) else {
-                    answers.push(Err(Error::not_found("workspace", &workspace)));
-                    continue;
-                };
-                let json = payload.to_json();
-                if let Some(key) = idempotency_key {
-                    let claim = KeyClaim {
-                        workspace: &workspace,
-                        key: key.as_str(),
-                        event_id: &payload.id.to_string(),
-                        payload: &json,
-                        now,
-                    };
-                    if let Some(first) = conn.claim_idempotency_key(&claim).await? {
-                        answers.push(Ok(Recorded::Replayed(first)));
-                        continue;
-                    }
-                }
-                let reached: Vec<WebhookId> = candidates
-                    .iter()
-                    .filter(|webhook| webhook.subscribes_to(payload.event))
-                    .map(|webhook| webhook.id)
-                    .collect();
-                let event_id = payload.id.to_string();
-                let occurred_at = payload.occurred_at.unix_millis();
-                new_deliveries.extend(reached.iter().map(|webhook_id| NewDelivery {
-                    event_id: event_id.clone(),
-                    webhook_id: webhook_id.to_string(),
-                    due_at: occurred_at,
-                }));
-                new_events.push(EventRow {
-                    id: event_id,
-                    workspace_id: workspace,
-                    event: payload.event.as_str(),
-                    payload: json,
-                    occurred_at,
-                });
-                answers.push(Ok(Recorded::Stored(reached)));
+        use diesel_async::AsyncConnection as _;
+        let _turn = self.db.write_turn().await;
+        match &self.db.pools {
+            Pools::Sqlite(pool) => {
+                let mut pooled = pool.get().await?;
+                pooled
+                    .immediate_transaction(async |conn| record_on(conn, &events).await)
+                    .await
             }
-            // The whole batch in one or two statements, whatever its size.
-            if !new_events.is_empty() {
-                conn.insert_outbox(&new_events, &new_deliveries).await?;
+            Pools::Postgres(pool) => {
+                let mut pooled = pool.get().await?;
+                pooled
+                    .transaction(async |conn| record_on(&mut **conn, &events).await)
+                    .await
             }
-            if !new_deliveries.is_empty() {
-                conn.notify_workers().await?;
-            }
-            Ok(answers)
-        })
+        }
+    }
+
+    /// Records `event` and its deliveries on the caller's PostgreSQL connection,
+    /// inside the transaction the caller holds: the caller's own rows and the
+    /// event commit together, or neither does (a rollback delivers nothing).
+    /// The workers are woken at commit (`NOTIFY` is transactional).
+    ///
+    /// ```no_run
+    /// # async fn example(conn: &mut diesel_async::AsyncPgConnection, event: hookline_store::NewEvent) -> hookline_store::Result<()> {
+    /// use diesel_async::AsyncConnection as _;
+    ///
+    /// conn.transaction(async |conn| -> hookline_store::Result<()> {
+    ///     // … the service's own writes on `conn` …
+    ///     hookline_store::Events::record_in_transaction(conn, event).await?;
+    ///     Ok(())
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn record_in_transaction(
+        conn: &mut diesel_async::AsyncPgConnection,
+        event: NewEvent,
+    ) -> Result<Recorded> {
+        record_on(conn, std::slice::from_ref(&event))
+            .await?
+            .pop()
+            .unwrap_or(Err(Error::Internal("an outbox write answered nothing")))
     }
 
     /// Stores a test event with one delivery, to `webhook` alone (which must be of
@@ -401,6 +372,84 @@ pub(crate) struct KeyClaim<'a> {
     event_id: &'a str,
     payload: &'a str,
     now: i64,
+}
+
+/// The outbox write of `events` on `conn`, inside a transaction its caller
+/// holds; answers each event's webhooks, or why it was not stored.
+async fn record_on<C>(conn: &mut C, events: &[NewEvent]) -> Result<Vec<Result<Recorded>>>
+where
+    C: InsertOutbox + FanoutWebhooks,
+{
+    let now = Timestamp::now().unix_millis();
+    // The webhooks an event of each workspace reaches, read once per batch.
+    let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
+    let mut answers = Vec::with_capacity(events.len());
+    let mut new_events = Vec::with_capacity(events.len());
+    let mut new_deliveries = Vec::new();
+    for NewEvent {
+        payload,
+        idempotency_key,
+    } in events
+    {
+        let workspace = payload.workspace_id.to_string();
+        if let Entry::Vacant(slot) = fanout.entry(payload.workspace_id) {
+            let candidates = match conn.enabled_webhooks_for_fanout(&workspace).await? {
+                Some(rows) => Some(
+                    rows.into_iter()
+                        .map(WebhookRow::into_domain)
+                        .collect::<Result<Vec<_>>>()?,
+                ),
+                None => None,
+            };
+            slot.insert(candidates);
+        }
+        let Some(Some(candidates)) = fanout.get(&payload.workspace_id) else {
+            answers.push(Err(Error::not_found("workspace", &workspace)));
+            continue;
+        };
+        let json = payload.to_json();
+        if let Some(key) = idempotency_key {
+            let claim = KeyClaim {
+                workspace: &workspace,
+                key: key.as_str(),
+                event_id: &payload.id.to_string(),
+                payload: &json,
+                now,
+            };
+            if let Some(first) = conn.claim_idempotency_key(&claim).await? {
+                answers.push(Ok(Recorded::Replayed(first)));
+                continue;
+            }
+        }
+        let reached: Vec<WebhookId> = candidates
+            .iter()
+            .filter(|webhook| webhook.subscribes_to(payload.event))
+            .map(|webhook| webhook.id)
+            .collect();
+        let event_id = payload.id.to_string();
+        let occurred_at = payload.occurred_at.unix_millis();
+        new_deliveries.extend(reached.iter().map(|webhook_id| NewDelivery {
+            event_id: event_id.clone(),
+            webhook_id: webhook_id.to_string(),
+            due_at: occurred_at,
+        }));
+        new_events.push(EventRow {
+            id: event_id,
+            workspace_id: workspace,
+            event: payload.event.as_str(),
+            payload: json,
+            occurred_at,
+        });
+        answers.push(Ok(Recorded::Stored(reached)));
+    }
+    // The whole batch in one or two statements, whatever its size.
+    if !new_events.is_empty() {
+        conn.insert_outbox(&new_events, &new_deliveries).await?;
+    }
+    if !new_deliveries.is_empty() {
+        conn.notify_workers().await?;
+    }
+    Ok(answers)
 }
 
 /// The outbox insert, written per dialect.

@@ -42,6 +42,16 @@ macro_rules! due_of_webhook {
     };
 }
 
+/// Of the webhooks with work (`hooks`), those the worker delivers to: a listener's
+/// deliveries go down its stream ([`Queue::claim_streamed`]). One key probe per
+/// webhook with work.
+macro_rules! not_a_listener {
+    () => {
+        " NOT EXISTS (SELECT 1 FROM webhooks AS listener \
+             WHERE listener.id = hooks.id AND listener.source = 'listener') "
+    };
+}
+
 /// PostgreSQL's claim: per webhook with work, a `LATERAL` range of its own due
 /// rows (all of them up to the claim's size for a fast webhook, `$6` for
 /// another), locked with `SKIP LOCKED`; then of those, each webhook's oldest
@@ -61,8 +71,9 @@ macro_rules! pg_claim {
             due_of_webhook!("event_id, webhook_id, next_attempt_at", "hooks.id"),
             " LIMIT CASE WHEN hooks.id = ANY($7::text[]) THEN $4 ELSE $6 END \
                  FOR UPDATE SKIP LOCKED) AS due \
-             WHERE NOT (hooks.id = ANY($5::text[])) \
-             ORDER BY ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
+             WHERE NOT (hooks.id = ANY($5::text[])) AND",
+            not_a_listener!(),
+            "ORDER BY ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
                  ORDER BY due.next_attempt_at, due.event_id), due.next_attempt_at, due.event_id \
              LIMIT $4) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
@@ -152,6 +163,79 @@ impl Queue {
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
         let claim = Claim::of(request, &skip, &fast);
         let claimed = write_conn!(self.db, |conn| conn.claim_due(&claim).await?);
+        self.delivering(claimed, request.now, |_| request.lease_token.to_owned())
+            .await
+    }
+
+    /// A listener's stream's claim: its due deliveries that no live lease holds,
+    /// oldest first, at most `limit`, leased until `lease_until`. Each lease's
+    /// token names its attempt (`listener:<n>`), so that the result the
+    /// developer's `hookline listen` sends back ([`Queue::streamed`]) finds it,
+    /// on whichever instance it arrives.
+    pub async fn claim_streamed(
+        &self,
+        webhook: WebhookId,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>> {
+        let webhook = webhook.to_string();
+        let streamed = Streamed {
+            lease_until: lease_until.unix_millis(),
+            webhook: &webhook,
+            now: now.unix_millis(),
+            limit: i64::from(limit),
+        };
+        let mut claimed = write_conn!(self.db, |conn| conn.claim_streamed(&streamed).await?);
+        claimed.sort_unstable_by(|a, b| a.event_id.cmp(&b.event_id));
+        self.delivering(claimed, now, |row| streamed_token(row.attempts + 1))
+            .await
+    }
+
+    /// The delivery of the listener's stream that attempt `attempt` of `event`
+    /// was: `None` when that attempt is not out on a stream (its result came
+    /// already, the delivery is done, or it was never sent).
+    pub async fn streamed(
+        &self,
+        webhook: WebhookId,
+        event: EventId,
+        attempt: u32,
+    ) -> Result<Option<ClaimedDelivery>> {
+        let (webhook, event) = (webhook.to_string(), event.to_string());
+        let token = streamed_token(i64::from(attempt));
+        let row: Option<ClaimedRow> = with_conn!(self.db, |conn| {
+            prepared(
+                "SELECT d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
+                     e.event, e.payload \
+                 FROM deliveries AS d JOIN events AS e ON e.id = d.event_id \
+                 WHERE d.event_id = $1 AND e.id = $1 AND d.webhook_id = $2 \
+                   AND d.state = 'pending' AND d.lease_token = $3",
+            )
+            .binds((
+                bind::<Text, _>(&event),
+                bind::<Text, _>(&webhook),
+                bind::<Text, _>(&token),
+            ))
+            .get_result(conn)
+            .await
+            .optional()?
+        });
+        let now = Timestamp::now();
+        Ok(self
+            .delivering(row.into_iter().collect(), now, |_| token.clone())
+            .await?
+            .pop())
+    }
+
+    /// Claimed rows as deliveries, with what their webhooks need to deliver
+    /// (secrets, headers) read in one statement; a row whose webhook went
+    /// meanwhile is dropped. `token` is each one's lease token.
+    async fn delivering(
+        &self,
+        claimed: Vec<ClaimedRow>,
+        now: Timestamp,
+        token: impl Fn(&ClaimedRow) -> String,
+    ) -> Result<Vec<ClaimedDelivery>> {
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
@@ -176,7 +260,7 @@ impl Queue {
                 .load(conn)
                 .await?
         });
-        let now = request.now.unix_millis();
+        let now = now.unix_millis();
         let mut hooks_by_id = HashMap::new();
         for (row, (secret, previous, previous_until, headers), failing_since) in hooks {
             let webhook = row.into_domain()?;
@@ -204,6 +288,7 @@ impl Queue {
             };
             let attempts = u32::try_from(row.attempts).unwrap_or(u32::MAX);
             let before_round = u32::try_from(row.attempts_before_retry_round).unwrap_or(0);
+            let lease_token = token(&row);
             out.push(ClaimedDelivery {
                 event_id: row.event_id.parse().stored("delivery event_id")?,
                 webhook_id: webhook.id,
@@ -216,7 +301,7 @@ impl Queue {
                 previous_secret: previous_secret.clone(),
                 headers: headers.clone(),
                 failing: *failing,
-                lease_token: request.lease_token.to_owned(),
+                lease_token,
             });
         }
         Ok(out)
@@ -569,6 +654,37 @@ impl<'a> Claim<'a> {
     }
 }
 
+/// The lease token of attempt `attempt` of a listener's delivery.
+fn streamed_token(attempt: i64) -> String {
+    format!("listener:{attempt}")
+}
+
+/// The arguments of [`QueueSql::claim_streamed`], bound in this order.
+pub(crate) struct Streamed<'a> {
+    pub(crate) lease_until: i64,
+    pub(crate) webhook: &'a str,
+    pub(crate) now: i64,
+    pub(crate) limit: i64,
+}
+
+type StreamedBinds<'a> = (
+    Bind<BigInt, i64>,
+    Bind<Text, &'a str>,
+    Bind<BigInt, i64>,
+    Bind<BigInt, i64>,
+);
+
+impl Streamed<'_> {
+    fn statement(&self, sql: &'static str) -> Prepared<StreamedBinds<'_>> {
+        prepared(sql).binds((
+            bind::<BigInt, _>(self.lease_until),
+            bind::<Text, _>(self.webhook),
+            bind::<BigInt, _>(self.now),
+            bind::<BigInt, _>(self.limit),
+        ))
+    }
+}
+
 /// The arguments of [`QueueSql::renew_leases`].
 pub(crate) struct Renewal<'a> {
     pub(crate) lease_until: i64,
@@ -623,6 +739,11 @@ pub(crate) trait QueueSql {
     /// is claiming are skipped (`FOR UPDATE SKIP LOCKED`); on SQLite the statement
     /// holds the write lock.
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>>;
+
+    /// Leases a listener's due deliveries, each under its attempt's token
+    /// (`listener:<n>`); one statement, the events' names and payloads returned
+    /// with them.
+    async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>>;
 
     /// Records outcomes whose lease is still held and whose delivery is still
     /// pending (one cancelled meanwhile stays cancelled), with their attempts; answers for
@@ -724,6 +845,19 @@ fn claim_statement<'a, Ids>(
 }
 
 impl QueueSql for SqliteConn {
+    async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
+        const SQL: &str = concat!(
+            "UPDATE deliveries SET lease_until = $1, lease_token = 'listener:' || (attempts + 1) \
+             WHERE rowid IN (",
+            due_of_webhook!("rowid", "$2"),
+            " LIMIT $4) \
+             RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
+                 (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
+                 (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
+        );
+        streamed.statement(SQL).load(self).await
+    }
+
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         // SQLite's LIMIT cannot name an outer column, so the fast webhooks (`$7`,
         // up to the claim's size) and the others (`$6` each) are two branches.
@@ -736,15 +870,17 @@ impl QueueSql for SqliteConn {
             due_of_webhook!("rowid", "hooks.id"),
             " LIMIT $6) \
                  WHERE hooks.id NOT IN (SELECT value FROM json_each($5)) \
-                   AND hooks.id NOT IN (SELECT value FROM json_each($7)) \
-                 UNION ALL \
+                   AND hooks.id NOT IN (SELECT value FROM json_each($7)) AND",
+            not_a_listener!(),
+            "UNION ALL \
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
             " LIMIT $4) \
                  WHERE hooks.id IN (SELECT value FROM json_each($7)) \
-                   AND hooks.id NOT IN (SELECT value FROM json_each($5))) \
-             ORDER BY ROW_NUMBER() OVER (PARTITION BY webhook_id \
+                   AND hooks.id NOT IN (SELECT value FROM json_each($5)) AND",
+            not_a_listener!(),
+            ") ORDER BY ROW_NUMBER() OVER (PARTITION BY webhook_id \
                  ORDER BY next_attempt_at, event_id), next_attempt_at, event_id LIMIT $4) \
              RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
@@ -852,6 +988,24 @@ impl QueueSql for SqliteConn {
 }
 
 impl QueueSql for PgConn {
+    async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
+        // The rows picked are found again by key as `= ANY (ARRAY(…))`, which
+        // prunes partitions at run time (see `pg_claim!`).
+        const SQL: &str = concat!(
+            "WITH picked AS MATERIALIZED (",
+            due_of_webhook!("event_id, webhook_id", "$2"),
+            " LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE deliveries AS d SET lease_until = $1, \
+                 lease_token = 'listener:' || (d.attempts + 1) FROM events AS e \
+             WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
+               AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
+               AND e.id = ANY (ARRAY(SELECT event_id FROM picked)) AND e.id = d.event_id \
+             RETURNING d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
+                 e.event, e.payload"
+        );
+        streamed.statement(SQL).load(self).await
+    }
+
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         use diesel::pg::sql_types::Array;
         const SQL: &str = pg_claim!();

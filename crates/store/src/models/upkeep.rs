@@ -378,6 +378,17 @@ impl Upkeep {
         }))
     }
 
+    /// Deletes, with their deliveries, the listeners last streamed before
+    /// `before` (through the index of listeners by `streamed_at`, at most
+    /// `at_most` of them a call); answers how many.
+    pub async fn forget_idle_listeners(&self, before: Timestamp, at_most: u32) -> Result<usize> {
+        crate::Webhooks {
+            db: self.db.clone(),
+        }
+        .forget_idle_listeners(before, at_most)
+        .await
+    }
+
     /// Forgets the Settings portal links that expired before `now`; answers how
     /// many.
     pub async fn delete_expired_portal_links(&self, now: Timestamp) -> Result<usize> {

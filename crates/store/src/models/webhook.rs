@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
-use hookline_domain::limits::MAX_WEBHOOKS;
+use hookline_domain::limits::{MAX_LISTENERS, MAX_WEBHOOKS};
 use hookline_domain::{
     DeliveryAttempt, DisabledReason, EventId, EventName, HourCount, TargetPolicy, Timestamp,
     Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret, WebhookSource,
@@ -61,6 +61,7 @@ struct NewWebhookRow<'a> {
     secret: &'a str,
     created_at: i64,
     updated_at: i64,
+    streamed_at: Option<i64>,
 }
 
 /// Separates stored event names; no event name contains it.
@@ -218,11 +219,12 @@ pub struct Webhooks {
 
 impl Webhooks {
     /// Makes an enabled webhook. Refused when the workspace already has
-    /// [`MAX_WEBHOOKS`] webhooks (enabled or not, from the API or Settings), however
-    /// many callers race.
+    /// [`MAX_WEBHOOKS`] webhooks (enabled or not, from the API or Settings), or
+    /// for a listener [`MAX_LISTENERS`] listeners, however many callers race.
     pub async fn create(&self, new: NewWebhook<'_>) -> Result<Webhook> {
         let workspace = new.workspace_id.to_string();
         let id = WebhookId::generate();
+        let listener = new.source == WebhookSource::Listener;
         let id_text = id.to_string();
         let events = stored_events(new.events);
         let (header_names, headers) = stored_headers(new.headers);
@@ -240,17 +242,35 @@ impl Webhooks {
             secret: new.secret.expose(),
             created_at: created_at.unix_millis(),
             updated_at: created_at.unix_millis(),
+            streamed_at: listener.then_some(created_at.unix_millis()),
         };
+        let listeners = WebhookSource::Listener.as_str();
         write_tx!(self.db, |conn| {
             if !conn.lock_workspace(&workspace).await? {
                 return Err(Error::not_found("workspace", &workspace));
             }
-            let existing: i64 = webhooks::table
-                .filter(webhooks::workspace_id.eq(&workspace))
-                .count()
-                .get_result(conn)
-                .await?;
-            if existing >= MAX_WEBHOOKS as i64 {
+            let of_workspace = webhooks::table.filter(webhooks::workspace_id.eq(&workspace));
+            let existing: i64 = if listener {
+                of_workspace
+                    .filter(webhooks::source.eq(listeners))
+                    .count()
+                    .get_result(conn)
+                    .await?
+            } else {
+                of_workspace
+                    .filter(webhooks::source.ne(listeners))
+                    .count()
+                    .get_result(conn)
+                    .await?
+            };
+            if listener && existing >= MAX_LISTENERS as i64 {
+                return Err(Refusal::TooManyListeners {
+                    workspace: new.workspace_id,
+                    limit: MAX_LISTENERS,
+                }
+                .into());
+            }
+            if !listener && existing >= MAX_WEBHOOKS as i64 {
                 return Err(Refusal::TooManyWebhooks {
                     workspace: new.workspace_id,
                     limit: MAX_WEBHOOKS,
@@ -443,6 +463,45 @@ impl Webhooks {
             delete.execute(conn).await?
         });
         Ok(deleted > 0)
+    }
+
+    /// Notes that the listener is being streamed now: the upkeep removes those
+    /// not streamed for a day ([`Webhooks::forget_idle_listeners`]).
+    pub async fn note_streamed(&self, id: WebhookId, at: Timestamp) -> Result<()> {
+        let id = id.to_string();
+        write_conn!(self.db, |conn| {
+            diesel::update(webhooks::table.find(&id))
+                .filter(webhooks::source.eq(WebhookSource::Listener.as_str()))
+                .set(webhooks::streamed_at.eq(Some(at.unix_millis())))
+                .execute(conn)
+                .await?
+        });
+        Ok(())
+    }
+
+    /// [`Upkeep::forget_idle_listeners`](crate::Upkeep::forget_idle_listeners).
+    pub(crate) async fn forget_idle_listeners(
+        &self,
+        before: Timestamp,
+        at_most: u32,
+    ) -> Result<usize> {
+        let idle: Vec<String> = with_conn!(self.db, |conn| {
+            webhooks::table
+                .filter(webhooks::source.eq(WebhookSource::Listener.as_str()))
+                .filter(webhooks::streamed_at.lt(before.unix_millis()))
+                .select(webhooks::id)
+                .limit(i64::from(at_most))
+                .load(conn)
+                .await?
+        });
+        let mut forgotten = 0;
+        for id in idle {
+            let id: WebhookId = id.parse().stored("webhook id")?;
+            if self.delete(id, None).await? {
+                forgotten += 1;
+            }
+        }
+        Ok(forgotten)
     }
 
     /// The signing secret of a webhook; `None` when there is no such webhook. Read

@@ -1,0 +1,2 @@
+DROP INDEX webhooks_listeners_by_streamed_at;
+ALTER TABLE webhooks DROP COLUMN streamed_at;
