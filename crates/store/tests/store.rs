@@ -1207,3 +1207,52 @@ async fn a_partitioned_database_with_the_old_foreign_key_loses_it_on_migrate() {
     assert!(forgotten.days >= 1, "{forgotten:?}");
     assert!(store.events().payload(old.id).await.unwrap().is_none());
 }
+
+backend_tests! {
+    async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db) {
+        let store = db.store();
+        let ws = db.workspace(Plan::Studio).await;
+        let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+        let (listener, _) = hookline_testdb::create_webhook(
+            store, ws, "https://listener.invalid/", &[EventName::DmSent], WebhookSource::Listener,
+        )
+        .await
+        .unwrap();
+        let payload = EventPayload::new(EventName::DmSent, ws, json!({})).unwrap();
+        assert_eq!(record(store, &payload).await.unwrap().len(), 2, "a listener is fanned out to");
+
+        // The worker's claim takes the webhook's delivery, never the listener's.
+        let now = Timestamp::now();
+        let claimed = store.queue().claim(&ClaimRequest {
+            now,
+            lease_until: now.plus(std::time::Duration::from_secs(30)),
+            limit: 10,
+            per_webhook: 10,
+            skip: &[],
+            fast: &[],
+            lease_token: "worker",
+        }).await.unwrap();
+        let claimed: Vec<WebhookId> = claimed.iter().map(|delivery| delivery.webhook_id).collect();
+        assert_eq!(claimed, [hook.id]);
+        // The stream's claim takes the listener's, under its attempt's token.
+        let streamed = store.queue()
+            .claim_streamed(listener.id, now, now.plus(std::time::Duration::from_secs(30)), 10)
+            .await
+            .unwrap();
+        assert_eq!(streamed.len(), 1);
+        assert_eq!(streamed[0].lease_token, "listener:1");
+        let found = store.queue().streamed(listener.id, payload.id, 1).await.unwrap();
+        assert_eq!(found.map(|delivery| delivery.event_id), Some(payload.id));
+        assert!(store.queue().streamed(listener.id, payload.id, 2).await.unwrap().is_none());
+
+        // Streamed a moment ago: kept; idle past the cut-off: forgotten, with its
+        // deliveries; the webhook stays.
+        let upkeep = store.upkeep();
+        assert_eq!(upkeep.forget_idle_listeners(now.minus(std::time::Duration::from_secs(60)), 100).await.unwrap(), 0);
+        assert_eq!(upkeep.forget_idle_listeners(now.plus(std::time::Duration::from_secs(60)), 100).await.unwrap(), 1);
+        assert!(store.webhooks().get(listener.id).await.unwrap().is_none());
+        assert!(store.webhooks().get(hook.id).await.unwrap().is_some());
+        let deliveries = store.events().deliveries(payload.id).await.unwrap();
+        assert_eq!(deliveries.iter().map(|d| d.webhook_id).collect::<Vec<_>>(), [hook.id]);
+    }
+}

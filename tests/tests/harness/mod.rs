@@ -110,19 +110,22 @@ impl Admin {
             target_policy,
             ..AppConfig::default()
         };
-        let (outbox, worker) = match delivery {
-            None => (Outbox::new(store.events()), None),
+        let (app, worker) = match delivery {
+            None => (
+                App::new(&store, Outbox::new(store.events()), app_config),
+                None,
+            ),
             Some(delivery) => {
                 let worker = Worker::new(store.queue(), store.upkeep(), delivery).unwrap();
-                let outbox = worker.outbox(store.events());
+                let app = App::new(&store, worker.outbox(store.events()), app_config)
+                    .with_streamed(worker.streamed());
                 let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
                 let running = tokio::spawn(worker.run(async {
                     let _ = stopped.await;
                 }));
-                (outbox, Some((stop, running)))
+                (app, Some((stop, running)))
             }
         };
-        let app = App::new(&store, outbox, app_config);
         let server = Server::bind(config, app.clone(), store.key_check(), store.admin_tokens())
             .await
             .unwrap();
