@@ -10,11 +10,14 @@ use crate::{App, Result};
 /// hands.
 #[derive(Debug)]
 pub struct CreatedAdminToken {
+    /// Its record, as lists show it.
     pub record: AdminTokenRecord,
+    /// The token itself: shown once, stored only as its hash.
     pub token: ApiKey,
 }
 
 impl App {
+    /// Makes an admin token named `name`; the token is in the answer only.
     pub async fn create_admin_token(&self, name: &KeyName) -> Result<CreatedAdminToken> {
         let (token, hash) = hookline_auth::generate_admin_token()?;
         let record = self.admin_tokens.create(name, &hash).await?;

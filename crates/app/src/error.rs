@@ -57,4 +57,5 @@ pub(crate) fn found<T>(value: Option<T>, kind: &'static str, id: impl ToString) 
     value.ok_or_else(|| Refusal::not_found(kind, id).into())
 }
 
+/// What the use cases answer.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -31,7 +31,7 @@ impl App {
         })
     }
 
-    /// The outbox's backlog now: deliveries due (up to [`DUE_COUNTED_AT_MOST`]),
+    /// The outbox's backlog now: deliveries due (up to `DUE_COUNTED_AT_MOST`),
     /// and how late the oldest of them is (`/metrics`).
     pub async fn backlog(&self) -> Result<(u64, std::time::Duration)> {
         let now = Timestamp::now();
@@ -62,8 +62,11 @@ impl App {
 /// payload a sample gives when it never happened.
 #[derive(Debug, Clone)]
 pub struct CatalogEvent {
+    /// The event's name.
     pub event: EventName,
+    /// The JSON Schema of its delivered payload.
     pub schema: serde_json::Value,
+    /// The payload a sample gives when the event never happened.
     pub example: EventPayload,
 }
 

@@ -10,7 +10,9 @@ use crate::{App, Result};
 /// A key just made: the only time the key itself exists outside its owner's hands.
 #[derive(Debug)]
 pub struct CreatedKey {
+    /// Its record, as lists show it.
     pub record: ApiKeyRecord,
+    /// The key itself: shown once, stored only as its hash.
     pub key: ApiKey,
 }
 

@@ -33,6 +33,7 @@
 //! println!("{} (shown once)", created.key.expose());
 //! # Ok(()) }
 //! ```
+#![warn(missing_docs)]
 
 mod admin;
 mod error;
@@ -112,6 +113,7 @@ impl App {
         App { streamed, ..self }
     }
 
+    /// What the use cases were configured with.
     pub fn config(&self) -> &AppConfig {
         &self.config
     }

@@ -14,6 +14,7 @@ pub const MAX_LIMIT: u32 = 250;
 pub struct PageRequest {
     /// The id of the item the page starts after (in the list's own order).
     pub cursor: Option<String>,
+    /// Items per page, from 1 to [`MAX_LIMIT`].
     pub limit: u32,
 }
 
@@ -34,6 +35,7 @@ impl PageRequest {
 /// One page of a list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
+    /// This page's items, in the list's order.
     pub items: Vec<T>,
     /// The id to continue from; `None` at the end.
     pub next_cursor: Option<String>,

@@ -9,7 +9,9 @@ use crate::{App, Result};
 /// ([`hookline_domain::PublicUrl::portal_link`] writes the link).
 #[derive(Debug)]
 pub struct PortalLink {
+    /// The link's token: shown once, in the link, stored only as its hash.
     pub token: ApiKey,
+    /// When the link, and the session it opens, end.
     pub expires_at: Timestamp,
 }
 
@@ -17,7 +19,9 @@ pub struct PortalLink {
 /// its forms' token.
 #[derive(Debug, Clone)]
 pub struct PortalSession {
+    /// The workspace the session is held to.
     pub workspace: Workspace,
+    /// When the session ends.
     pub expires_at: Timestamp,
     /// The token every form of this session carries (see
     /// [`hookline_auth::portal_csrf_token`]).

@@ -35,10 +35,12 @@ impl Settings<'_> {
         Ok(keys)
     }
 
+    /// [`App::create_api_key`] in this workspace.
     pub async fn create_api_key(&self, name: &KeyName) -> Result<CreatedKey> {
         self.app.create_api_key(self.workspace, name).await
     }
 
+    /// [`App::revoke_api_key`] of one of this workspace's keys.
     pub async fn revoke_api_key(&self, id: ApiKeyId) -> Result<ApiKeyRecord> {
         let keys = self.app.api_keys(self.workspace).await?;
         if !keys.iter().any(|key| key.id == id) {
@@ -52,6 +54,7 @@ impl Settings<'_> {
         self.app.webhooks(self.workspace).await
     }
 
+    /// One of this workspace's webhooks; another workspace's is not found.
     pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {
         self.app.workspace_webhook(self.workspace, id).await
     }
@@ -63,16 +66,19 @@ impl Settings<'_> {
             .await
     }
 
+    /// [`App::update_webhook`] of one of this workspace's webhooks.
     pub async fn update_webhook(&self, id: WebhookId, update: &WebhookUpdate) -> Result<Webhook> {
         self.webhook(id).await?;
         self.app.update_webhook(id, update).await
     }
 
+    /// [`App::delete_webhook`] of one of this workspace's webhooks.
     pub async fn delete_webhook(&self, id: WebhookId) -> Result<()> {
         self.webhook(id).await?;
         self.app.delete_webhook(id).await
     }
 
+    /// [`App::rotate_webhook_secret`] of one of this workspace's webhooks.
     pub async fn rotate_webhook_secret(
         &self,
         id: WebhookId,
@@ -82,11 +88,13 @@ impl Settings<'_> {
         self.app.rotate_webhook_secret(id, grace_seconds).await
     }
 
+    /// [`App::send_test_event`] (the example as it is) to one of this workspace's webhooks.
     pub async fn send_test_event(&self, id: WebhookId, event: EventName) -> Result<EventId> {
         let webhook = self.webhook(id).await?;
         self.app.send_test_event_to(&webhook, event, None).await
     }
 
+    /// [`App::recover_webhook`] of one of this workspace's webhooks.
     pub async fn recover_webhook(&self, id: WebhookId, since: Timestamp) -> Result<u64> {
         let webhook = self.webhook(id).await?;
         self.app.recover_webhook_of(&webhook, since).await

@@ -16,9 +16,11 @@ use crate::{App, AppConfig, Result};
 /// A webhook to make, its values parsed by the front end.
 #[derive(Debug, Clone)]
 pub struct WebhookSpec {
+    /// Where deliveries are POSTed, checked against the target policy.
     pub url: WebhookUrl,
     /// Never empty, no duplicates (`subscribed_events`).
     pub events: Vec<EventName>,
+    /// Its label; the caller's platform or the URL's host when none was given.
     pub description: WebhookDescription,
     /// Its own headers; the one answer that may show their values is the one
     /// that set them.
@@ -36,10 +38,12 @@ pub struct WebhookInput<'a> {
     pub url: Option<(&'a str, &'a str)>,
     /// `events` and `event`, merged as sent (duplicates dropped here).
     pub events: Vec<&'a str>,
+    /// The label as sent; blank or absent: the caller's platform, or the URL's host.
     pub description: Option<&'a str>,
     /// Its own headers, every one of them (given on a change, they replace the
     /// webhook's); names and values as sent.
     pub headers: Option<Vec<(&'a str, &'a str)>>,
+    /// Enabled or disabled, on a change; `None` keeps it.
     pub enabled: Option<bool>,
     /// The caller's `User-Agent`: a blank description names its platform.
     pub user_agent: Option<&'a str>,
@@ -120,7 +124,7 @@ impl AppConfig {
     }
 }
 
-/// What [`attempt_cursor`] accepts, as a regular expression for the OpenAPI
+/// What `attempt_cursor` accepts, as a regular expression for the OpenAPI
 /// documents, without anchors (the attempt's number kept to nine digits).
 pub fn attempt_cursor_pattern() -> String {
     format!("{}:[0-9]{{1,9}}", EventId::unanchored_pattern())
@@ -142,19 +146,24 @@ fn attempt_cursor(cursor: &str) -> Result<(EventId, u32)> {
 /// set, the others kept.
 #[derive(Debug, Clone, Default)]
 pub struct WebhookUpdate {
+    /// A new URL, checked against the target policy; `None` keeps it.
     pub url: Option<WebhookUrl>,
     /// Never empty, no duplicates (`subscribed_events`).
     pub events: Option<Vec<EventName>>,
+    /// A new label; `None` keeps it.
     pub description: Option<WebhookDescription>,
     /// All of its headers: given, they replace the ones it had.
     pub headers: Option<WebhookHeaders>,
+    /// Enable or disable; `None` keeps it.
     pub enabled: Option<bool>,
 }
 
 /// A webhook just made, with its signing secret: the only answer that shows it.
 #[derive(Debug)]
 pub struct CreatedWebhook {
+    /// The webhook as lists show it.
     pub webhook: Webhook,
+    /// Its signing secret: in this answer only.
     pub secret: WebhookSecret,
 }
 
@@ -264,6 +273,7 @@ impl App {
         Ok(WebhookHealth::of(webhook, window, now, &hours, last))
     }
 
+    /// One webhook, of any workspace (the operators' view); `NotFound` when there is none.
     pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {
         found(self.webhooks.get(id).await?, "webhook", id)
     }

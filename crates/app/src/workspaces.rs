@@ -7,7 +7,9 @@ use crate::page::{Page, PageRequest};
 /// A change to a workspace: each field given is set.
 #[derive(Debug, Clone, Default)]
 pub struct WorkspaceUpdate {
+    /// A new name; `None` keeps it.
     pub name: Option<WorkspaceName>,
+    /// A new plan; `None` keeps it. It counts from the next request.
     pub plan: Option<Plan>,
 }
 
@@ -15,10 +17,12 @@ use crate::error::found;
 use crate::{App, Result};
 
 impl App {
+    /// Makes a workspace on `plan`.
     pub async fn create_workspace(&self, name: &WorkspaceName, plan: Plan) -> Result<Workspace> {
         Ok(self.workspaces.create(name, plan).await?)
     }
 
+    /// One workspace; `NotFound` when there is none.
     pub async fn workspace(&self, id: WorkspaceId) -> Result<Workspace> {
         found(self.workspaces.get(id).await?, "workspace", id)
     }

@@ -10,6 +10,7 @@ use crate::{Error, Result, hash_api_key};
 /// `HOOKLINE_KEY_PREFIX`, `HOOKLINE_RATE_LIMIT` and `HOOKLINE_RATE_WINDOW`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {
+    /// Written before every API key; a presented key without it is refused unread.
     pub key_prefix: KeyPrefix,
     /// Requests per key per window.
     pub rate_limit: u32,
@@ -28,6 +29,7 @@ impl Default for AuthConfig {
 }
 
 impl AuthConfig {
+    /// Refuses a configuration that cannot work (a zero limit or window), saying which setting.
     pub fn validate(&self) -> Result<()> {
         if self.rate_limit == 0 {
             return Err(Error::Config("the rate limit must be at least 1".into()));
@@ -47,16 +49,22 @@ impl AuthConfig {
 /// its rate window.
 #[derive(Debug, Clone)]
 pub struct Caller {
+    /// The key that authenticated the request.
     pub key: ApiKeyRecord,
+    /// Its workspace, as it is now.
     pub workspace: Workspace,
+    /// The key's rate window after this request.
     pub rate: RateLimit,
 }
 
 /// Where a key stands in its rate window, for the rate-limit response headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimit {
+    /// Requests a key may make per window.
     pub limit: u32,
+    /// Requests left in this window.
     pub remaining: u32,
+    /// The window's length.
     pub window: Duration,
     /// When the window ends and a new one can start.
     pub resets_at: Timestamp,
@@ -102,6 +110,7 @@ impl Authenticator {
         })
     }
 
+    /// What this authenticator was configured with.
     pub fn config(&self) -> &AuthConfig {
         &self.config
     }

@@ -9,6 +9,18 @@
 //! An API key is stored only as its SHA-256 ([`hash_api_key`]): the database never
 //! holds a key that works. A plain hash (no salt, no slow KDF) is right for keys of
 //! 256 random bits: there is nothing to guess, and the lookup by hash must be fast.
+//!
+//! ```no_run
+//! # async fn example(store: hookline_store::Store) -> hookline_auth::Result<()> {
+//! use hookline_auth::{AuthConfig, Authenticator};
+//!
+//! let auth = Authenticator::new(store.key_check(), AuthConfig::default())?;
+//! let header = b"Bearer hl_...";
+//! let caller = auth.authenticate([header.as_slice()].into_iter()).await?;
+//! println!("{} of {}, {} requests left", caller.key.id, caller.workspace.id, caller.rate.remaining);
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
 
 mod admin;
 mod authenticate;
@@ -21,6 +33,7 @@ use ring::digest::{SHA256, digest};
 use ring::rand::{SecureRandom, SystemRandom};
 
 #[derive(Debug, thiserror::Error)]
+/// Why a credential was refused, or could not be checked.
 pub enum Error {
     /// No key, a mistyped or unknown key, or a revoked one: all look the same to
     /// the caller (401), so a key cannot be probed. The reason is for logs.
@@ -29,26 +42,35 @@ pub enum Error {
     /// A valid key of a workspace whose plan does not include the API (403).
     #[error("the workspace is on the {plan} plan; the API is part of the STUDIO plan")]
     PlanExcludesApi {
+        /// The workspace's plan, which is not STUDIO.
         plan: Plan,
+        /// The key presented.
         key: ApiKeyId,
+        /// The key's workspace.
         workspace: WorkspaceId,
     },
     /// The key's rate window is spent (429).
     #[error("rate limit of {} requests per window reached", .rate.limit)]
     RateLimited {
+        /// The key's spent window.
         rate: RateLimit,
+        /// The key presented.
         key: ApiKeyId,
+        /// The key's workspace.
         workspace: WorkspaceId,
     },
     #[error("invalid configuration: {0}")]
+    /// A setting that cannot work; the message names it.
     Config(String),
     /// The operating system's random source failed: nothing safe can be made.
     #[error("the system's random number generator failed")]
     Randomness,
     #[error(transparent)]
+    /// The database failed.
     Store(#[from] hookline_store::Error),
 }
 
+/// What authentication answers.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

@@ -35,11 +35,13 @@ pub const MAX_KEPT_BODY: usize = 4096;
 pub struct Response {
     /// `None` when no answer came; `error` says why.
     pub status: Option<StatusCode>,
+    /// Why there was no answer (connect, TLS, timeout, a refused address), in words.
     pub error: Option<String>,
     /// Seconds a 429 or 503 asked to wait (`Retry-After`).
     pub retry_after: Option<Duration>,
     /// At most [`MAX_KEPT_BODY`] bytes, as text.
     pub body: Option<String>,
+    /// From the start of the connection to the answer's end.
     pub duration: Duration,
 }
 

@@ -49,6 +49,7 @@ pub struct Isolation {
     /// The first rest of an open breaker (`HOOKLINE_BREAKER_REST`); it doubles
     /// with each failed probe, up to `breaker_max_rest`.
     pub breaker_rest: Duration,
+    /// The longest a breaker rests a webhook whose receiver keeps not answering.
     pub breaker_max_rest: Duration,
 }
 

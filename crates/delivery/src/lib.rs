@@ -24,6 +24,7 @@
 //! println!("{} reaches {} webhooks", emitted.payload.id, emitted.webhooks.len());
 //! # Ok(()) }
 //! ```
+#![warn(missing_docs)]
 
 mod client;
 mod lanes;
@@ -50,16 +51,20 @@ use tokio::sync::Notify;
 pub use worker::{DeliveryConfig, Worker};
 
 #[derive(Debug, thiserror::Error)]
+/// What went wrong in delivery.
 pub enum Error {
     /// The event's data broke its shape's rules; nothing was stored.
     #[error(transparent)]
     Invalid(#[from] hookline_domain::Error),
     #[error(transparent)]
+    /// The database failed.
     Store(#[from] hookline_store::Error),
     #[error("invalid delivery configuration: {0}")]
+    /// A setting that cannot work; the message names it.
     Config(String),
 }
 
+/// What delivery answers.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where events enter: each is stored with one delivery per webhook it must reach,
@@ -75,6 +80,7 @@ pub struct Outbox {
 /// What an emit under an idempotency key did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Emission {
+    /// Stored, with its deliveries.
     Emitted(Emitted),
     /// The key was used within the day: the first event's payload, as stored.
     Replayed(String),
@@ -84,11 +90,14 @@ pub enum Emission {
 /// it, and the webhooks it will reach.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Emitted {
+    /// The payload, exactly as every delivery of it sends and signs it.
     pub payload: EventPayload,
+    /// The webhooks it reaches (enabled, subscribed to its event).
     pub webhooks: Vec<WebhookId>,
 }
 
 impl Outbox {
+    /// An outbox over `events` that wakes no worker of this process (workers poll, or hear NOTIFY).
     pub fn new(events: Events) -> Self {
         Self::with_wakeup(events, Arc::new(Notify::new()))
     }

@@ -31,6 +31,7 @@ impl Default for RetrySchedule {
 }
 
 impl RetrySchedule {
+    /// Waits between attempts, in order: one attempt more than waits.
     pub fn new(delays: Vec<Duration>) -> Self {
         RetrySchedule { delays }
     }

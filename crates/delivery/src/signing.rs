@@ -59,23 +59,35 @@ impl SignedHeaders {
 pub enum Verification {
     /// One signature matches (`matched`, as given) and the timestamp is
     /// within tolerance, `age` seconds from now (negative: ahead of it).
-    Valid { matched: String, age: i64 },
+    Valid {
+        /// The signature that matched.
+        matched: String,
+        /// Seconds between the timestamp and now.
+        age: i64,
+    },
     /// The `webhook-signature` value holds no `v1,` signature, or one that is not
     /// base64 of 32 bytes.
     MalformedHeader(String),
     /// Well formed, but none was made with this secret of this id, timestamp and
     /// body.
-    NoMatch { given: usize },
+    NoMatch {
+        /// How many `v1,` signatures the header held.
+        given: usize,
+    },
     /// A signature matches, but the timestamp is `age` seconds from now, more
     /// than the tolerance.
     OutsideTolerance {
+        /// The signature that matched.
         matched: String,
+        /// Seconds between the timestamp and now.
         age: i64,
+        /// How far it may be.
         tolerance: Duration,
     },
 }
 
 impl Verification {
+    /// Whether the delivery verifies.
     pub fn is_valid(&self) -> bool {
         matches!(self, Verification::Valid { .. })
     }

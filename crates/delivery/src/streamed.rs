@@ -30,10 +30,13 @@ pub struct StreamedDeliveries {
 /// One attempt sent down a stream: what `hookline listen` forwards, byte for byte.
 #[derive(Debug, Clone)]
 pub struct StreamedAttempt {
+    /// The event's id, the `webhook-id` header too.
     pub event_id: EventId,
+    /// The event's name.
     pub event: EventName,
     /// 1 for the first.
     pub attempt: u32,
+    /// The Standard Webhooks headers, signed when it was claimed.
     pub headers: SignedHeaders,
     /// The payload, exactly as signed.
     pub body: String,
@@ -44,11 +47,15 @@ pub struct StreamedAttempt {
 /// What the developer's machine answered to one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamedResult {
+    /// The event the attempt delivered.
     pub event_id: EventId,
+    /// Which attempt it was (1 for the first), as the stream said.
     pub attempt: u32,
     /// The local receiver's status; `None` when it could not be reached.
     pub status: Option<u16>,
+    /// Why there was no status, in words.
     pub error: Option<String>,
+    /// How long the local receiver took.
     pub duration_ms: u64,
     /// At most [`MAX_KEPT_BODY`](crate::MAX_KEPT_BODY) bytes are kept.
     pub response_body: Option<String>,

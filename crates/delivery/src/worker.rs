@@ -36,6 +36,7 @@ const USER_AGENT: &str = concat!("hookline/", env!("CARGO_PKG_VERSION"));
 pub struct DeliveryConfig {
     /// Per attempt, connection included (`HOOKLINE_DELIVERY_TIMEOUT`).
     pub timeout: Duration,
+    /// Waits between failed attempts (`HOOKLINE_RETRY_SCHEDULE`).
     pub retry_schedule: RetrySchedule,
     /// `HOOKLINE_ALLOW_PRIVATE_TARGETS`: checked on every resolved address.
     pub target_policy: TargetPolicy,
@@ -178,6 +179,7 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// A worker over the store's `queue` and `upkeep` handles; refuses a configuration that cannot work.
     pub fn new(queue: Queue, upkeep: Upkeep, config: DeliveryConfig) -> Result<Worker> {
         if config.concurrency == 0 {
             return Err(Error::Config(

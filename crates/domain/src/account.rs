@@ -5,9 +5,13 @@ use crate::{AccountId, Error, Result, Timestamp, WorkspaceId};
 /// A social account connected to a workspace. Events name it as `account.id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Account {
+    /// Its id.
     pub id: AccountId,
+    /// The workspace it is connected to.
     pub workspace_id: WorkspaceId,
+    /// The account's username on the social network.
     pub username: Username,
+    /// When it was connected.
     pub connected_at: Timestamp,
 }
 
@@ -18,6 +22,7 @@ pub struct Account {
 pub struct Username(String);
 
 impl Username {
+    /// The longest username, in characters.
     pub const MAX_CHARS: usize = 64;
     /// What [`Username::parse`] accepts, as a regular expression.
     pub const PATTERN: &'static str = concat!(
@@ -28,6 +33,7 @@ impl Username {
         "]*$"
     );
 
+    /// A username as typed (an `@` first is dropped), or why it is not one.
     pub fn parse(input: &str) -> Result<Self> {
         let handle = input.trim();
         let handle = handle.strip_prefix('@').unwrap_or(handle);
@@ -52,6 +58,7 @@ impl Username {
         Ok(Username(handle.to_ascii_lowercase()))
     }
 
+    /// The username as stored.
     pub fn as_str(&self) -> &str {
         &self.0
     }

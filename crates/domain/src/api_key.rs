@@ -15,6 +15,7 @@ use crate::{AdminTokenId, ApiKeyId, Error, Result, Timestamp, Workspace, Workspa
 pub struct KeyPrefix(String);
 
 impl KeyPrefix {
+    /// A presented key, or why it cannot be one (checked before any lookup).
     pub fn parse(input: &str) -> Result<Self> {
         let valid_chars = input
             .bytes()
@@ -35,6 +36,7 @@ impl KeyPrefix {
         Ok(KeyPrefix(input.to_owned()))
     }
 
+    /// The key's text: a secret, for the one answer that shows it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -121,6 +123,7 @@ impl fmt::Debug for ApiKey {
 pub struct KeyHash([u8; 32]);
 
 impl KeyHash {
+    /// The hash of a digest computed elsewhere.
     pub fn from_digest(digest: [u8; 32]) -> Self {
         KeyHash(digest)
     }
@@ -151,8 +154,11 @@ label_type!(
 );
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a credential still opens anything.
 pub enum ApiKeyStatus {
+    /// It opens what it was made for.
     Active,
+    /// Revoked: refused from the next request on.
     Revoked,
 }
 
@@ -165,6 +171,7 @@ impl ApiKeyStatus {
         }
     }
 
+    /// `active` or `revoked`, as the APIs write it.
     pub fn as_str(self) -> &'static str {
         match self {
             ApiKeyStatus::Active => "active",
@@ -182,16 +189,22 @@ impl serde::Serialize for ApiKeyStatus {
 /// What is kept of an API key: never the key itself, only its hash (in the store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKeyRecord {
+    /// Its id.
     pub id: ApiKeyId,
+    /// The workspace it opens.
     pub workspace_id: WorkspaceId,
+    /// Its name, for people.
     pub name: KeyName,
+    /// When it was made.
     pub created_at: Timestamp,
     /// Kept to the minute: written at most once a minute per key.
     pub last_used_at: Option<Timestamp>,
+    /// When it was revoked; `None` while active.
     pub revoked_at: Option<Timestamp>,
 }
 
 impl ApiKeyRecord {
+    /// Active, or revoked.
     pub fn status(&self) -> ApiKeyStatus {
         ApiKeyStatus::of(self.revoked_at)
     }
@@ -214,15 +227,20 @@ impl ApiKeyRecord {
 /// API): never the token, only its hash (in the store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminTokenRecord {
+    /// Its id.
     pub id: AdminTokenId,
+    /// Its name, for people.
     pub name: KeyName,
+    /// When it was made.
     pub created_at: Timestamp,
     /// Kept to the minute, like an API key's.
     pub last_used_at: Option<Timestamp>,
+    /// When it was revoked; `None` while active.
     pub revoked_at: Option<Timestamp>,
 }
 
 impl AdminTokenRecord {
+    /// Active, or revoked.
     pub fn status(&self) -> ApiKeyStatus {
         ApiKeyStatus::of(self.revoked_at)
     }
@@ -231,6 +249,7 @@ impl AdminTokenRecord {
 /// A key's rate-limit window after counting requests in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateWindow {
+    /// When the window started.
     pub started_at: Timestamp,
     /// Requests counted in this window, these included (it may exceed the limit:
     /// refused requests are counted too, and never let through).

@@ -24,6 +24,7 @@ pub enum DeliveryState {
 }
 
 impl DeliveryState {
+    /// Every state, in the order of a delivery's life.
     pub const ALL: [DeliveryState; 4] = [
         DeliveryState::Pending,
         DeliveryState::Delivered,
@@ -31,6 +32,7 @@ impl DeliveryState {
         DeliveryState::Cancelled,
     ];
 
+    /// The state as stored and shown: `pending`, `delivered`, `failed`, `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             DeliveryState::Pending => "pending",
@@ -55,27 +57,36 @@ impl FromStr for DeliveryState {
 /// One event on its way to one webhook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
+    /// The event delivered.
     pub event_id: EventId,
+    /// The webhook it goes to.
     pub webhook_id: WebhookId,
+    /// Where it is in its life.
     pub state: DeliveryState,
     /// Attempts made so far.
     pub attempts: u32,
+    /// When its next attempt is due (a pending one), or its last was made.
     pub next_attempt_at: Timestamp,
 }
 
 /// One try at sending an event to a webhook, as the attempt log shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryAttempt {
+    /// The event delivered.
     pub event_id: EventId,
+    /// The webhook it went to.
     pub webhook_id: WebhookId,
+    /// The event's name.
     pub event: EventName,
     /// 1 for the first try.
     pub attempt: u32,
+    /// When it was made.
     pub at: Timestamp,
     /// The receiver's HTTP status; `None` when no answer came (see `error`).
     pub status: Option<u16>,
     /// Why the attempt failed, when it did.
     pub error: Option<String>,
+    /// How long it took, connection included.
     pub duration_ms: u64,
     /// At most the first 4 KiB of the response body.
     pub response_body: Option<String>,
@@ -149,8 +160,11 @@ impl WebhookSource {
 /// A delivery leased to one worker, with everything needed to attempt it.
 #[derive(Debug, Clone)]
 pub struct ClaimedDelivery {
+    /// The event to deliver.
     pub event_id: EventId,
+    /// The webhook it goes to.
     pub webhook_id: WebhookId,
+    /// The event's name.
     pub event: EventName,
     /// Attempts made before this one, as the attempt log numbers them.
     pub attempts: u32,
@@ -159,7 +173,9 @@ pub struct ClaimedDelivery {
     pub attempts_this_round: u32,
     /// The body to send, byte for byte as stored at emit.
     pub payload: String,
+    /// The webhook, as it was when claimed.
     pub webhook: Webhook,
+    /// The secret that signs it.
     pub secret: WebhookSecret,
     /// The secret a rotation replaced, while its grace lasts: it signs too.
     pub previous_secret: Option<WebhookSecret>,
@@ -175,8 +191,11 @@ pub struct ClaimedDelivery {
 /// An attempt made under a claim, and what it leads to.
 #[derive(Debug, Clone)]
 pub struct Finished {
+    /// The delivery the attempt was of.
     pub claimed: ClaimedDelivery,
+    /// The attempt, for the attempt log.
     pub attempt: DeliveryAttempt,
+    /// What it leads to.
     pub outcome: Outcome,
 }
 

@@ -17,16 +17,24 @@ label_type!(
 /// The seven events the product emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventName {
+    /// `dm.sent`: an automation sent a DM.
     DmSent,
+    /// `dm.failed`: an automation's DM could not be sent.
     DmFailed,
+    /// `link.clicked`: a contact clicked a tracked link.
     LinkClicked,
+    /// `contact.created`: a new contact wrote for the first time.
     ContactCreated,
+    /// `contact.email_captured`: a contact gave an e-mail address.
     ContactEmailCaptured,
+    /// `bio.subscribed`: someone subscribed through the bio page.
     BioSubscribed,
+    /// `bio.unsubscribed`: a bio subscriber unsubscribed.
     BioUnsubscribed,
 }
 
 impl EventName {
+    /// Every event, in the catalog's order.
     pub const ALL: [EventName; 7] = [
         EventName::DmSent,
         EventName::DmFailed,
@@ -42,6 +50,7 @@ impl EventName {
         EventName::ALL.map(EventName::as_str).join(", ")
     }
 
+    /// The event's name, as delivered (`dm.sent`).
     pub fn as_str(self) -> &'static str {
         match self {
             EventName::DmSent => "dm.sent",
@@ -111,10 +120,15 @@ pub fn subscribed_events<'a>(names: impl IntoIterator<Item = &'a str>) -> Result
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventPayload {
+    /// Its id: the `webhook-id` of every delivery of it.
     pub id: EventId,
+    /// What happened.
     pub event: EventName,
+    /// The workspace it happened in.
     pub workspace_id: WorkspaceId,
+    /// When it happened.
     pub occurred_at: Timestamp,
+    /// What the event says, of its shape (`EventName::validate_data`).
     pub data: Map<String, Value>,
 }
 
@@ -195,7 +209,7 @@ fn validate_email_captured(data: &Map<String, Value>) -> Result<()> {
     Ok(())
 }
 
-/// Addresses that [`is_email_address`] accepts, as a regular expression for the
+/// Addresses that `is_email_address` accepts, as a regular expression for the
 /// OpenAPI documents: dot-separated atoms of the usual characters before the `@`,
 /// host labels and a top-level domain of letters after it, short enough for any
 /// length rule. A subset: what it matches is accepted.

@@ -121,6 +121,7 @@ impl WebhookHeaders {
         &self.0
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -21,8 +21,10 @@ pub enum HealthWindow {
 }
 
 impl HealthWindow {
+    /// Both windows.
     pub const ALL: [HealthWindow; 2] = [HealthWindow::Day, HealthWindow::Week];
 
+    /// `24h` or `7d`, as the APIs write it.
     pub fn as_str(self) -> &'static str {
         match self {
             HealthWindow::Day => "24h",
@@ -79,8 +81,11 @@ impl FromStr for HealthWindow {
 /// The attempts of one webhook in one hour, by outcome, as the counters keep them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HourCount {
+    /// The hour's start.
     pub hour_start: Timestamp,
+    /// Attempts answered with a 2xx.
     pub succeeded: u64,
+    /// Attempts that failed, no answer included.
     pub failed: u64,
 }
 
@@ -93,8 +98,11 @@ pub fn hour_of(at: Timestamp) -> Timestamp {
 /// One bar of the chart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthBucket {
+    /// The bucket's start (an hour, or a UTC day).
     pub start: Timestamp,
+    /// Attempts answered with a 2xx.
     pub succeeded: u64,
+    /// Attempts that failed, no answer included.
     pub failed: u64,
 }
 
@@ -107,10 +115,12 @@ pub enum HealthState {
     Failing,
     /// The breaker's rest: its receiver stopped answering; one probe after it.
     Resting,
+    /// Disabled, by a person, a 410 or failing too long.
     Disabled,
 }
 
 impl HealthState {
+    /// The state as the APIs write it.
     pub fn as_str(self) -> &'static str {
         match self {
             HealthState::Healthy => "healthy",
@@ -124,20 +134,29 @@ impl HealthState {
 /// The health view of a webhook over a window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookHealth {
+    /// The window it covers.
     pub window: HealthWindow,
     /// Oldest first, every bucket of the window, empty ones included.
     pub buckets: Vec<HealthBucket>,
+    /// Attempts in the window.
     pub attempts: u64,
+    /// Of those, answered with a 2xx.
     pub succeeded: u64,
+    /// Of those, failed.
     pub failed: u64,
     /// `succeeded / attempts`, to three decimals; `None` without attempts.
     pub success_rate: Option<f64>,
+    /// The webhook's last attempt, whenever it was.
     pub last_attempt: Option<DeliveryAttempt>,
+    /// The worst state that holds.
     pub state: HealthState,
+    /// Since when every attempt failed, during a run of failures.
     pub failing_since: Option<Timestamp>,
+    /// Until when the breaker rests it.
     pub resting_until: Option<Timestamp>,
     /// The unanswered attempts in a row that started the rest.
     pub resting_after: Option<u32>,
+    /// Why it is disabled, when it is.
     pub disabled_reason: Option<DisabledReason>,
 }
 

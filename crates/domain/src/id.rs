@@ -38,6 +38,7 @@ impl<K: IdKind> Id<K> {
         Self::from_ulid(ulid)
     }
 
+    /// The id of kind `K` of this ULID.
     pub fn from_ulid(ulid: Ulid) -> Self {
         Id {
             ulid,
@@ -54,6 +55,7 @@ impl<K: IdKind> Id<K> {
         ))
     }
 
+    /// The ULID under the prefix.
     pub fn ulid(&self) -> Ulid {
         self.ulid
     }

@@ -8,6 +8,20 @@
 //! Values that come from outside are parsed into types here (`WebhookUrl::parse`,
 //! `EventName::from_str`, `ApiKey::parse`, ...): holding such a value means it passed
 //! the rules.
+//!
+//! ```
+//! use hookline_domain::{EventName, EventPayload, TargetPolicy, WebhookUrl, WorkspaceId};
+//!
+//! let url = WebhookUrl::parse("https://hooks.example.com/in", TargetPolicy::PublicOnly)?;
+//! assert_eq!(url.host().to_string(), "hooks.example.com");
+//! assert!(WebhookUrl::parse("https://192.168.1.5/in", TargetPolicy::PublicOnly).is_err());
+//!
+//! let event: EventName = "link.clicked".parse()?;
+//! let payload = EventPayload::new(event, WorkspaceId::generate(), serde_json::json!({"link": {"id": "lnk_1"}}))?;
+//! assert!(payload.to_json().starts_with(r#"{"id":"evt_"#));
+//! # Ok::<(), hookline_domain::Error>(())
+//! ```
+#![warn(missing_docs)]
 
 mod account;
 mod api_key;

@@ -6,14 +6,19 @@ use crate::Error;
 /// A workspace's plan. The public API is part of STUDIO only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Plan {
+    /// The free plan: no API.
     Free,
+    /// For creators: no API.
     Creator,
+    /// For studios: the API is included.
     Studio,
 }
 
 impl Plan {
+    /// Every plan, cheapest first.
     pub const ALL: [Plan; 3] = [Plan::Free, Plan::Creator, Plan::Studio];
 
+    /// `FREE`, `CREATOR` or `STUDIO`, as the APIs write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Plan::Free => "FREE",

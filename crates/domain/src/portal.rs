@@ -37,6 +37,7 @@ pub struct PublicUrl {
 }
 
 impl PublicUrl {
+    /// A presented portal token, or why it cannot be one (checked before any lookup).
     pub fn parse(input: &str) -> Result<Self> {
         let invalid = |reason: &str| Error::invalid("public URL", format!("`{input}` {reason}"));
         let (scheme, rest) = input

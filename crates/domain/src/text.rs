@@ -89,14 +89,17 @@ macro_rules! label_type {
         pub struct $name(String);
 
         impl $name {
+            /// The most characters it may have.
             pub const MAX_CHARS: usize = $max;
             /// What `parse` accepts, but for the length ([`Self::MAX_CHARS`]).
             pub const PATTERN: &'static str = $crate::text::LABEL_PATTERN;
 
+            /// The text trimmed, or why it is not one (empty, too long, control characters).
             pub fn parse(input: &str) -> $crate::Result<Self> {
                 $crate::text::label($field, input, Self::MAX_CHARS).map($name)
             }
 
+            /// The text as stored.
             pub fn as_str(&self) -> &str {
                 &self.0
             }

@@ -19,6 +19,7 @@ impl Timestamp {
     /// 1970-01-01T00:00:00.000Z.
     pub const EPOCH: Timestamp = Timestamp(0);
 
+    /// Now, to the millisecond.
     pub fn now() -> Self {
         let millis = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
         // The clock is between 1970 and 9999 on any machine this runs on.
@@ -38,6 +39,7 @@ impl Timestamp {
         }
     }
 
+    /// Milliseconds since the Unix epoch, as stored.
     pub fn unix_millis(self) -> i64 {
         self.0
     }

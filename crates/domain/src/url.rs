@@ -23,6 +23,7 @@ pub struct WebhookUrl {
 pub enum Host {
     /// A DNS name, in lower case; its addresses are checked when it is resolved.
     Domain(String),
+    /// An IP address, checked against the target policy as it is.
     Ip(IpAddr),
 }
 
@@ -128,6 +129,7 @@ impl WebhookUrl {
         })
     }
 
+    /// The URL as given.
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -138,10 +140,12 @@ impl WebhookUrl {
         WebhookUrl::parse("https://listener.invalid/", TargetPolicy::AllowPrivate)
     }
 
+    /// Its host: a name, or an address.
     pub fn host(&self) -> &Host {
         &self.host
     }
 
+    /// Its port (443 when none is written).
     pub fn port(&self) -> u16 {
         self.port
     }

@@ -13,19 +13,26 @@ use crate::{Error, EventName, Host, Result, Timestamp, WebhookId, WebhookUrl, Wo
 /// by the code that delivers, so a listing cannot leak them by accident.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Webhook {
+    /// Its id.
     pub id: WebhookId,
+    /// The workspace whose events it receives.
     pub workspace_id: WorkspaceId,
+    /// Where deliveries are POSTed.
     pub url: WebhookUrl,
     /// Never empty, no duplicates, in the order the subscriber gave them.
     pub events: Vec<EventName>,
+    /// Whether events reach it; a disabled webhook's pending deliveries are cancelled.
     pub enabled: bool,
     /// Why it is disabled; `None` while enabled.
     pub disabled_reason: Option<DisabledReason>,
+    /// Its label, for people.
     pub description: WebhookDescription,
     /// The names of its own headers ([`WebhookHeaders`](crate::WebhookHeaders)),
     /// in order; their values are secrets, read only to deliver.
     pub header_names: Vec<String>,
+    /// Who made it; decides what a `410 Gone` does.
     pub source: WebhookSource,
+    /// When it was made.
     pub created_at: Timestamp,
     /// The last change of its URL, events, description or state.
     pub updated_at: Timestamp,
@@ -39,6 +46,7 @@ pub struct Webhook {
 }
 
 impl Webhook {
+    /// Whether `event` reaches it (when it is enabled).
     pub fn subscribes_to(&self, event: EventName) -> bool {
         self.events.contains(&event)
     }
@@ -49,7 +57,9 @@ impl Webhook {
 /// a Settings webhook was made by a person, and is only disabled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WebhookSource {
+    /// Made through the public API (an automation platform's REST hook).
     Api,
+    /// Made by a person: Settings, the admin API, the CLI.
     Settings,
     /// A developer's `hookline listen`: its deliveries go down a stream, not to
     /// a URL, and it counts against no webhook limit.
@@ -57,6 +67,7 @@ pub enum WebhookSource {
 }
 
 impl WebhookSource {
+    /// `api`, `settings` or `listener`, as stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             WebhookSource::Api => "api",
@@ -94,12 +105,14 @@ pub enum DisabledReason {
 }
 
 impl DisabledReason {
+    /// Every reason.
     pub const ALL: [DisabledReason; 3] = [
         DisabledReason::Manual,
         DisabledReason::Gone,
         DisabledReason::Failing,
     ];
 
+    /// `manual`, `gone` or `failing`, as stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             DisabledReason::Manual => "manual",

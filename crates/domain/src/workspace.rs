@@ -11,8 +11,12 @@ label_type!(
 /// A customer of the product: owns accounts, API keys, webhooks and events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
+    /// Its id.
     pub id: WorkspaceId,
+    /// Its name, for people.
     pub name: WorkspaceName,
+    /// Its plan: STUDIO includes the API.
     pub plan: Plan,
+    /// When it was made.
     pub created_at: Timestamp,
 }

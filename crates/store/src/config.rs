@@ -12,8 +12,10 @@ pub struct StoreConfig {
 }
 
 impl StoreConfig {
+    /// The embedded default: a SQLite file in the working directory.
     pub const DEFAULT_DATABASE_URL: &'static str = "hookline.db";
 
+    /// The configuration of the database at `database_url` (a SQLite path or a postgres:// URL).
     pub fn new(database_url: impl Into<String>) -> Self {
         StoreConfig {
             database_url: database_url.into(),
@@ -21,18 +23,23 @@ impl StoreConfig {
         }
     }
 
+    /// Which backend the URL names, or why it names none.
     pub fn backend(&self) -> Result<Backend> {
         Backend::from_url(&self.database_url)
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The database kinds hookline runs on.
 pub enum Backend {
+    /// An embedded SQLite file (the default; one writer at a time).
     Sqlite,
+    /// PostgreSQL (production; several instances on one database).
     Postgres,
 }
 
 impl Backend {
+    /// The backend a database URL names: `postgres://` or `postgresql://`, else a SQLite path.
     pub fn from_url(url: &str) -> Result<Backend> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Backend::Postgres);
@@ -59,6 +66,7 @@ impl Backend {
         Ok(Backend::Sqlite)
     }
 
+    /// `sqlite` or `postgres`, for logs.
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Sqlite => "SQLite",

@@ -8,14 +8,19 @@ pub enum Error {
     #[error(transparent)]
     Refused(#[from] Refusal),
     #[error("invalid database URL: {0}")]
+    /// The database URL cannot be used; the message says why.
     InvalidUrl(String),
     #[error("cannot connect to the database: {0}")]
+    /// The database could not be reached.
     Connect(String),
     #[error("database migration failed: {0}")]
+    /// A migration failed.
     Migration(String),
     #[error("database error: {0}")]
+    /// A statement failed.
     Database(#[from] diesel::result::Error),
     #[error("no database connection available: {0}")]
+    /// No connection came from the pool in time.
     Pool(String),
     /// A read shared by concurrent callers failed: each of them gets this.
     #[error(transparent)]
@@ -31,7 +36,9 @@ pub enum Error {
     /// The cause is in the message, not a `source`, so it is printed once.
     #[error("stored {what} is invalid: {cause}")]
     Corrupt {
+        /// Which stored value.
         what: &'static str,
+        /// The rule it broke.
         cause: hookline_domain::Error,
     },
 }
@@ -102,4 +109,5 @@ impl<T> Stored<T> for hookline_domain::Result<T> {
     }
 }
 
+/// What the store answers.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -24,6 +24,23 @@
 //!
 //! Feature `test-util` adds reads that only tests need (`Events::payload`,
 //! `Events::deliveries`, the steps of `KeyCheck::use_keys` one by one).
+//!
+//! ```no_run
+//! # async fn example() -> hookline_store::Result<()> {
+//! use hookline_domain::{Plan, WorkspaceName};
+//! use hookline_store::{Store, StoreConfig};
+//!
+//! let store = Store::connect(&StoreConfig::new("hookline.db")).await?;
+//! store.migrate().await?;
+//! let workspace = store
+//!     .workspaces()
+//!     .create(&WorkspaceName::parse("Acme").expect("a valid name"), Plan::Studio)
+//!     .await?;
+//! let webhooks = store.webhooks().list(workspace.id).await?;
+//! assert!(webhooks.is_empty());
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
 
 mod config;
 mod db;
@@ -74,6 +91,7 @@ impl Store {
         })
     }
 
+    /// The backend this store is on.
     pub fn backend(&self) -> Backend {
         self.db.backend()
     }
@@ -99,42 +117,49 @@ impl Store {
         }
     }
 
+    /// The workspaces and their plans.
     pub fn workspaces(&self) -> Workspaces {
         Workspaces {
             db: self.db.clone(),
         }
     }
 
+    /// The connected social accounts.
     pub fn accounts(&self) -> Accounts {
         Accounts {
             db: self.db.clone(),
         }
     }
 
+    /// The API keys (stored as hashes).
     pub fn api_keys(&self) -> ApiKeys {
         ApiKeys {
             db: self.db.clone(),
         }
     }
 
+    /// The webhooks and their attempt logs.
     pub fn webhooks(&self) -> Webhooks {
         Webhooks {
             db: self.db.clone(),
         }
     }
 
+    /// The admin API's tokens (stored as hashes).
     pub fn admin_tokens(&self) -> AdminTokens {
         AdminTokens {
             db: self.db.clone(),
         }
     }
 
+    /// The Settings portal's links and sessions.
     pub fn portal_links(&self) -> PortalLinks {
         PortalLinks {
             db: self.db.clone(),
         }
     }
 
+    /// The outbox: events, their deliveries, samples, idempotency keys.
     pub fn events(&self) -> Events {
         Events {
             db: self.db.clone(),

@@ -45,7 +45,9 @@ pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// An event for the outbox write, with the emit's idempotency key if it had one.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
+    /// The event, as it will be delivered.
     pub payload: EventPayload,
+    /// Stored at most once per key and workspace within a day.
     pub idempotency_key: Option<IdempotencyKey>,
 }
 

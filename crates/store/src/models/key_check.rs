@@ -26,6 +26,7 @@ use crate::pool::{Pools, with_conn, write_conn};
 pub struct UsedKey {
     /// Its last use as recorded by this batch.
     pub key: ApiKeyRecord,
+    /// The key's workspace, as it is now.
     pub workspace: Workspace,
     /// The key's window after this batch's requests with it were counted; `None`
     /// when they count nowhere (a revoked key, a plan without the API).
@@ -188,6 +189,7 @@ impl KeyCheck {
 /// The steps of [`KeyCheck::use_keys`] one by one, for tests of each.
 #[cfg(feature = "test-util")]
 impl KeyCheck {
+    /// The keys of these hashes, with their workspaces (step one).
     pub async fn by_hash(
         &self,
         hashes: &[KeyHash],
@@ -195,10 +197,12 @@ impl KeyCheck {
         self.find(hashes).await
     }
 
+    /// Notes the keys' last use (step two).
     pub async fn touch_keys(&self, ids: &[ApiKeyId], now: Timestamp) -> Result<()> {
         self.touch(ids, now).await
     }
 
+    /// Counts the requests in each key's rate window (step three).
     pub async fn count_requests(
         &self,
         requests: &[(ApiKeyId, u32)],

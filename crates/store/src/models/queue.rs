@@ -117,6 +117,7 @@ impl From<&Finished> for FinishRow {
 /// What became of an outcome handed to [`Queue::finish`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recording {
+    /// Recorded as it came.
     Recorded,
     /// Recorded, and this outcome's `410 Gone` deleted or disabled its webhook
     /// (only the first of a webhook's 410s to do so says it).
@@ -133,7 +134,9 @@ pub enum Recording {
 /// What a worker asks of [`Queue::claim`].
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimRequest<'a> {
+    /// Now, as the claim sees it: what is due by then.
     pub now: Timestamp,
+    /// Until when the deliveries claimed are the worker's.
     pub lease_until: Timestamp,
     /// Deliveries claimed, at most: each webhook's oldest due before any
     /// webhook's second, and so on; oldest due first within a turn.
@@ -146,6 +149,7 @@ pub struct ClaimRequest<'a> {
     pub skip: &'a [WebhookId],
     /// Webhooks whose receivers answer quickly: `per_webhook` does not limit them.
     pub fast: &'a [WebhookId],
+    /// The worker's own token: only its holder records or renews the claim.
     pub lease_token: &'a str,
 }
 

@@ -113,7 +113,7 @@ impl Upkeep {
     /// events with a delivery still pending, kept until it ends.
     ///
     /// SQLite deletes in turns sized to hold the write lock about
-    /// [`TURN_TARGET`] (at most [`EVENTS_PER_TURN`]), pausing between turns as
+    /// `TURN_TARGET` (at most `EVENTS_PER_TURN`), pausing between turns as
     /// long as each took, so other writers get in. PostgreSQL
     /// drops whole days (partitions) and deletes row by row only what fell into the
     /// default partition.

@@ -122,11 +122,15 @@ struct WebhookFields<'a> {
 /// are parsed (validated) already.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WebhookChange<'a> {
+    /// A new URL; `None` keeps it.
     pub url: Option<&'a WebhookUrl>,
+    /// New events; `None` keeps them.
     pub events: Option<&'a [EventName]>,
+    /// A new label; `None` keeps it.
     pub description: Option<&'a WebhookDescription>,
     /// All of its headers: given, they replace the ones it had.
     pub headers: Option<&'a WebhookHeaders>,
+    /// Enable or disable; `None` keeps it.
     pub enabled: Option<bool>,
 }
 
@@ -173,12 +177,19 @@ impl WebhookRow {
 /// parsed; the store adds the id, the time, and the per-workspace limit.
 #[derive(Debug, Clone, Copy)]
 pub struct NewWebhook<'a> {
+    /// The workspace it is of.
     pub workspace_id: WorkspaceId,
+    /// Where deliveries go.
     pub url: &'a WebhookUrl,
+    /// The events it receives.
     pub events: &'a [EventName],
+    /// Its label.
     pub description: &'a WebhookDescription,
+    /// Its own headers.
     pub headers: &'a WebhookHeaders,
+    /// Who makes it.
     pub source: WebhookSource,
+    /// The secret that signs its deliveries.
     pub secret: &'a WebhookSecret,
 }
 
@@ -338,6 +349,7 @@ impl Webhooks {
         })
     }
 
+    /// One webhook, without its secrets; `None` when there is none.
     pub async fn get(&self, id: WebhookId) -> Result<Option<Webhook>> {
         let id = id.to_string();
         let row: Option<WebhookRow> = with_conn!(self.db, |conn| {
@@ -466,7 +478,7 @@ impl Webhooks {
     }
 
     /// Notes that the listener is being streamed now: the upkeep removes those
-    /// not streamed for a day ([`Webhooks::forget_idle_listeners`]).
+    /// not streamed for a day ([`Upkeep::forget_idle_listeners`](crate::Upkeep::forget_idle_listeners)).
     pub async fn note_streamed(&self, id: WebhookId, at: Timestamp) -> Result<()> {
         let id = id.to_string();
         write_conn!(self.db, |conn| {

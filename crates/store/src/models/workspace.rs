@@ -49,6 +49,7 @@ pub struct Workspaces {
 }
 
 impl Workspaces {
+    /// Makes a workspace on `plan`.
     pub async fn create(&self, name: &WorkspaceName, plan: Plan) -> Result<Workspace> {
         let row = WorkspaceRow {
             id: WorkspaceId::generate().to_string(),
@@ -65,6 +66,7 @@ impl Workspaces {
         row.into_domain()
     }
 
+    /// One workspace; `None` when there is none.
     pub async fn get(&self, id: WorkspaceId) -> Result<Option<Workspace>> {
         let id = id.to_string();
         let row: Option<WorkspaceRow> = with_conn!(self.db, |conn| {
