@@ -21,7 +21,14 @@ REAL = {
 
 @schemathesis.hook
 def map_path_parameters(ctx, path_parameters):
+    operation = getattr(ctx, "operation", None)
+    path = getattr(operation, "path", "") or ""
+    if "/stream" in path:
+        # A listener's stream never ends by itself: only ids that exist not.
+        return path_parameters
     for name, variable in REAL.items():
+        if name == "id" and "/listeners/" in path:
+            variable = "FUZZ_LSN"
         value = os.environ.get(variable)
         if path_parameters and name in path_parameters and value and random.random() < 0.7:
             path_parameters[name] = value
@@ -32,6 +39,7 @@ def map_path_parameters(ctx, path_parameters):
 # the path that answered 201, the id's prefix, and the removal's path.
 REMOVE_AFTER_CREATION = [
     ("/api/v1/hooks", "wh_", "FUZZ_PUBLIC", "FUZZ_API_KEY", "/api/v1/hooks/{}"),
+    ("/api/v1/listeners", "lsn_", "FUZZ_PUBLIC", "FUZZ_API_KEY", "/api/v1/listeners/{}"),
     ("/hooks", "wh_", "FUZZ_ADMIN", "FUZZ_TOKEN", "/admin/v1/hooks/{}"),
     ("/keys", "key_", "FUZZ_ADMIN", "FUZZ_TOKEN", "/admin/v1/keys/{}"),
 ]
@@ -40,7 +48,8 @@ REMOVE_AFTER_CREATION = [
 @schemathesis.hook
 def after_call(ctx, case, response):
     """A webhook or key a case created is deleted (revoked) again, so that the
-    next case meets a workspace below its limits of ten, as a test would."""
+    next case meets a workspace below its limits (ten webhooks, three listeners),
+    as a test would."""
     if response.status_code != 201:
         return
     path = case.formatted_path

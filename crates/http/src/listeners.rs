@@ -209,9 +209,14 @@ fn streamed_result(body: &Map<String, Value>) -> Result<StreamedResult, ApiError
             "Give `status` (the local receiver's answer) or `error` (why there was none).".into(),
         ));
     }
-    let duration_ms = whole(body, "durationMs")?.ok_or_else(|| {
-        ApiError::Invalid("`durationMs` is required: a whole number from 0.".into())
-    })?;
+    let duration_ms = whole(body, "durationMs")?
+        .filter(|ms| *ms <= u64::from(u32::MAX))
+        .ok_or_else(|| {
+            ApiError::Invalid(format!(
+                "`durationMs` is required: a whole number from 0 to {}.",
+                u32::MAX
+            ))
+        })?;
     Ok(StreamedResult {
         event_id,
         attempt,

@@ -453,7 +453,7 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
             "status": { "type": ["integer", "null"], "minimum": 100, "maximum": 599,
                 "description": "The local receiver's status; 2xx delivers, anything else is retried." },
             "error": { "type": ["string", "null"], "description": "Why there was no status." },
-            "durationMs": { "type": "integer", "minimum": 0 },
+            "durationMs": { "type": "integer", "minimum": 0, "maximum": u32::MAX },
             "responseBody": { "type": ["string", "null"], "description": "Its first 4 KiB are kept." }
         },
         "anyOf": [
@@ -471,10 +471,37 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
         None,
         ("200", json!({})),
     );
+    let delivery = json!({
+        "type": "object", "required": ["eventId", "event", "attempt", "headers", "body"],
+        "properties": {
+            "eventId": id(EventId::pattern()),
+            "event": schema("EventName"),
+            "attempt": { "type": "integer", "minimum": 1 },
+            "headers": { "type": "object",
+                "required": ["webhook-id", "webhook-timestamp", "webhook-signature", "content-type"],
+                "properties": {
+                    "webhook-id": id(EventId::pattern()),
+                    "webhook-timestamp": { "type": "string", "pattern": "^[0-9]+$" },
+                    "webhook-signature": { "type": "string", "pattern": "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$" },
+                    "content-type": { "const": "application/json" }
+                } },
+            "body": { "type": "string", "contentMediaType": "application/json",
+                "description": "The payload, exact bytes, as the receiver must verify them." }
+        }
+    });
+    // Each event of the stream: `event: delivery`, its `id` the `webhook-id`,
+    // its `data` one line of JSON. Comments (`: keep-alive`) are not events.
     stream["responses"]["200"] = json!({
         "description": "The stream, until the client closes it.",
-        "content": { "text/event-stream": { "schema": { "type": "string",
-            "description": "`event: delivery`, `id: <webhook-id>`, `data: {eventId, event, attempt, headers: {webhook-id, webhook-timestamp, webhook-signature, content-type}, body}` (the payload, exact bytes, as a JSON string)." } } }
+        "content": { "text/event-stream": { "schema": {
+            "type": "object", "required": ["event", "id", "data"],
+            "properties": {
+                "event": { "const": "delivery" },
+                "id": id(EventId::pattern()),
+                "data": { "type": "string", "contentMediaType": "application/json",
+                    "contentSchema": delivery }
+            }
+        } } }
     });
     let mut results = op(
         "What the developer's receiver answered to one attempt; recorded in the attempt log.",
@@ -516,6 +543,8 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
             schema("Error"),
         );
     }
+    // Its one field is optional: no body at all is every event.
+    paths["/api/v1/listeners"]["post"]["requestBody"]["required"] = json!(false);
     paths["/api/v1/listeners"]["post"]["responses"]["409"] =
         json_response("The workspace has 3 listeners already.", schema("Error"));
 }
