@@ -289,3 +289,74 @@ fn event_frame(attempt: &StreamedAttempt) -> Bytes {
         attempt.headers.id
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connections::{Closing, Connections};
+
+    /// A stream keeps its connection busy (never idle, never evicted) for as
+    /// long as it lasts; a whole answer lets it idle at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_holds_its_connection_in_flight_until_it_ends() {
+        let connections = Connections::new(4);
+        let tracked = connections.open();
+        let (first, idle) = (Duration::from_secs(10), Duration::from_secs(30));
+        let (sender, frames) = mpsc::channel(1);
+        let body = AnswerBody::Stream {
+            frames,
+            _in_flight: None,
+        }
+        .holding(connections.request(&tracked));
+        let waiting =
+            tokio::time::timeout(Duration::from_secs(3600), tracked.should_close(first, idle));
+        assert!(waiting.await.is_err(), "an hour of streaming is not idle");
+        drop(sender);
+        drop(body);
+        let ended = tokio::time::Instant::now();
+        assert_eq!(tracked.should_close(first, idle).await, Closing::Idle);
+        assert_eq!(ended.elapsed(), idle, "idle from the stream's end");
+
+        let whole = AnswerBody::from(Full::new(Bytes::from_static(b"{}")))
+            .holding(connections.request(&tracked));
+        let answered = tokio::time::Instant::now();
+        assert_eq!(tracked.should_close(first, idle).await, Closing::Idle);
+        assert_eq!(
+            answered.elapsed(),
+            idle,
+            "a whole answer is done when it is made"
+        );
+        drop(whole);
+    }
+
+    #[test]
+    fn a_delivery_is_one_sse_event_of_one_line_of_json() {
+        let attempt = StreamedAttempt {
+            event_id: hookline_domain::EventId::generate(),
+            event: hookline_domain::EventName::DmSent,
+            attempt: 2,
+            headers: hookline_delivery::SignedHeaders {
+                id: "evt_1".to_owned(),
+                timestamp: 1_764_000_000,
+                signature: "v1,abc=".to_owned(),
+            },
+            body: "{\"a\":\"line\\nbreak\"}".to_owned(),
+            answer_by: Timestamp::now(),
+        };
+        let frame = event_frame(&attempt);
+        let text = std::str::from_utf8(&frame).unwrap_or_default();
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(lines[0], "event: delivery");
+        assert_eq!(lines[1], "id: evt_1");
+        assert!(lines[2].starts_with("data: {"), "{text}");
+        assert_eq!(&lines[3..], ["", ""], "one data line, then the blank line");
+        let data: serde_json::Value =
+            serde_json::from_str(&lines[2]["data: ".len()..]).unwrap_or_default();
+        assert_eq!(data["attempt"], 2);
+        assert_eq!(data["headers"]["webhook-timestamp"], "1764000000");
+        assert_eq!(
+            data["body"], attempt.body,
+            "the exact bytes, as a JSON string"
+        );
+    }
+}
