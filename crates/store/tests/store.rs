@@ -498,6 +498,7 @@ backend_tests! {
 
         let disabled = store.webhooks().set_enabled(hook.id, false).await.unwrap().unwrap();
         assert!(!disabled.enabled);
+        assert_eq!(disabled.disabled_reason, Some(hookline_domain::DisabledReason::Manual));
         let states: Vec<_> = store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
         assert_eq!(states, [DeliveryState::Cancelled]);
         let (while_disabled, reached) = emit(store, ws, EventName::DmSent).await;
@@ -506,6 +507,7 @@ backend_tests! {
 
         let enabled = store.webhooks().set_enabled(hook.id, true).await.unwrap().unwrap();
         assert!(enabled.enabled);
+        assert_eq!(enabled.disabled_reason, None);
         let states: Vec<_> = store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
         assert_eq!(states, [DeliveryState::Cancelled]);
         assert_eq!(store.webhooks().set_enabled(WebhookId::generate(), false).await.unwrap(), None);

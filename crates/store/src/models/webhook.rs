@@ -200,8 +200,7 @@ pub struct NewWebhook<'a> {
 /// the number of webhooks it disabled (0 when it was disabled already).
 macro_rules! disable_webhook {
     ($conn:expr, $id:expr, $reason:expr, $now:expr) => {{
-        use hookline_domain::DeliveryState;
-        use $crate::schema::{deliveries, webhooks};
+        use $crate::schema::webhooks;
         let disabled = diesel::update(webhooks::table.find($id))
             .filter(webhooks::enabled.eq(true))
             .set((
@@ -211,16 +210,27 @@ macro_rules! disable_webhook {
             ))
             .execute($conn)
             .await?;
+        $crate::models::webhook::cancel_pending!($conn, $id);
+        disabled
+    }};
+}
+pub(crate) use disable_webhook;
+
+/// Cancels the pending deliveries (retries included) of the webhook of id `$id`
+/// on `$conn`: what disabling it means for them.
+macro_rules! cancel_pending {
+    ($conn:expr, $id:expr) => {{
+        use hookline_domain::DeliveryState;
+        use $crate::schema::deliveries;
         diesel::update(deliveries::table)
             .filter(deliveries::webhook_id.eq($id))
             .filter(deliveries::state.eq(DeliveryState::Pending.as_str()))
             .set(deliveries::state.eq(DeliveryState::Cancelled.as_str()))
             .execute($conn)
-            .await?;
-        disabled
+            .await?
     }};
 }
-pub(crate) use disable_webhook;
+pub(crate) use cancel_pending;
 
 /// The workspaces' webhooks and their attempt logs, for the use-case layer.
 #[derive(Debug, Clone)]
@@ -376,51 +386,58 @@ impl Webhooks {
         let now = Timestamp::now().unix_millis();
         let events = change.events.map(stored_events);
         let headers = change.headers.map(stored_headers);
+        let fields = WebhookFields {
+            url: change.url.map(WebhookUrl::as_str),
+            events: events.as_deref(),
+            description: change.description.map(WebhookDescription::as_str),
+            header_names: headers.as_ref().map(|(names, _)| names.as_str()),
+            headers: headers.as_ref().map(|(_, pairs)| pairs.as_str()),
+            updated_at: now,
+        };
+        // One UPDATE … RETURNING; disabling also cancels the pending deliveries.
         let row: Option<WebhookRow> = write_tx!(self.db, |conn| {
-            let exists = webhooks::table
-                .find(&id)
-                .select(webhooks::id)
-                .first::<String>(conn)
-                .await
-                .optional()?
-                .is_some();
-            if !exists {
-                return Ok(None);
-            }
-            let fields = WebhookFields {
-                url: change.url.map(WebhookUrl::as_str),
-                events: events.as_deref(),
-                description: change.description.map(WebhookDescription::as_str),
-                header_names: headers.as_ref().map(|(names, _)| names.as_str()),
-                headers: headers.as_ref().map(|(_, pairs)| pairs.as_str()),
-                updated_at: now,
-            };
-            diesel::update(webhooks::table.find(&id))
-                .set(&fields)
-                .execute(conn)
-                .await?;
-            match change.enabled {
+            let update = diesel::update(webhooks::table.find(&id));
+            let row = match change.enabled {
+                None => update
+                    .set(&fields)
+                    .returning(WebhookRow::as_select())
+                    .get_result(conn)
+                    .await
+                    .optional()?,
+                Some(true) => update
+                    .set((
+                        &fields,
+                        webhooks::enabled.eq(true),
+                        webhooks::disabled_reason.eq(None::<String>),
+                        webhooks::failing_since.eq(None::<i64>),
+                    ))
+                    .returning(WebhookRow::as_select())
+                    .get_result(conn)
+                    .await
+                    .optional()?,
                 Some(false) => {
-                    disable_webhook!(conn, &id, DisabledReason::Manual, now);
-                }
-                Some(true) => {
-                    diesel::update(webhooks::table.find(&id))
+                    // One disabled already keeps the reason it was first disabled for.
+                    let reason = diesel::dsl::sql::<diesel::sql_types::Nullable<Text>>(&format!(
+                        "COALESCE(disabled_reason, '{}')",
+                        DisabledReason::Manual.as_str()
+                    ));
+                    let row = update
                         .set((
-                            webhooks::enabled.eq(true),
-                            webhooks::disabled_reason.eq(None::<String>),
-                            webhooks::failing_since.eq(None::<i64>),
+                            &fields,
+                            webhooks::enabled.eq(false),
+                            webhooks::disabled_reason.eq(reason),
                         ))
-                        .execute(conn)
-                        .await?;
+                        .returning(WebhookRow::as_select())
+                        .get_result(conn)
+                        .await
+                        .optional()?;
+                    if row.is_some() {
+                        cancel_pending!(conn, &id);
+                    }
+                    row
                 }
-                None => {}
-            }
-            Ok(webhooks::table
-                .find(&id)
-                .select(WebhookRow::as_select())
-                .first(conn)
-                .await
-                .optional()?)
+            };
+            Ok(row)
         })?;
         row.map(WebhookRow::into_domain).transpose()
     }
