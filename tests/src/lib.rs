@@ -97,12 +97,7 @@ impl Receiver {
     /// As [`Receiver::start`]; also when `addr` is taken.
     pub async fn start_at(addr: SocketAddr) -> Receiver {
         let (tls, ca_pem) = tls_config();
-        let ca_file = std::env::temp_dir().join(format!(
-            "hookline-test-ca-{}-{}.pem",
-            std::process::id(),
-            unique()
-        ));
-        std::fs::write(&ca_file, ca_pem).expect("write the test CA");
+        let ca_file = write_ca_file(&ca_pem);
         let listener = TcpListener::bind(addr).await.expect("bind the receiver");
         let addr = listener.local_addr().expect("receiver address");
         let state = Arc::new(State::default());
@@ -201,6 +196,81 @@ pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The test CA's PEM in a file of its own, for the clients that trust it.
+fn write_ca_file(ca_pem: &str) -> PathBuf {
+    let ca_file = std::env::temp_dir().join(format!(
+        "hookline-test-ca-{}-{}.pem",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::write(&ca_file, ca_pem).expect("write the test CA");
+    ca_file
+}
+
+/// A TLS-terminating proxy in front of a plain-HTTP server, as a load balancer
+/// in front of hookline is: TLS for `localhost` with the test CA's certificate,
+/// the bytes passed to `upstream` and back. Stops when dropped.
+#[derive(Debug)]
+pub struct TlsTerminator {
+    addr: SocketAddr,
+    ca_file: PathBuf,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl TlsTerminator {
+    /// Starts on a free loopback port, in front of `upstream`.
+    ///
+    /// # Panics
+    /// When the certificates or the listener cannot be made.
+    pub async fn start(upstream: SocketAddr) -> TlsTerminator {
+        let (mut tls, ca_pem) = tls_config();
+        // The upstream's protocol is chosen by what the client sends: no ALPN.
+        tls.alpn_protocols.clear();
+        let ca_file = write_ca_file(&ca_pem);
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let acceptor = TlsAcceptor::from(Arc::new(tls));
+        let server = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let (Ok(mut tls), Ok(mut plain)) = (
+                        acceptor.accept(stream).await,
+                        tokio::net::TcpStream::connect(upstream).await,
+                    ) else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+        TlsTerminator {
+            addr,
+            ca_file,
+            server,
+        }
+    }
+
+    /// `https://localhost:<port>`.
+    pub fn url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
+    }
+
+    /// The PEM file of the CA that signed the proxy's certificate.
+    pub fn ca_file(&self) -> &Path {
+        &self.ca_file
+    }
+}
+
+impl Drop for TlsTerminator {
+    fn drop(&mut self) {
+        self.server.abort();
+        let _ = std::fs::remove_file(&self.ca_file);
+    }
 }
 
 /// The TLS configuration every receiver of the process serves, and its CA's PEM:

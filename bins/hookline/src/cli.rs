@@ -158,6 +158,10 @@ pub(crate) struct RemoteArgs {
     /// A workspace's API key.
     #[arg(long, env = "HOOKLINE_API_KEY", hide_env_values = true)]
     pub(crate) api_key: String,
+    /// A PEM file of CA certificates to trust besides the standard web roots
+    /// (a proxy in front of hookline with a private CA).
+    #[arg(long, env = "HOOKLINE_TLS_EXTRA_ROOTS")]
+    pub(crate) tls_extra_roots: Option<std::path::PathBuf>,
 }
 
 /// What `listen` takes.

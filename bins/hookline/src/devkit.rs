@@ -2,7 +2,6 @@
 //! HTTP clients `trigger` and `listen`. None of them opens a database.
 
 use std::io::{Read as _, Write as _};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
@@ -91,16 +90,8 @@ type Client = hyper_util::client::legacy::Client<
     Full<Bytes>,
 >;
 
-fn client() -> anyhow::Result<Client> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .context("TLS set-up")?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+fn client(extra_roots: Option<&std::path::Path>) -> anyhow::Result<Client> {
+    let tls = hookline_delivery::tls_client_config(extra_roots)?;
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
@@ -138,7 +129,7 @@ impl Remote {
             return Err(anyhow!("--api-key is empty"));
         }
         Ok(Remote {
-            client: client()?,
+            client: client(args.tls_extra_roots.as_deref())?,
             base,
             authorization: format!("Bearer {}", args.api_key.trim()),
         })

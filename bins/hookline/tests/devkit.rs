@@ -249,10 +249,30 @@ impl LocalState {
     }
 }
 
-/// `hookline serve` on the test database, its public address once it listens.
+/// `hookline serve` on the test database, its public address once it listens;
+/// behind a TLS-terminating proxy when the test says so.
 struct Served {
     _child: Child,
     url: String,
+    proxy: Option<hookline_tests::TlsTerminator>,
+}
+
+impl Served {
+    /// The same server, reached through a TLS-terminating proxy with a private CA.
+    async fn behind_tls(mut self) -> Served {
+        let addr = self.url.trim_start_matches("http://").parse().unwrap();
+        let proxy = hookline_tests::TlsTerminator::start(addr).await;
+        self.url = proxy.url();
+        self.proxy = Some(proxy);
+        self
+    }
+
+    /// The proxy's CA, for the client to trust.
+    fn ca_file(&self) -> Option<&std::path::Path> {
+        self.proxy
+            .as_ref()
+            .map(hookline_tests::TlsTerminator::ca_file)
+    }
 }
 
 async fn serve(db: &TestDb) -> Served {
@@ -282,6 +302,7 @@ async fn serve(db: &TestDb) -> Served {
     Served {
         _child: child,
         url: format!("http://{addr}"),
+        proxy: None,
     }
 }
 
@@ -305,7 +326,12 @@ struct Listening {
 
 impl Listening {
     async fn start(served: &Served, key: &str, forward_to: &str, extra: &[&str]) -> Listening {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
+        command.env_remove("HOOKLINE_TLS_EXTRA_ROOTS");
+        if let Some(ca_file) = served.ca_file() {
+            command.env("HOOKLINE_TLS_EXTRA_ROOTS", ca_file);
+        }
+        let mut child = command
             .args(["listen", "--json", "--forward-to", forward_to])
             .args(extra)
             .env("HOOKLINE_API_URL", &served.url)
@@ -473,6 +499,38 @@ backend_tests! {
             .unwrap();
         assert_eq!(refused.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&refused.stderr).contains("401"), "{refused:?}");
+        listening.kill().await;
+    }
+}
+
+backend_tests! {
+    async fn listen_and_trigger_work_through_a_tls_terminating_proxy(db) {
+        let served = serve(&db).await.behind_tls().await;
+        let (_, key) = studio_key(&db).await;
+        let receiver = LocalReceiver::start().await;
+        let (mut listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+        let ca_file = served.ca_file().unwrap().to_str().unwrap().to_owned();
+        let trigger = |roots: Option<String>| {
+            let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
+            command
+                .args(["trigger", "bio.subscribed", "--listener", &listener, "--json"])
+                .args(["--api-url", &served.url, "--api-key", &key])
+                .env_remove("HOOKLINE_TLS_EXTRA_ROOTS");
+            if let Some(roots) = roots {
+                command.args(["--tls-extra-roots", &roots]);
+            }
+            command.output()
+        };
+        let untrusted = trigger(None).await.unwrap();
+        assert_eq!(untrusted.status.code(), Some(1), "{untrusted:?}");
+        assert!(String::from_utf8_lossy(&untrusted.stderr).contains("cannot reach"), "{untrusted:?}");
+        let sent = trigger(Some(ca_file)).await.unwrap();
+        assert!(sent.status.success(), "{sent:?}");
+        let sent: Value = serde_json::from_slice(&sent.stdout).unwrap();
+        let line = listening.next().await;
+        assert_eq!(line["eventId"], sent["eventId"]);
+        assert_eq!(line["status"], 200);
+        assert_eq!(receiver.wait_for(1).await[0]["verified"], true);
         listening.kill().await;
     }
 }

@@ -60,6 +60,37 @@ impl std::fmt::Debug for HttpsClient {
     }
 }
 
+/// rustls (ring) trusting the standard web roots and the CA certificates of the
+/// PEM file `extra_roots` (`HOOKLINE_TLS_EXTRA_ROOTS`): the delivery client's, and
+/// the CLI's when it talks to a hookline behind a proxy with a private CA.
+pub fn tls_client_config(extra_roots: Option<&Path>) -> Result<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = extra_roots {
+        let invalid = |reason: String| {
+            Error::Config(format!(
+                "HOOKLINE_TLS_EXTRA_ROOTS {}: {reason}",
+                path.display()
+            ))
+        };
+        let mut added = 0;
+        for cert in CertificateDer::pem_file_iter(path).map_err(|e| invalid(e.to_string()))? {
+            let cert = cert.map_err(|e| invalid(e.to_string()))?;
+            roots.add(cert).map_err(|e| invalid(e.to_string()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(invalid("holds no certificate".into()));
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Config(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
 impl HttpsClient {
     /// `extra_roots`: a PEM file of CA certificates trusted besides the standard web
     /// roots (`HOOKLINE_TLS_EXTRA_ROOTS`); `proxy`: where connections are tunnelled
@@ -70,31 +101,7 @@ impl HttpsClient {
         extra_roots: Option<&Path>,
         proxy: Option<EgressProxy>,
     ) -> Result<Self> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(path) = extra_roots {
-            let invalid = |reason: String| {
-                Error::Config(format!(
-                    "HOOKLINE_TLS_EXTRA_ROOTS {}: {reason}",
-                    path.display()
-                ))
-            };
-            let mut added = 0;
-            for cert in CertificateDer::pem_file_iter(path).map_err(|e| invalid(e.to_string()))? {
-                let cert = cert.map_err(|e| invalid(e.to_string()))?;
-                roots.add(cert).map_err(|e| invalid(e.to_string()))?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(invalid("holds no certificate".into()));
-            }
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| Error::Config(e.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let tls = tls_client_config(extra_roots)?;
         let connector = HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_only()

@@ -37,7 +37,7 @@ mod worker;
 
 use std::sync::Arc;
 
-pub use client::{HttpsClient, MAX_KEPT_BODY, Response, parse_retry_after};
+pub use client::{HttpsClient, MAX_KEPT_BODY, Response, parse_retry_after, tls_client_config};
 use hookline_domain::{
     EventId, EventName, EventPayload, IdempotencyKey, Timestamp, WebhookId, WorkspaceId,
 };
