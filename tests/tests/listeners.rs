@@ -319,3 +319,38 @@ backend_tests! {
         admin.stop().await;
     }
 }
+
+backend_tests! {
+    async fn an_attempt_without_a_result_in_time_is_unanswered_and_retried(db) {
+        let receiver = Receiver::start().await;
+        let config = hookline_delivery::DeliveryConfig {
+            timeout: Duration::from_secs(1),
+            ..delivery(&receiver, 3)
+        };
+        let admin = Admin::delivering(db, config).await;
+        let (_, key) = studio_key(&admin).await;
+        let made = public(&admin, &key, Method::POST, "/api/v1/listeners", None).await;
+        let id = made.body["data"]["id"].as_str().unwrap().to_owned();
+        let (_, mut stream) = Stream::open(admin.public, &key, &id).await;
+        let sent = public(&admin, &key, Method::POST, &format!("/api/v1/listeners/{id}/test"),
+            Some(json!({"event": "link.clicked"}))).await;
+        let event = sent.body["data"]["eventId"].as_str().unwrap().to_owned();
+        let (_, first) = stream.delivery().await;
+        assert_eq!(first["attempt"], 1);
+        // No result: once its lease ends, the attempt is recorded as unanswered and
+        // the next one comes down the same stream.
+        let (_, second) = stream.delivery().await;
+        assert_eq!(second["eventId"], event.as_str());
+        assert_eq!(second["attempt"], 2);
+        let late = result(&admin, &key, &id, json!({"eventId": event, "attempt": 1, "status": 200, "durationMs": 1})).await;
+        assert_eq!(late, StatusCode::NOT_FOUND, "the first attempt's result came too late");
+        let webhook = WebhookId::of_listener(id.parse().unwrap());
+        let log = admin.app.attempts(webhook, 10).await.unwrap();
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert_eq!(log[0].attempt, 1);
+        assert_eq!(log[0].status, None);
+        assert_eq!(log[0].error.as_deref(), Some("no result from hookline listen within 1s"));
+        drop(stream);
+        admin.stop().await;
+    }
+}
