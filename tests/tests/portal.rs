@@ -600,3 +600,24 @@ async fn unknown_pages_and_methods_answer_in_the_portals_words() {
     assert_eq!(bad_ws.status, StatusCode::NOT_FOUND);
     admin.stop().await;
 }
+
+backend_tests! {
+    async fn a_listener_is_listed_as_hookline_listen_with_its_log_and_nothing_to_edit(db) {
+        let admin = Admin::start(db).await;
+        let ws = admin.workspace("STUDIO").await;
+        let id: hookline_domain::WorkspaceId = ws.parse().unwrap();
+        let listener = admin.app.create_listener(id, &[]).await.unwrap().webhook;
+        let session = open(&admin, &ws).await;
+        let list = session.get(&admin, "hooks").await;
+        assert_eq!(list.status, StatusCode::OK);
+        let shown = format!("hookline listen (listener {})", listener.id.as_listener());
+        assert!(list.html.contains(&shown), "{}", list.html);
+        assert!(!list.html.contains("listener.invalid"), "the placeholder URL is not shown");
+        let own = session.get(&admin, &format!("hooks/{}", listener.id)).await;
+        assert_eq!(own.status, StatusCode::OK);
+        assert!(own.html.contains(&shown));
+        assert!(own.html.contains("Attempt log"));
+        assert!(!own.html.contains("Save changes"), "nothing to edit");
+        admin.stop().await;
+    }
+}

@@ -291,6 +291,17 @@ pub(crate) fn key_created(frame: &Frame<'_>, name: &str, key: &str) -> Markup {
     frame.page(Tab::Keys, "Key created", &Flash::None, content)
 }
 
+/// Where a webhook's deliveries go: its URL, or for a listener the developer's
+/// `hookline listen` (its placeholder URL is never called).
+fn target(webhook: &Webhook) -> Markup {
+    match webhook.source {
+        WebhookSource::Listener => html! {
+            "hookline listen (listener " (webhook.id.as_listener()) ")"
+        },
+        _ => html! { (webhook.url.as_str()) },
+    }
+}
+
 fn source_label(source: WebhookSource) -> &'static str {
     match source {
         WebhookSource::Api => "API (made by an integration)",
@@ -332,7 +343,7 @@ pub(crate) fn hooks(
                     tbody {
                         @for (hook, health) in hooks {
                             tr {
-                                th scope="row" { a.url href={ (base) "hooks/" (hook.id) } { (hook.url.as_str()) } }
+                                th scope="row" { a.url href={ (base) "hooks/" (hook.id) } { (target(hook)) } }
                                 td { (event_list(&hook.events)) }
                                 td { (hook.description.as_str()) }
                                 td { (status(hook)) br; span.state { (health::state_words(health, now)) } }
@@ -485,7 +496,7 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
             (health::table(health))
         }
         dl.summary {
-            dt { "URL" } dd.url { (webhook.url.as_str()) }
+            dt { "URL" } dd.url { (target(webhook)) }
             dt { "Events" } dd { (event_list(&webhook.events)) }
             dt { "Description" } dd { (webhook.description.as_str()) }
             dt { "Status" } dd { (status(webhook)) }
@@ -581,12 +592,15 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
                 @if let Some(cursor) = page.older { a href={ (here) "?before=" (cursor) } { "Older attempts" } }
             }
         }
-        section aria-labelledby="edit" {
-            h2 #edit { "Edit" }
-            form.stack method="post" action=(here) {
-                (frame.csrf())
-                (hook_fields("edit", &page.edit, &webhook.header_names))
-                button type="submit" { "Save changes" }
+        // A listener has no URL or headers to edit: its events are `hookline listen`'s.
+        @if webhook.source != WebhookSource::Listener {
+            section aria-labelledby="edit" {
+                h2 #edit { "Edit" }
+                form.stack method="post" action=(here) {
+                    (frame.csrf())
+                    (hook_fields("edit", &page.edit, &webhook.header_names))
+                    button type="submit" { "Save changes" }
+                }
             }
         }
     };
