@@ -252,7 +252,7 @@ impl LocalState {
 /// `hookline serve` on the test database, its public address once it listens;
 /// behind a TLS-terminating proxy when the test says so.
 struct Served {
-    _child: Child,
+    child: Child,
     url: String,
     proxy: Option<hookline_tests::TlsTerminator>,
 }
@@ -267,6 +267,11 @@ impl Served {
         self
     }
 
+    /// Kills the server and waits until it is gone (its port free again).
+    async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
+
     /// The proxy's CA, for the client to trust.
     fn ca_file(&self) -> Option<&std::path::Path> {
         self.proxy
@@ -276,10 +281,15 @@ impl Served {
 }
 
 async fn serve(db: &TestDb) -> Served {
+    serve_at(db, "127.0.0.1:0").await
+}
+
+/// [`serve`] on `listen` (to bring a server back on its port).
+async fn serve_at(db: &TestDb, listen: &str) -> Served {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
         .arg("serve")
         .env("DATABASE_URL", db.url())
-        .env("HOOKLINE_LISTEN", "127.0.0.1:0")
+        .env("HOOKLINE_LISTEN", listen)
         .env("HOOKLINE_ADMIN_LISTEN", "127.0.0.1:0")
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
@@ -300,7 +310,7 @@ async fn serve(db: &TestDb) -> Served {
     .unwrap();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Served {
-        _child: child,
+        child,
         url: format!("http://{addr}"),
         proxy: None,
     }
@@ -318,10 +328,12 @@ async fn studio_key(db: &TestDb) -> (WorkspaceId, String) {
     (ws, key.expose().to_owned())
 }
 
-/// `hookline listen --json`, its stdout read line by line.
+/// `hookline listen --json`, its stdout read line by line, what it says on
+/// stderr kept.
 struct Listening {
     child: Child,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    said: Arc<Mutex<Vec<String>>>,
 }
 
 impl Listening {
@@ -337,12 +349,25 @@ impl Listening {
             .env("HOOKLINE_API_URL", &served.url)
             .env("HOOKLINE_API_KEY", key)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Listening { child, lines }
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        let kept = Arc::clone(&said);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = stderr.next_line().await {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Listening { child, lines, said }
+    }
+
+    /// What it said on stderr so far.
+    fn said(&self) -> Vec<String> {
+        self.said.lock().unwrap().clone()
     }
 
     /// `listen` making a new listener, whose secret `receiver` verifies with;
@@ -532,5 +557,30 @@ backend_tests! {
         assert_eq!(line["status"], 200);
         assert_eq!(receiver.wait_for(1).await[0]["verified"], true);
         listening.kill().await;
+    }
+}
+
+backend_tests! {
+    async fn listen_reconnects_by_itself_when_the_server_comes_back(db) {
+        let addr = hookline_tests::free_addr().to_string();
+        let served = serve_at(&db, &addr).await;
+        let (ws, key) = studio_key(&db).await;
+        let receiver = LocalReceiver::start().await;
+        let (mut listening, _) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+        let before = emit(&db, ws, EventName::DmSent, 1).await;
+        assert_eq!(listening.next().await["eventId"], before.as_str());
+
+        // The server goes away (a deploy, a crash) and comes back on its port.
+        served.kill().await;
+        let back = serve_at(&db, &addr).await;
+        let after = emit(&db, ws, EventName::DmSent, 2).await;
+        let line = listening.next().await;
+        assert_eq!(line["eventId"], after.as_str(), "forwarded after the reconnect");
+        assert_eq!(line["status"], 200);
+        let said = listening.said();
+        assert!(said.iter().any(|line| line.contains("reconnecting in")), "{said:?}");
+        assert!(said.iter().filter(|line| line.starts_with("connected: ")).count() >= 2, "{said:?}");
+        listening.kill().await;
+        drop(back);
     }
 }
