@@ -584,3 +584,36 @@ backend_tests! {
         drop(back);
     }
 }
+
+backend_tests! {
+    async fn listen_without_json_says_it_for_people(db) {
+        let served = serve(&db).await;
+        let (ws, key) = studio_key(&db).await;
+        let receiver = LocalReceiver::start().await;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .args(["listen", "--forward-to", &receiver.url(), "--events", "link.clicked"])
+            .args(["--api-url", &served.url, "--api-key", &key])
+            .env_remove("HOOKLINE_TLS_EXTRA_ROOTS")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap()
+        };
+        let first = next().await;
+        assert!(first.starts_with("listener lsn_"), "{first}");
+        let secret = first.split("signing secret ").nth(1).unwrap().split_whitespace().next().unwrap();
+        assert!(secret.starts_with("whsec_"), "{first}");
+        *receiver.state.secret.lock().unwrap() = Some(secret.to_owned());
+        let event = emit(&db, ws, EventName::LinkClicked, 0).await;
+        let line = next().await;
+        assert!(line.contains("link.clicked"), "{line}");
+        assert!(line.contains(&event), "{line}");
+        assert!(line.contains("attempt 1  → 200"), "{line}");
+        assert!(line.ends_with(" ms"), "{line}");
+        child.kill().await.unwrap();
+    }
+}
