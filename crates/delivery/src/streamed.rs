@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use hookline_domain::{
-    ClaimedDelivery, DeliveryAttempt, EventId, EventName, Finished, Outcome, Timestamp, WebhookId,
+    DeliveryAttempt, EventId, EventName, Finished, Outcome, Timestamp, WebhookId,
 };
 use hookline_store::{Queue, Recording};
 
@@ -157,17 +157,11 @@ impl StreamedDeliveries {
     /// Hands back attempts sent down a stream that closed before their results:
     /// they go down the next stream at once, as the same attempts.
     pub async fn hand_back(&self, listener: WebhookId, sent: &[StreamedAttempt]) -> Result<usize> {
-        let mut claimed: Vec<ClaimedDelivery> = Vec::with_capacity(sent.len());
-        for attempt in sent {
-            if let Some(delivery) = self
-                .queue
-                .streamed(listener, attempt.event_id, attempt.attempt)
-                .await?
-            {
-                claimed.push(delivery);
-            }
-        }
-        Ok(self.queue.release(&claimed).await?)
+        let sent: Vec<(EventId, u32)> = sent
+            .iter()
+            .map(|attempt| (attempt.event_id, attempt.attempt))
+            .collect();
+        Ok(self.queue.release_streamed(listener, &sent).await?)
     }
 }
 

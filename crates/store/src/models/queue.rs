@@ -542,16 +542,42 @@ impl Queue {
     /// at once. A claim whose lease was since taken over is left alone. Answers how
     /// many were handed back.
     pub async fn release(&self, claimed: &[ClaimedDelivery]) -> Result<usize> {
-        let keys: Vec<(String, String)> = claimed
+        let leases: Vec<(String, String, String)> = claimed
             .iter()
-            .map(|d| (d.event_id.to_string(), d.webhook_id.to_string()))
+            .map(|d| {
+                let (event, webhook) = (d.event_id.to_string(), d.webhook_id.to_string());
+                (event, webhook, d.lease_token.clone())
+            })
             .collect();
+        self.release_leases(&leases).await
+    }
+
+    /// [`Queue::release`] of attempts a listener's stream sent without results
+    /// (`(event, attempt)`), by their leases' tokens: nothing is read first.
+    pub async fn release_streamed(
+        &self,
+        webhook: WebhookId,
+        sent: &[(EventId, u32)],
+    ) -> Result<usize> {
+        let webhook = webhook.to_string();
+        let leases: Vec<(String, String, String)> = sent
+            .iter()
+            .map(|(event, attempt)| {
+                let token = streamed_token(i64::from(*attempt));
+                (event.to_string(), webhook.clone(), token)
+            })
+            .collect();
+        self.release_leases(&leases).await
+    }
+
+    /// Ends the leases `(event_id, webhook_id, token)` still held by their token.
+    async fn release_leases(&self, leases: &[(String, String, String)]) -> Result<usize> {
         // One write turn for all: a shutdown hands back what was claimed ahead.
         let released = write_conn!(self.db, |conn| {
             let mut released = 0;
-            for ((event_id, webhook_id), delivery) in keys.iter().zip(claimed) {
+            for (event_id, webhook_id, token) in leases {
                 released += diesel::update(deliveries::table.find((event_id, webhook_id)))
-                    .filter(deliveries::lease_token.eq(&delivery.lease_token))
+                    .filter(deliveries::lease_token.eq(token))
                     .set(no_lease())
                     .execute(conn)
                     .await?;
