@@ -161,8 +161,10 @@ macro_rules! write_tx {
             }
             $crate::pool::Pools::Postgres(pool) => {
                 let mut pooled = pool.get().await?;
-                pooled
-                    .transaction(async |$conn| -> $crate::Result<_> { $body })
+                // On the connection itself, not the pool's wrapper: the body
+                // takes `&mut PgConn`, as the SQLite arm's takes `&mut SqliteConn`.
+                let conn: &mut $crate::pool::PgConn = &mut pooled;
+                conn.transaction(async |$conn| -> $crate::Result<_> { $body })
                     .await
             }
         }

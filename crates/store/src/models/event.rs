@@ -17,7 +17,7 @@ use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::queue::NOTIFY_WORKERS;
 use crate::models::webhook::{FanoutWebhooks, WebhookRow};
-use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx};
+use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
 use crate::prepared::{bind, prepared};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
@@ -102,22 +102,7 @@ impl Events {
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
     async fn record_batch(&self, events: Vec<NewEvent>) -> Result<Vec<Result<Recorded>>> {
-        use diesel_async::AsyncConnection as _;
-        let _turn = self.db.write_turn().await;
-        match &self.db.pools {
-            Pools::Sqlite(pool) => {
-                let mut pooled = pool.get().await?;
-                pooled
-                    .immediate_transaction(async |conn| record_on(conn, &events).await)
-                    .await
-            }
-            Pools::Postgres(pool) => {
-                let mut pooled = pool.get().await?;
-                pooled
-                    .transaction(async |conn| record_on(&mut **conn, &events).await)
-                    .await
-            }
-        }
+        write_tx!(self.db, |conn| record_on(conn, &events).await)
     }
 
     /// Records `event` and its deliveries on the caller's PostgreSQL connection,
