@@ -163,6 +163,7 @@ async fn run(app: &App, listener: &Webhook, sender: &mpsc::Sender<Bytes>, ended:
     keep_alive.tick().await;
     let mut turn = tokio::time::interval(TURN);
     let mut noted = tokio::time::Instant::now();
+    let mut claims_failing = false;
     let why = loop {
         tokio::select! {
             () = ended.notified() => break "a newer stream of the listener opened, or the server stops",
@@ -174,7 +175,7 @@ async fn run(app: &App, listener: &Webhook, sender: &mpsc::Sender<Bytes>, ended:
             }
             _ = turn.tick() => {
                 settle_late(app, listener, &mut sent).await;
-                if !send_due(app, listener, sender, &mut sent).await {
+                if !send_due(app, listener, sender, &mut sent, &mut claims_failing).await {
                     break "the client went";
                 }
                 if noted.elapsed() >= NOTE_STREAMED {
@@ -218,20 +219,28 @@ async fn settle_late(app: &App, listener: &Webhook, sent: &mut Vec<StreamedAttem
 }
 
 /// Claims the listener's due deliveries and sends each down the stream;
-/// `false` when the client is gone.
+/// `false` when the client is gone. A run of failed claims (the database out of
+/// reach) is said once when it starts and once when it ends, not every turn.
 async fn send_due(
     app: &App,
     listener: &Webhook,
     sender: &mpsc::Sender<Bytes>,
     sent: &mut Vec<StreamedAttempt>,
+    failing: &mut bool,
 ) -> bool {
+    let id = listener.id.as_listener();
     let due = match app.claim_streamed(listener).await {
         Ok(due) => due,
         Err(error) => {
-            tracing::warn!(%error, listener = %listener.id.as_listener(), "cannot claim the listener's deliveries");
+            if !std::mem::replace(failing, true) {
+                tracing::warn!(%error, listener = %id, "cannot claim the listener's deliveries; trying again each turn");
+            }
             return true;
         }
     };
+    if std::mem::replace(failing, false) {
+        tracing::info!(listener = %id, "claiming the listener's deliveries again");
+    }
     let mut open = true;
     for attempt in due {
         if open && sender.send(event_frame(&attempt)).await.is_err() {
