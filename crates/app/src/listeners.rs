@@ -51,8 +51,23 @@ impl App {
 
     /// The workspace's listeners, oldest first.
     pub async fn listeners(&self, workspace: WorkspaceId) -> Result<Vec<Webhook>> {
+        self.webhooks_where(workspace, true).await
+    }
+
+    /// The workspace's webhooks without its listeners, oldest first (the public
+    /// API lists listeners apart).
+    pub async fn webhooks_without_listeners(&self, workspace: WorkspaceId) -> Result<Vec<Webhook>> {
+        self.webhooks_where(workspace, false).await
+    }
+
+    /// [`App::webhooks`], the listeners alone or without them.
+    async fn webhooks_where(
+        &self,
+        workspace: WorkspaceId,
+        listeners: bool,
+    ) -> Result<Vec<Webhook>> {
         let mut webhooks = self.webhooks(workspace).await?;
-        webhooks.retain(|webhook| webhook.source == WebhookSource::Listener);
+        webhooks.retain(|webhook| (webhook.source == WebhookSource::Listener) == listeners);
         Ok(webhooks)
     }
 

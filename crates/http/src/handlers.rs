@@ -37,13 +37,8 @@ pub(crate) async fn list_hooks(
     app: &App,
     caller: &Caller,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
-    let webhooks = app.webhooks(caller.workspace.id).await?;
-    // Listeners are listed apart (`GET /listeners`).
-    let listed: Vec<_> = webhooks
-        .iter()
-        .filter(|webhook| webhook.source != WebhookSource::Listener)
-        .map(WebhookObject::listed)
-        .collect();
+    let webhooks = app.webhooks_without_listeners(caller.workspace.id).await?;
+    let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
     Ok(ok(StatusCode::OK, Some(listed)))
 }
 
