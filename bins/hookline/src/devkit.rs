@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{ListenArgs, RemoteArgs, TriggerArgs, VerifyArgs};
-use crate::output::{Render, print};
+use crate::output::{Render, TestSentOut, print};
 
 /// What `verify --json` prints.
 #[derive(Debug, Serialize)]
@@ -236,19 +236,6 @@ fn say(text: &str) {
     let _ = writeln!(std::io::stderr(), "{}", crate::one_line(text));
 }
 
-/// What `trigger --json` prints.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TriggeredOut {
-    event_id: String,
-}
-
-impl Render for TriggeredOut {
-    fn human(&self) -> String {
-        format!("test event {} queued", self.event_id)
-    }
-}
-
 /// Sends a test event to a webhook or a listener.
 pub(crate) async fn trigger(json: bool, args: &TriggerArgs) -> anyhow::Result<()> {
     let data = args
@@ -275,9 +262,9 @@ pub(crate) async fn trigger(json: bool, args: &TriggerArgs) -> anyhow::Result<()
         .await?;
     let event_id = answer["data"]["eventId"]
         .as_str()
-        .ok_or_else(|| anyhow!("the API's answer holds no eventId"))?
-        .to_owned();
-    print(json, &TriggeredOut { event_id })
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| anyhow!("the API's answer holds no eventId"))?;
+    print(json, &TestSentOut { event_id })
 }
 
 /// What `listen` prints first.

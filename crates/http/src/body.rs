@@ -6,7 +6,7 @@ use http_body_util::{BodyExt as _, Limited};
 use hyper::Request;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::CONTENT_LENGTH;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::transport::TransportError;
 
@@ -125,5 +125,96 @@ pub(crate) fn header_pairs(value: Option<&Value>) -> Result<Option<Vec<(&str, &s
             "`headers` must be an object of header names and their values, like {\"X-Auth\": \"…\"}."
                 .into(),
         ),
+    }
+}
+
+/// A field of a JSON body that breaks its rule; the message names the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FieldError(pub(crate) String);
+
+/// A JSON object body, read field by field so that every 400 names the field;
+/// both APIs word a [`FieldError`] as their own 400.
+pub(crate) struct Body(Map<String, Value>);
+
+impl Body {
+    /// `value` as an object whose fields are among `allowed`: a misspelt field
+    /// would otherwise be ignored, and the change asked for silently not made.
+    pub(crate) fn object(value: Value, allowed: &[&str]) -> Result<Body, FieldError> {
+        let Value::Object(fields) = value else {
+            return Err(FieldError("The body must be a JSON object.".into()));
+        };
+        if let Some(unknown) = fields
+            .keys()
+            .find(|field| !allowed.contains(&field.as_str()))
+        {
+            return Err(FieldError(format!(
+                "`{unknown}` is not a field of this request; its fields are {}.",
+                allowed
+                    .iter()
+                    .map(|field| format!("`{field}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(Body(fields))
+    }
+
+    /// A string field; absent and `null` are both `None`.
+    pub(crate) fn string(&self, field: &str) -> Result<Option<&str>, FieldError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(_) => Err(FieldError(format!("`{field}` must be a string."))),
+        }
+    }
+
+    pub(crate) fn required_string(&self, field: &str) -> Result<&str, FieldError> {
+        self.string(field)?
+            .ok_or_else(|| FieldError(format!("`{field}` is required.")))
+    }
+
+    pub(crate) fn bool(&self, field: &str) -> Result<Option<bool>, FieldError> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(value)) => Ok(Some(*value)),
+            Some(_) => Err(FieldError(format!("`{field}` must be true or false."))),
+        }
+    }
+
+    /// An array of strings.
+    pub(crate) fn strings(&self, field: &str) -> Result<Option<Vec<&str>>, FieldError> {
+        let must = || FieldError(format!("`{field}` must be an array of strings."));
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| item.as_str().ok_or_else(must))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(must()),
+        }
+    }
+
+    /// A whole number from 0 up: `3600`, or `3600.0` (JSON has one kind of number).
+    pub(crate) fn unsigned(&self, field: &str) -> Result<Option<u64>, FieldError> {
+        let whole = |value: &Value| {
+            value.as_u64().or_else(|| {
+                let number = value.as_f64()?;
+                // Within u64 and exact: the cast neither saturates nor rounds.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                (number.fract() == 0.0 && (0.0..9.0e15).contains(&number)).then_some(number as u64)
+            })
+        };
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => whole(value)
+                .map(Some)
+                .ok_or_else(|| FieldError(format!("`{field}` must be a whole number from 0 up."))),
+        }
+    }
+
+    /// Any JSON value.
+    pub(crate) fn value(&self, field: &str) -> Option<&Value> {
+        self.0.get(field)
     }
 }

@@ -110,6 +110,12 @@ impl ApiError {
     }
 }
 
+impl From<crate::body::FieldError> for ApiError {
+    fn from(crate::body::FieldError(message): crate::body::FieldError) -> Self {
+        ApiError::Invalid(message)
+    }
+}
+
 impl From<BodyError> for ApiError {
     fn from(error: BodyError) -> Self {
         match error.input_fault() {

@@ -16,7 +16,10 @@ use crate::server::Api;
 use crate::transport::json_response;
 use crate::wire::{AccountObject, CatalogEventObject, Me, Success, WebhookObject, WorkspaceObject};
 
-fn ok<T: serde::Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
+pub(crate) fn ok<T: serde::Serialize>(
+    status: StatusCode,
+    data: Option<T>,
+) -> Response<Full<Bytes>> {
     let body = Success {
         success: true,
         data,

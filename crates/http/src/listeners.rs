@@ -4,30 +4,21 @@
 
 use hookline_auth::Caller;
 use hookline_delivery::StreamedResult;
-use hookline_domain::{EventId, EventName, ListenerId, WebhookId, subscribed_events};
+use hookline_domain::{EventName, ListenerId, WebhookId, subscribed_events};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::body::{BodyError, read_json, read_optional_json};
+use crate::body::{Body, BodyError, read_json, read_optional_json};
 use crate::error::ApiError;
+use crate::handlers::ok;
 use crate::server::Api;
 use crate::stream::AnswerBody;
-use crate::transport::json_response;
-use crate::wire::{ListenerObject, Success};
+use crate::wire::{ListenerObject, TestSentObject};
 
 type Answer = Result<Response<Full<Bytes>>, ApiError>;
-
-fn ok<T: Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>> {
-    let body = Success {
-        success: true,
-        data,
-    };
-    json_response(status, serde_json::to_string(&body).unwrap_or_default())
-}
 
 /// A body that is not JSON, or too large, as this module's errors say it.
 fn body_error(error: BodyError) -> ApiError {
@@ -37,12 +28,13 @@ fn body_error(error: BodyError) -> ApiError {
     }
 }
 
-/// A JSON object body; `optional`: an empty body is `{}`.
+/// A JSON object body of the `allowed` fields; `optional`: an empty body is `{}`.
 async fn object(
     api: &Api,
     request: Request<Incoming>,
     optional: bool,
-) -> Result<Map<String, Value>, ApiError> {
+    allowed: &[&str],
+) -> Result<Body, ApiError> {
     let limits = api.config.body_limits();
     let value = if optional {
         read_optional_json(request, limits).await
@@ -50,10 +42,7 @@ async fn object(
         read_json(request, limits).await
     }
     .map_err(body_error)?;
-    match value {
-        Value::Object(fields) => Ok(fields),
-        _ => Err(ApiError::Invalid("The body must be a JSON object.".into())),
-    }
+    Ok(Body::object(value, allowed)?)
 }
 
 /// The listener a path names; text that is no listener id is not found.
@@ -70,35 +59,13 @@ pub(crate) async fn list(app: &hookline_app::App, caller: &Caller) -> Answer {
 
 /// `POST /listeners {events?}`: every event when none are given.
 pub(crate) async fn create(api: &Api, caller: &Caller, request: Request<Incoming>) -> Answer {
-    let body = object(api, request, true).await?;
-    let events = match body.get("events") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => {
-            let names = items
-                .iter()
-                .map(|item| item.as_str())
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    ApiError::Invalid("`events` must be an array of event names.".into())
-                })?;
-            if names.is_empty() {
-                Vec::new()
-            } else {
-                subscribed_events(names)
-                    .map_err(|error| ApiError::InvalidHook(format!("{error}.")))?
-            }
+    let body = object(api, request, true, &["events"]).await?;
+    let events = match body.strings("events")? {
+        Some(names) if !names.is_empty() => {
+            subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?
         }
-        Some(_) => {
-            return Err(ApiError::Invalid(
-                "`events` must be an array of event names.".into(),
-            ));
-        }
+        _ => Vec::new(),
     };
-    if let Some(unknown) = body.keys().find(|field| *field != "events") {
-        return Err(ApiError::Invalid(format!(
-            "`{unknown}` is not a field of this request; its one field is `events`."
-        )));
-    }
     let created = api
         .app
         .create_listener(caller.workspace.id, &events)
@@ -153,7 +120,7 @@ pub(crate) async fn results(
         .app
         .workspace_listener(caller.workspace.id, listener_id(id)?)
         .await?;
-    let body = object(api, request, false).await?;
+    let body = object(api, request, false, &RESULT_FIELDS).await?;
     let result = streamed_result(&body)?;
     api.app.record_streamed(&listener, result).await?;
     let mut response = Response::new(Full::new(Bytes::new()));
@@ -174,25 +141,18 @@ const RESULT_FIELDS: [&str; 6] = [
 const MAX_ERROR_CHARS: usize = 1000;
 
 /// A results body checked field by field.
-fn streamed_result(body: &Map<String, Value>) -> Result<StreamedResult, ApiError> {
-    if let Some(unknown) = body
-        .keys()
-        .find(|field| !RESULT_FIELDS.contains(&field.as_str()))
-    {
-        return Err(ApiError::Invalid(format!(
-            "`{unknown}` is not a field of a result; its fields are {}.",
-            RESULT_FIELDS.map(|field| format!("`{field}`")).join(", ")
-        )));
-    }
-    let event_id: EventId = string(body, "eventId")?
-        .ok_or_else(|| ApiError::Invalid("`eventId` is required.".into()))?
+fn streamed_result(body: &Body) -> Result<StreamedResult, ApiError> {
+    let event_id = body
+        .required_string("eventId")?
         .parse()
         .map_err(|error| ApiError::Invalid(format!("`eventId` is invalid: {error}.")))?;
-    let attempt = whole(body, "attempt")?
+    let attempt = body
+        .unsigned("attempt")?
         .filter(|attempt| *attempt >= 1)
         .and_then(|attempt| u32::try_from(attempt).ok())
         .ok_or_else(|| ApiError::Invalid("`attempt` is required: a whole number from 1.".into()))?;
-    let status = whole(body, "status")?
+    let status = body
+        .unsigned("status")?
         .map(|status| {
             u16::try_from(status)
                 .ok()
@@ -202,14 +162,16 @@ fn streamed_result(body: &Map<String, Value>) -> Result<StreamedResult, ApiError
                 })
         })
         .transpose()?;
-    let error =
-        string(body, "error")?.map(|error| error.chars().take(MAX_ERROR_CHARS).collect::<String>());
+    let error = body
+        .string("error")?
+        .map(|error| error.chars().take(MAX_ERROR_CHARS).collect::<String>());
     if status.is_none() && error.is_none() {
         return Err(ApiError::Invalid(
             "Give `status` (the local receiver's answer) or `error` (why there was none).".into(),
         ));
     }
-    let duration_ms = whole(body, "durationMs")?
+    let duration_ms = body
+        .unsigned("durationMs")?
         .filter(|ms| *ms <= u64::from(u32::MAX))
         .ok_or_else(|| {
             ApiError::Invalid(format!(
@@ -223,50 +185,21 @@ fn streamed_result(body: &Map<String, Value>) -> Result<StreamedResult, ApiError
         status,
         error,
         duration_ms,
-        response_body: string(body, "responseBody")?.map(str::to_owned),
+        response_body: body.string("responseBody")?.map(str::to_owned),
     })
 }
 
-fn string<'a>(body: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(ApiError::Invalid(format!("`{field}` must be a string."))),
-    }
-}
-
-fn whole(body: &Map<String, Value>, field: &str) -> Result<Option<u64>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| ApiError::Invalid(format!("`{field}` must be a whole number from 0."))),
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TestSent {
-    event_id: EventId,
-}
-
 /// A test event's body, `{event, data?}`.
-fn test_event(body: &Map<String, Value>) -> Result<(EventName, Option<&Value>), ApiError> {
-    if let Some(unknown) = body
-        .keys()
-        .find(|field| !["event", "data"].contains(&field.as_str()))
-    {
-        return Err(ApiError::Invalid(format!(
-            "`{unknown}` is not a field of a test event; its fields are `event` and `data`."
-        )));
-    }
-    let event = string(body, "event")?
-        .ok_or_else(|| ApiError::InvalidHook("`event` is required.".into()))?
+fn test_event(body: &Body) -> Result<(EventName, Option<&Value>), ApiError> {
+    let event = body
+        .required_string("event")?
         .parse()
         .map_err(|error| ApiError::InvalidHook(format!("{error}.")))?;
-    Ok((event, body.get("data").filter(|data| !data.is_null())))
+    Ok((event, body.value("data").filter(|data| !data.is_null())))
 }
+
+/// The fields of a test event's body.
+const TEST_FIELDS: [&str; 2] = ["event", "data"];
 
 /// `POST /hooks/:id/test`: 202 `{eventId}`.
 pub(crate) async fn test_hook(
@@ -278,13 +211,13 @@ pub(crate) async fn test_hook(
     let id: WebhookId = id
         .parse()
         .map_err(|_| ApiError::NotFound(format!("No webhook with id `{id}` in this workspace.")))?;
-    let body = object(api, request, false).await?;
+    let body = object(api, request, false, &TEST_FIELDS).await?;
     let (event, data) = test_event(&body)?;
     let event_id = api
         .app
         .send_workspace_test_event(caller.workspace.id, id, event, data)
         .await?;
-    Ok(ok(StatusCode::ACCEPTED, Some(TestSent { event_id })))
+    Ok(ok(StatusCode::ACCEPTED, Some(TestSentObject { event_id })))
 }
 
 /// `POST /listeners/:id/test`: 202 `{eventId}`.
@@ -295,11 +228,11 @@ pub(crate) async fn test(
     request: Request<Incoming>,
 ) -> Answer {
     let id = listener_id(id)?;
-    let body = object(api, request, false).await?;
+    let body = object(api, request, false, &TEST_FIELDS).await?;
     let (event, data) = test_event(&body)?;
     let event_id = api
         .app
         .send_listener_test_event(caller.workspace.id, id, event, data)
         .await?;
-    Ok(ok(StatusCode::ACCEPTED, Some(TestSent { event_id })))
+    Ok(ok(StatusCode::ACCEPTED, Some(TestSentObject { event_id })))
 }

@@ -135,6 +135,13 @@ impl<'a> WebhookObject<'a> {
     }
 }
 
+/// What a test event answers: 202 `{eventId}` (both APIs).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestSentObject {
+    pub event_id: hookline_domain::EventId,
+}
+
 /// The Listener object (`docs/spec/devkit-v1.md`): its secret only in the
 /// answer that made it.
 #[derive(Debug, Serialize)]

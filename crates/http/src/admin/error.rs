@@ -6,7 +6,7 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
-use crate::body::BodyError;
+use crate::body::{BodyError, FieldError};
 use crate::transport::{TransportError, json_response, service_failure};
 use crate::wire::Failure;
 
@@ -89,6 +89,12 @@ fn invalid(error: &hookline_domain::Error) -> AdminError {
 impl From<hookline_domain::Error> for AdminError {
     fn from(error: hookline_domain::Error) -> Self {
         invalid(&error)
+    }
+}
+
+impl From<FieldError> for AdminError {
+    fn from(FieldError(message): FieldError) -> Self {
+        AdminError::Invalid(message)
     }
 }
 

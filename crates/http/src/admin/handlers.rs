@@ -15,10 +15,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::admin::error::AdminError;
-use crate::admin::input::{Body, page, query_value};
+use crate::admin::input::{page, query_value};
 use crate::admin::wire::{HealthObject, Listed, WebhookAdmin, WorkspaceAdmin};
+use crate::body::Body;
 use crate::body::header_pairs;
 use crate::transport::json_response;
+use crate::wire::TestSentObject;
 use crate::wire::{
     AccountObject, AttemptObject, CatalogEventObject, KeyCreatedObject, KeyObject, Success,
 };
@@ -311,18 +313,12 @@ pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer 
     Ok(ok(StatusCode::OK, Some(data)))
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TestSent {
-    event_id: EventId,
-}
-
 pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
     let body = Body::object(body, &["event", "data"])?;
     let event: EventName = body.required_string("event")?.parse()?;
     let event_id = app.send_test_event(id, event, body.value("data")).await?;
-    Ok(ok(StatusCode::ACCEPTED, Some(TestSent { event_id })))
+    Ok(ok(StatusCode::ACCEPTED, Some(TestSentObject { event_id })))
 }
 
 #[derive(Serialize)]
