@@ -54,7 +54,7 @@ backend_tests! {
             let verifier = standardwebhooks::Webhook::new(secret).unwrap();
             verifier.verify(&during[0].body, &during[0].headers).expect("either secret verifies during the grace");
         }
-        tokio::time::sleep(Duration::from_millis(2100)).await;
+        admin.db.clock().advance(Duration::from_secs(3));
         admin.post(&emit, json!({"event": "dm.sent", "data": {}})).await;
         let after = receiver.wait_for(2, Duration::from_secs(20)).await;
         let (body, headers) = (&after[1].body, &after[1].headers);

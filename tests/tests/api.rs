@@ -610,13 +610,15 @@ backend_tests! {
     async fn a_window_resets_one_window_after_its_first_request(db) {
         let api = Api::start_with(db, |config| {
             config.auth.rate_limit = 2;
-            config.auth.rate_window = Duration::from_secs(1);
+            config.auth.rate_window = Duration::from_secs(60);
         }).await;
         let (_, key) = api.workspace_with_key(Plan::Studio).await;
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::OK);
         assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::TOO_MANY_REQUESTS);
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        api.db.clock().advance(Duration::from_secs(59));
+        assert_eq!(api.get("/api/v1/me", &key).await.status, StatusCode::TOO_MANY_REQUESTS, "the window is not over yet");
+        api.db.clock().advance(Duration::from_secs(2));
         let reply = api.get("/api/v1/me", &key).await;
         assert_eq!(reply.status, StatusCode::OK);
         assert_eq!(reply.header("x-ratelimit-remaining"), "1");

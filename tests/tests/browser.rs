@@ -436,7 +436,7 @@ backend_tests! {
 
         // 9. An expired link is refused, and shows nothing of the workspace.
         let short = admin.post(&format!("/admin/v1/workspaces/{ws}/portal"), json!({"ttlSeconds": 1})).await.body["data"]["url"].as_str().unwrap().to_owned();
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        admin.db.clock().advance(Duration::from_secs(2));
         browser.client.goto(&short).await.unwrap();
         assert_eq!(browser.text("h1").await, "This link cannot open Settings");
         let refused = browser.source().await;

@@ -155,11 +155,11 @@ backend_tests! {
         let running = start(db.store(), config(&receiver));
         let emitted = running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
         deliveries_when(db.store(), emitted.payload.id, settled).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Stopped (its attempts in flight finished), the worker can send nothing more.
+        running.stop().await;
         let mut paths: Vec<String> = receiver.received().into_iter().map(|r| r.path).collect();
         paths.sort();
         assert_eq!(paths, ["/a", "/b"]);
-        running.stop().await;
     }
 
     async fn retries_keep_the_webhook_id_until_a_2xx(db) {
@@ -228,24 +228,26 @@ backend_tests! {
         let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
         assert_eq!(deliveries[0].state, DeliveryState::Failed);
         assert_eq!(deliveries[0].attempts, 3);
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        running.stop().await;
         assert_eq!(receiver.received().len(), 3);
         assert_eq!(db.store().webhooks().attempts(hook.id, 10).await.unwrap().len(), 3);
-        running.stop().await;
     }
 
     async fn retry_after_of_a_429_is_waited_for(db) {
         let receiver = Receiver::start().await;
-        receiver.script("/busy", [Reply { retry_after: Some(2), ..Reply::status(429) }]);
+        receiver.script("/busy", [Reply { retry_after: Some(120), ..Reply::status(429) }]);
         let ws = db.workspace(Plan::Studio).await;
         let (hook, _) = db.webhook(ws, &receiver.url("/busy"), &[EventName::DmSent], WebhookSource::Api).await.unwrap();
         let running = start(db.store(), config(&receiver));
         let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let waiting = deliveries_when(db.store(), emitted.payload.id, |d| d.attempts == 1).await;
+        assert_eq!(waiting[0].state, DeliveryState::Pending);
+        db.clock().advance(Duration::from_secs(121));
         let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
         assert_eq!(deliveries[0].state, DeliveryState::Delivered);
         let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
         let waited = log[0].at.unix_millis() - log[1].at.unix_millis();
-        assert!(waited >= 2_000, "retried after {waited} ms despite Retry-After: 2");
+        assert!(waited >= 120_000, "retried after {waited} ms despite Retry-After: 120");
         running.stop().await;
     }
 
@@ -270,10 +272,10 @@ backend_tests! {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         // No more deliveries for either.
-        running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(receiver.received().len(), 2);
+        let later = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        assert_eq!(db.store().events().deliveries(later.payload.id).await.unwrap(), []);
         running.stop().await;
+        assert_eq!(receiver.received().len(), 2);
     }
 
     async fn deleting_or_disabling_a_webhook_cancels_its_retries(db) {
@@ -289,12 +291,17 @@ backend_tests! {
         receiver.wait_for(2, WAIT).await;
         db.store().webhooks().delete(deleted.id, None).await.unwrap();
         db.store().webhooks().set_enabled(disabled.id, false).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
-        assert_eq!(receiver.received().len(), 2, "a retry went out after delete or disable");
+        // Every retry would be due now; an event to a third webhook, once received,
+        // shows the worker claimed after they were.
+        db.clock().advance(Duration::from_secs(10));
+        db.webhook(ws, &receiver.url("/later"), &[EventName::LinkClicked], WebhookSource::Api).await.unwrap();
+        running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
+        wait_for_path(&receiver, "/later", 1).await;
+        running.stop().await;
+        assert_eq!(receiver.received().len(), 3, "a retry went out after delete or disable");
         let left = db.store().events().deliveries(emitted.payload.id).await.unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].state, DeliveryState::Cancelled);
-        running.stop().await;
     }
 
     async fn private_targets_are_refused_at_delivery(db) {
@@ -553,13 +560,11 @@ async fn two_workers_on_postgres_send_each_of_1000_deliveries_once() {
         .unwrap();
     let first = start(db.store(), config(&receiver));
     let second = start(&second_store, config(&receiver));
-    let received = receiver.wait_for(1000, Duration::from_secs(60)).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let received = if receiver.received().len() > received.len() {
-        receiver.received()
-    } else {
-        received
-    };
+    receiver.wait_for(1000, Duration::from_secs(60)).await;
+    // Stopped, neither worker can send a duplicate after the count.
+    first.stop().await;
+    second.stop().await;
+    let received = receiver.received();
     let mut seen = std::collections::HashSet::new();
     for request in &received {
         let id = request.headers["webhook-id"].to_str().unwrap().to_owned();
@@ -570,6 +575,4 @@ async fn two_workers_on_postgres_send_each_of_1000_deliveries_once() {
         );
     }
     assert_eq!(received.len(), 1000);
-    first.stop().await;
-    second.stop().await;
 }

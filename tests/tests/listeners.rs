@@ -324,7 +324,7 @@ backend_tests! {
     async fn an_attempt_without_a_result_in_time_is_unanswered_and_retried(db) {
         let receiver = Receiver::start().await;
         let config = hookline_delivery::DeliveryConfig {
-            timeout: Duration::from_secs(1),
+            timeout: Duration::from_secs(30),
             ..delivery(&receiver, 3)
         };
         let admin = Admin::delivering(db, config).await;
@@ -339,6 +339,7 @@ backend_tests! {
         assert_eq!(first["attempt"], 1);
         // No result: once its lease ends, the attempt is recorded as unanswered and
         // the next one comes down the same stream.
+        admin.db.clock().advance(Duration::from_secs(31));
         let (_, second) = stream.delivery().await;
         assert_eq!(second["eventId"], event.as_str());
         assert_eq!(second["attempt"], 2);
@@ -349,7 +350,7 @@ backend_tests! {
         assert_eq!(log.len(), 1, "{log:?}");
         assert_eq!(log[0].attempt, 1);
         assert_eq!(log[0].status, None);
-        assert_eq!(log[0].error.as_deref(), Some("no result from hookline listen within 1s"));
+        assert_eq!(log[0].error.as_deref(), Some("no result from hookline listen within 30s"));
         drop(stream);
         admin.stop().await;
     }

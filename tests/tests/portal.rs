@@ -237,7 +237,7 @@ backend_tests! {
         let short = link(&admin, &ws, Some(1)).await;
         let opened = page(&admin, Method::GET, path_of(&short), &[], "").await;
         let cookie = opened.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        admin.db.clock().advance(Duration::from_secs(2));
         assert_refused(&page(&admin, Method::GET, path_of(&short), &[], "").await, &ws);
         assert_refused(&page(&admin, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], "").await, &ws);
         // Forged: a well-formed token no link has, a malformed one, none.

@@ -1,9 +1,7 @@
 //! Emitting events (the outbox), and the samples the public API shows.
 
 use hookline_delivery::Emission;
-use hookline_domain::{
-    EventName, EventPayload, IdempotencyKey, SAMPLES_KEPT, Timestamp, WorkspaceId,
-};
+use hookline_domain::{EventName, EventPayload, IdempotencyKey, SAMPLES_KEPT, WorkspaceId};
 
 use crate::{App, Result};
 
@@ -34,7 +32,7 @@ impl App {
     /// The outbox's backlog now: deliveries due (up to `DUE_COUNTED_AT_MOST`),
     /// and how late the oldest of them is (`/metrics`).
     pub async fn backlog(&self) -> Result<(u64, std::time::Duration)> {
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let (due, oldest) = self.events.backlog(now, DUE_COUNTED_AT_MOST).await?;
         let late = oldest.map_or(0, |at| now.unix_millis() - at.unix_millis());
         Ok((

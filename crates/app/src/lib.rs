@@ -47,7 +47,7 @@ mod webhooks;
 mod workspaces;
 
 use hookline_delivery::{DeliveryConfig, Outbox, StreamedDeliveries};
-use hookline_domain::{KeyPrefix, TargetPolicy};
+use hookline_domain::{Clock, KeyPrefix, TargetPolicy};
 use hookline_store::{
     Accounts, AdminTokens, ApiKeys, Events, PortalLinks, Store, Webhooks, Workspaces,
 };
@@ -86,6 +86,7 @@ pub struct App {
     portal_links: PortalLinks,
     outbox: Outbox,
     streamed: StreamedDeliveries,
+    clock: Clock,
     config: AppConfig,
 }
 
@@ -103,6 +104,7 @@ impl App {
             portal_links: store.portal_links(),
             outbox,
             streamed: StreamedDeliveries::new(store.queue(), &DeliveryConfig::default()),
+            clock: store.clock().clone(),
             config,
         }
     }
@@ -116,5 +118,11 @@ impl App {
     /// What the use cases were configured with.
     pub fn config(&self) -> &AppConfig {
         &self.config
+    }
+
+    /// Where the use cases read the time (the store's clock); front ends that
+    /// show or compare times read it here too.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 }

@@ -6,8 +6,8 @@
 
 use hookline_delivery::{StreamedAttempt, StreamedResult};
 use hookline_domain::{
-    EventId, EventName, ListenerId, Refusal, Timestamp, Webhook, WebhookDescription,
-    WebhookHeaders, WebhookId, WebhookSource, WebhookUrl, WorkspaceId,
+    EventId, EventName, ListenerId, Refusal, Webhook, WebhookDescription, WebhookHeaders,
+    WebhookId, WebhookSource, WebhookUrl, WorkspaceId,
 };
 use hookline_store::NewWebhook;
 
@@ -98,7 +98,7 @@ impl App {
     pub async fn note_streamed(&self, listener: &Webhook) -> Result<()> {
         Ok(self
             .webhooks
-            .note_streamed(listener.id, Timestamp::now())
+            .note_streamed(listener.id, self.clock.now())
             .await?)
     }
 

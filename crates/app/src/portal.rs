@@ -39,7 +39,7 @@ impl App {
         let ttl = portal_ttl_seconds(ttl_seconds)?;
         self.require_workspace(workspace).await?;
         let (token, hash) = hookline_auth::generate_portal_token()?;
-        let expires_at = Timestamp::now().plus(std::time::Duration::from_secs(ttl));
+        let expires_at = self.clock.now().plus(std::time::Duration::from_secs(ttl));
         self.portal_links
             .create(workspace, &hash, expires_at)
             .await?;
@@ -62,7 +62,7 @@ impl App {
         let refused = match self.portal_links.find(&hash).await? {
             None => "unknown token",
             Some((owner, _)) if owner.id != workspace => "a token of another workspace",
-            Some((_, expires_at)) if expires_at <= Timestamp::now() => "expired",
+            Some((_, expires_at)) if expires_at <= self.clock.now() => "expired",
             Some((owner, expires_at)) => {
                 return Ok(Some(PortalSession {
                     workspace: owner,

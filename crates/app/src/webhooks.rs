@@ -370,7 +370,10 @@ impl App {
             .into());
         }
         let secret = hookline_auth::generate_webhook_secret()?;
-        let grace_until = Timestamp::now().plus(std::time::Duration::from_secs(grace_seconds));
+        let grace_until = self
+            .clock
+            .now()
+            .plus(std::time::Duration::from_secs(grace_seconds));
         let webhook = self
             .webhooks
             .rotate_secret(id, &secret, grace_until)

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hookline_batch::{Batcher, keyed_read};
-use hookline_domain::{AdminTokenRecord, ApiKeyStatus, KeyHash, KeyPrefix, Timestamp};
+use hookline_domain::{AdminTokenRecord, ApiKeyStatus, KeyHash, KeyPrefix};
 use hookline_store::AdminTokens;
 
 use crate::authenticate::presented;
@@ -58,6 +58,6 @@ impl AdminAuthenticator {
         if record.status() == ApiKeyStatus::Revoked {
             return Err(Error::Unauthenticated("revoked admin token"));
         }
-        Ok(self.tokens.touch(record, Timestamp::now()).await?)
+        Ok(self.tokens.touch(record, self.tokens.clock().now()).await?)
     }
 }

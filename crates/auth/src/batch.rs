@@ -44,7 +44,7 @@ async fn check(
     window_ms: i64,
     hashes: &[KeyHash],
 ) -> hookline_store::Result<Vec<Option<KeyUse>>> {
-    let now = Timestamp::now();
+    let now = keys.clock().now();
     let used = keys.use_keys(hashes, now, window_ms).await?;
     let mut requests: HashMap<ApiKeyId, u64> = HashMap::new();
     for entry in used.iter().flatten() {

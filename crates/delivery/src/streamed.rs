@@ -75,7 +75,7 @@ impl StreamedDeliveries {
     /// The listener's due deliveries, oldest first, each leased until its
     /// result is due and signed now.
     pub async fn claim(&self, listener: WebhookId) -> Result<Vec<StreamedAttempt>> {
-        let now = Timestamp::now();
+        let now = self.queue.clock().now();
         let answer_by = now.plus(self.timeout);
         let claimed = self
             .queue
@@ -87,7 +87,8 @@ impl StreamedDeliveries {
                 event_id: delivery.event_id,
                 event: delivery.event,
                 attempt: delivery.attempts.saturating_add(1),
-                headers: SignedHeaders::of(&delivery, now),
+                // The receiver checks the signature's time against the world's clock.
+                headers: SignedHeaders::of(&delivery, Timestamp::now()),
                 body: delivery.payload,
                 answer_by,
             })
@@ -104,16 +105,17 @@ impl StreamedDeliveries {
         else {
             return Ok(false);
         };
+        let now = self.queue.clock().now();
         let outcome = match result.status {
             Some(status) if (200..300).contains(&status) => Outcome::Delivered,
             _ => retry_or_give_up(
                 &self.schedule,
                 claimed.attempts_this_round.saturating_add(1),
                 Duration::ZERO,
+                now,
             ),
         };
         let duration = Duration::from_millis(result.duration_ms);
-        let now = Timestamp::now();
         let attempt = DeliveryAttempt {
             event_id: claimed.event_id,
             webhook_id: claimed.webhook_id,

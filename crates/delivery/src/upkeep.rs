@@ -45,7 +45,7 @@ pub(crate) async fn run(
             // for it (each of its turns is a transaction of its own).
             tokio::select! {
                 _ = stopped.changed() => return,
-                () = round(&upkeep, Timestamp::now(), retention) => {}
+                () = round(&upkeep, upkeep.clock().now(), retention) => {}
             }
             next_retention = Instant::now() + RETENTION_CHECK;
         }
@@ -140,7 +140,10 @@ fn millis(since: Instant) -> u64 {
 
 /// Disables the webhooks that have failed for `after` with no success between.
 async fn disable_failing(upkeep: &Upkeep, after: Duration) {
-    match upkeep.disable_failing(Timestamp::now().minus(after)).await {
+    match upkeep
+        .disable_failing(upkeep.clock().now().minus(after))
+        .await
+    {
         Ok(disabled) => {
             for webhook_id in disabled {
                 metrics::counter!("hookline_webhooks_disabled_total", "reason" => "failing")

@@ -150,7 +150,7 @@ async fn renew_leases(
             _ = stopped.changed() => return,
         }
         let keys = held.snapshot();
-        let until = Timestamp::now().plus(LEASE);
+        let until = queue.clock().now().plus(LEASE);
         match queue.renew(&keys, &token, until).await {
             Ok(renewed) if renewed < keys.len() => tracing::debug!(
                 held = keys.len(),
@@ -434,7 +434,7 @@ impl Worker {
         skip: Vec<WebhookId>,
         fast: Vec<WebhookId>,
     ) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
-        let now = Timestamp::now();
+        let now = self.queue.clock().now();
         let request = ClaimRequest {
             now,
             lease_until: now.plus(LEASE),
@@ -468,7 +468,7 @@ impl Worker {
                     "the receiver does not answer; its deliveries rest, then one probe goes out"
                 );
                 let after = self.config.isolation.breaker_misses;
-                Some((Timestamp::now().plus(rest), after))
+                Some((self.queue.clock().now().plus(rest), after))
             }
             Some(BreakerChange::Closed) => {
                 metrics::counter!("hookline_delivery_breaker_total", "change" => "closed")
@@ -719,8 +719,9 @@ impl Attempt {
             self.held.let_go([&delivery]);
             return (Reach::NotSent, Duration::ZERO);
         }
-        let at = Timestamp::now();
-        let signed = SignedHeaders::of(&delivery, at);
+        let at = self.queue.clock().now();
+        // The receiver checks the signature's time against the world's clock.
+        let signed = SignedHeaders::of(&delivery, Timestamp::now());
         let headers = [
             ("content-type", "application/json".to_owned()),
             ("user-agent", USER_AGENT.to_owned()),
@@ -741,6 +742,7 @@ impl Attempt {
             &self.schedule,
             delivery.attempts_this_round.saturating_add(1),
             &response,
+            self.queue.clock().now(),
         );
         metrics::counter!("hookline_deliveries_total", "outcome" => metric_label(outcome))
             .increment(1);
@@ -794,7 +796,12 @@ fn metric_label(outcome: Outcome) -> &'static str {
 
 /// What a response leads to: 2xx delivered, 410 gone, else a retry by the schedule
 /// (at least `Retry-After` on 429 and 503) or, after the last attempt, giving up.
-fn outcome(schedule: &RetrySchedule, attempt: u32, response: &crate::Response) -> Outcome {
+fn outcome(
+    schedule: &RetrySchedule,
+    attempt: u32,
+    response: &crate::Response,
+    now: Timestamp,
+) -> Outcome {
     match response.status {
         Some(status) if status.is_success() => Outcome::Delivered,
         Some(StatusCode::GONE) => Outcome::Gone,
@@ -806,7 +813,7 @@ fn outcome(schedule: &RetrySchedule, attempt: u32, response: &crate::Response) -
             .then_some(response.retry_after)
             .flatten()
             .unwrap_or_default();
-            retry_or_give_up(schedule, attempt, asked)
+            retry_or_give_up(schedule, attempt, asked, now)
         }
     }
 }
@@ -814,10 +821,15 @@ fn outcome(schedule: &RetrySchedule, attempt: u32, response: &crate::Response) -
 /// After failed attempt `attempt` of a round: a retry when the schedule's wait
 /// is over (or the wait the receiver `asked` for, if longer), or giving up after
 /// the schedule's last.
-pub(crate) fn retry_or_give_up(schedule: &RetrySchedule, attempt: u32, asked: Duration) -> Outcome {
+pub(crate) fn retry_or_give_up(
+    schedule: &RetrySchedule,
+    attempt: u32,
+    asked: Duration,
+    now: Timestamp,
+) -> Outcome {
     match schedule.delay_after(attempt) {
         None => Outcome::GaveUp,
-        Some(delay) => Outcome::RetryAt(Timestamp::now().plus(delay.max(asked))),
+        Some(delay) => Outcome::RetryAt(now.plus(delay.max(asked))),
     }
 }
 

@@ -71,7 +71,7 @@ pub use portal::{
     DEFAULT_PORTAL_TTL_SECONDS, MAX_PORTAL_TTL_SECONDS, PublicUrl, portal_ttl_seconds,
 };
 pub use refusal::Refusal;
-pub use time::{Timestamp, span_millis};
+pub use time::{Clock, Timestamp, span_millis};
 pub use url::{Host, WebhookUrl};
 pub use webhook::{DisabledReason, Webhook, WebhookDescription, WebhookSecret, WebhookSource};
 pub use workspace::{Workspace, WorkspaceName};

@@ -80,6 +80,77 @@ impl Timestamp {
     }
 }
 
+/// Where "now" comes from: the system clock, or the system clock moved forward by
+/// what [`Clock::advance`] added (a test's way to let an hour pass without waiting
+/// for it). Every rule that reads the time reads it from the store's clock, so a
+/// test moves one process's whole notion of now at once; time keeps flowing
+/// either way, so timers and the worker's polls behave as in production.
+///
+/// ```
+/// use std::time::Duration;
+/// use hookline_domain::Clock;
+///
+/// let clock = Clock::adjustable();
+/// let before = clock.now();
+/// clock.advance(Duration::from_secs(3600));
+/// assert!(clock.now().unix_millis() - before.unix_millis() >= 3_600_000);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    /// Milliseconds added to the system clock; `None` for the system clock itself.
+    ahead: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
+}
+
+impl Clock {
+    /// The system clock (production's).
+    pub fn system() -> Clock {
+        Clock { ahead: None }
+    }
+
+    /// The system clock, which [`Clock::advance`] moves forward (tests').
+    pub fn adjustable() -> Clock {
+        Clock {
+            ahead: Some(std::sync::Arc::default()),
+        }
+    }
+
+    /// Now, by this clock.
+    pub fn now(&self) -> Timestamp {
+        let now = Timestamp::now();
+        match &self.ahead {
+            None => now,
+            Some(ahead) => now.plus_millis(ahead.load(std::sync::atomic::Ordering::Relaxed)),
+        }
+    }
+
+    /// Moves an adjustable clock (and each of its clones) forward by `span`.
+    ///
+    /// # Panics
+    /// On the system clock: a caller that means to move time and cannot must not
+    /// go on as if it had.
+    pub fn advance(&self, span: Duration) {
+        let ahead = self
+            .ahead
+            .as_ref()
+            .expect("only an adjustable clock can be moved forward");
+        ahead.fetch_add(span_millis(span), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Two clocks are equal when they tell the same time: both the system clock, or
+/// clones of one adjustable clock.
+impl PartialEq for Clock {
+    fn eq(&self, other: &Clock) -> bool {
+        match (&self.ahead, &other.ahead) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Clock {}
+
 impl Timestamp {
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, by integer arithmetic: every response and payload
     /// writes timestamps, and a format description interpreted each time (with a
@@ -212,5 +283,24 @@ mod tests {
     fn now_is_recent() {
         // 2026-01-01 as a floor: catches a unit mix-up (seconds for millis).
         assert!(Timestamp::now().unix_millis() > 1_767_225_600_000);
+    }
+
+    #[test]
+    fn an_adjustable_clock_and_its_clones_move_together() {
+        let clock = Clock::adjustable();
+        let clone = clock.clone();
+        let system = Clock::system().now();
+        clone.advance(Duration::from_secs(86_400));
+        assert!(clock.now().unix_millis() - system.unix_millis() >= 86_400_000);
+        assert!(Clock::system().now().unix_millis() - system.unix_millis() < 86_400_000);
+        assert_eq!(clock, clone);
+        assert_ne!(clock, Clock::adjustable());
+        assert_ne!(clock, Clock::system());
+    }
+
+    #[test]
+    #[should_panic(expected = "only an adjustable clock")]
+    fn the_system_clock_cannot_be_moved() {
+        Clock::system().advance(Duration::from_secs(1));
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use hookline_app::App;
 use hookline_delivery::StreamedAttempt;
-use hookline_domain::{Timestamp, Webhook, WebhookId};
+use hookline_domain::{Webhook, WebhookId};
 use http_body_util::Full;
 use hyper::body::{Body, Bytes, Frame, SizeHint};
 use serde::Serialize;
@@ -207,7 +207,7 @@ async fn run(app: &App, listener: &Webhook, sender: &mpsc::Sender<Bytes>, ended:
 /// Records the attempts whose results are past due as unanswered (retried on
 /// the schedule); those whose results came are simply let go.
 async fn settle_late(app: &App, listener: &Webhook, sent: &mut Vec<StreamedAttempt>) {
-    let now = Timestamp::now();
+    let now = app.clock().now();
     let (late, waiting): (Vec<_>, Vec<_>) =
         sent.drain(..).partition(|attempt| attempt.answer_by <= now);
     *sent = waiting;
@@ -303,6 +303,7 @@ fn event_frame(attempt: &StreamedAttempt) -> Bytes {
 mod tests {
     use super::*;
     use crate::connections::{Closing, Connections};
+    use hookline_domain::Timestamp;
 
     /// A stream keeps its connection busy (never idle, never evicted) for as
     /// long as it lasts; a whole answer lets it idle at once.

@@ -1,3 +1,5 @@
+use hookline_domain::Clock;
+
 use crate::{Error, Result};
 
 /// How to reach the database. Filled by the binary from `--database-url` /
@@ -9,6 +11,9 @@ pub struct StoreConfig {
     pub database_url: String,
     /// Connections in the pool.
     pub max_connections: usize,
+    /// Where the store reads the time (the system clock but in tests, which move
+    /// an adjustable one forward instead of waiting).
+    pub clock: Clock,
 }
 
 impl StoreConfig {
@@ -20,6 +25,7 @@ impl StoreConfig {
         StoreConfig {
             database_url: database_url.into(),
             max_connections: 16,
+            clock: Clock::system(),
         }
     }
 

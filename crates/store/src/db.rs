@@ -4,7 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use hookline_batch::Batcher;
-use hookline_domain::{Account, Webhook, WorkspaceId};
+use hookline_domain::{Account, Clock, Webhook, WorkspaceId};
 
 use crate::models::event::{NewEvent, Recorded};
 
@@ -20,6 +20,8 @@ pub(crate) type Coalesced<I, O> = Arc<OnceLock<Batcher<I, O, Error>>>;
 pub(crate) struct Db {
     pub(crate) pools: Pools,
     pub(crate) database_url: Arc<str>,
+    /// Where every handle reads the time it writes and compares.
+    pub(crate) clock: Clock,
     /// SQLite has one writer at a time. hookline's writers take turns here (see
     /// `write_lock.rs`) rather than in SQLite's busy handler.
     sqlite_writes: Arc<WriteLock>,
@@ -49,6 +51,7 @@ impl Db {
         Ok(Db {
             pools,
             database_url: config.database_url.as_str().into(),
+            clock: config.clock.clone(),
             sqlite_writes: Arc::new(sqlite_writes),
             accounts_by_workspace: Arc::default(),
             webhooks_by_workspace: Arc::default(),

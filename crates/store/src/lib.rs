@@ -58,6 +58,7 @@ mod write_lock;
 
 pub use config::{Backend, StoreConfig};
 pub use error::{Error, Result};
+use hookline_domain::Clock;
 pub use models::account::Accounts;
 pub use models::admin_token::AdminTokens;
 pub use models::api_key::ApiKeys;
@@ -94,6 +95,11 @@ impl Store {
     /// The backend this store is on.
     pub fn backend(&self) -> Backend {
         self.db.backend()
+    }
+
+    /// Where the store, and whoever holds it, reads the time.
+    pub fn clock(&self) -> &Clock {
+        &self.db.clock
     }
 
     /// The delivery worker's handle.

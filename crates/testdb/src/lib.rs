@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 pub use history::History;
 use hookline_domain::{
-    DeliveryAttempt, EventName, Finished, Outcome, Plan, TargetPolicy, Timestamp, Webhook,
+    Clock, DeliveryAttempt, EventName, Finished, Outcome, Plan, TargetPolicy, Timestamp, Webhook,
     WebhookDescription, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 pub use hookline_store::Backend;
@@ -154,6 +154,8 @@ impl TestDb {
         let database = Database::new(backend).await;
         let mut config = StoreConfig::new(database.url());
         config.max_connections = 8;
+        // Tests move time forward instead of waiting for it (`TestDb::clock`).
+        config.clock = Clock::adjustable();
         let store = Store::connect(&config)
             .await
             .unwrap_or_else(|e| panic!("cannot open test database: {e}"));
@@ -166,6 +168,12 @@ impl TestDb {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store's clock, adjustable: `db.clock().advance(…)` lets time pass for
+    /// everything built on this store (its app, server and worker) at once.
+    pub fn clock(&self) -> &Clock {
+        self.store.clock()
     }
 
     /// The database URL, for processes started by the test (`DATABASE_URL`).

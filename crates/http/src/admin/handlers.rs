@@ -232,7 +232,7 @@ pub(crate) async fn hook_stats(app: &App, hook: &str, query: Option<&str>) -> An
         None => HealthWindow::default(),
         Some(window) => window.parse::<HealthWindow>()?,
     };
-    let health = app.webhook_health(id, window, Timestamp::now()).await?;
+    let health = app.webhook_health(id, window, app.clock().now()).await?;
     Ok(ok(StatusCode::OK, Some(HealthObject::from(&health))))
 }
 

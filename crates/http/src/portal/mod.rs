@@ -24,8 +24,8 @@ mod router;
 
 use hookline_app::{App, AppConfig, PageRequest, PortalSession, Settings};
 use hookline_domain::{
-    ApiKeyId, EventId, EventName, HealthWindow, KeyName, PublicUrl, Timestamp, WebhookId,
-    WorkspaceId, limits::DEFAULT_SECRET_GRACE_SECONDS,
+    ApiKeyId, EventId, EventName, HealthWindow, KeyName, PublicUrl, WebhookId, WorkspaceId,
+    limits::DEFAULT_SECRET_GRACE_SECONDS,
 };
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -186,7 +186,10 @@ impl Portal {
         };
         let act = Act {
             settings: self.app.settings(workspace),
-            frame: Frame { session: &session },
+            frame: Frame {
+                session: &session,
+                now: self.app.clock().now(),
+            },
             config: self.app.config(),
         };
         match page {
@@ -231,7 +234,8 @@ impl Portal {
             .portal_session(workspace, &token)
             .await?
             .ok_or(PortalError::Refused)?;
-        let lifetime = (session.expires_at.unix_millis() - Timestamp::now().unix_millis()) / 1000;
+        let lifetime =
+            (session.expires_at.unix_millis() - self.app.clock().now().unix_millis()) / 1000;
         let cookie = self.cookie(workspace, &token, lifetime.max(1))?;
         let mut response = html(
             StatusCode::OK,
@@ -370,7 +374,7 @@ impl Act<'_> {
     }
 
     async fn hooks(&self, flash: Flash, typed: &HookForm, status: StatusCode) -> Answer {
-        let hooks = self.settings.webhooks_with_health(Timestamp::now()).await?;
+        let hooks = self.settings.webhooks_with_health(self.frame.now).await?;
         Ok(html(
             status,
             pages::hooks(&self.frame, &hooks, &flash, typed),
@@ -479,7 +483,7 @@ impl Act<'_> {
             }
             Err(other) => return Err(other.into()),
         };
-        let now = Timestamp::now();
+        let now = self.frame.now;
         let health = self.settings.health_of(&webhook, window, now).await?;
         let mut page = HookPage {
             webhook: &webhook,

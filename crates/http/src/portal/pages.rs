@@ -18,6 +18,8 @@ use crate::portal::health;
 /// its workspace.
 pub(crate) struct Frame<'a> {
     pub(crate) session: &'a PortalSession,
+    /// When the page is drawn (the app's clock), for "n minutes ago".
+    pub(crate) now: Timestamp,
 }
 
 /// Which tab a page belongs to.
@@ -329,7 +331,7 @@ pub(crate) fn hooks(
     flash: &Flash,
     typed: &HookForm,
 ) -> Markup {
-    let now = Timestamp::now();
+    let now = frame.now;
     let base = frame.base();
     let content = html! {
         p { "Events of this workspace are sent to these URLs, signed. Webhooks made by integrations through the API are listed too." }
@@ -464,7 +466,7 @@ pub(crate) fn hook(frame: &Frame<'_>, page: &HookPage<'_>, flash: &Flash) -> Mar
     let here = format!("{}hooks/{}", frame.base(), webhook.id);
     let test_event = page.test_event.or(webhook.events.first().copied());
     let health = page.health;
-    let now = Timestamp::now();
+    let now = frame.now;
     let restorable = health.failing_since.is_some()
         && (webhook.enabled || webhook.disabled_reason == Some(DisabledReason::Failing));
     let content = html! {

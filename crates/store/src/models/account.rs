@@ -2,7 +2,7 @@ use std::collections::HashMap;
 
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use hookline_domain::{Account, AccountId, Timestamp, Username, WorkspaceId};
+use hookline_domain::{Account, AccountId, Username, WorkspaceId};
 
 use hookline_batch::{Batcher, keyed_read};
 
@@ -50,7 +50,7 @@ impl Accounts {
     /// naming it the same way. Refused while the handle is connected already.
     pub async fn connect(&self, workspace_id: WorkspaceId, username: &Username) -> Result<Account> {
         let workspace = workspace_id.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let row: AccountRow = write_tx!(self.db, |conn| {
             if !conn.lock_workspace(&workspace).await? {
                 return Err(Error::not_found("workspace", &workspace));
@@ -100,7 +100,7 @@ impl Accounts {
     /// twice is not an error: the account stays disconnected.
     pub async fn disconnect(&self, id: AccountId) -> Result<Option<Account>> {
         let id = id.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let row: Option<AccountRow> = write_tx!(self.db, |conn| {
             diesel::update(accounts::table.find(&id))
                 .filter(accounts::disconnected_at.is_null())

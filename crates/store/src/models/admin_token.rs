@@ -61,10 +61,15 @@ pub struct AdminTokens {
 }
 
 impl AdminTokens {
+    /// The store's clock: what "now" is for whoever holds this handle.
+    pub fn clock(&self) -> &hookline_domain::Clock {
+        &self.db.clock
+    }
+
     /// Records a new token by its hash.
     pub async fn create(&self, name: &KeyName, hash: &KeyHash) -> Result<AdminTokenRecord> {
         let id = AdminTokenId::generate();
-        let created_at = Timestamp::now();
+        let created_at = self.db.clock.now();
         let (id_text, hash) = (id.to_string(), hash.to_hex());
         write_conn!(self.db, |conn| {
             diesel::insert_into(admin_tokens::table)
@@ -102,7 +107,7 @@ impl AdminTokens {
     /// twice keeps the first revocation time.
     pub async fn revoke(&self, id: AdminTokenId) -> Result<Option<AdminTokenRecord>> {
         let id = id.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let row: Option<AdminTokenRow> = write_tx!(self.db, |conn| {
             diesel::update(admin_tokens::table.find(&id))
                 .filter(admin_tokens::revoked_at.is_null())

@@ -3,9 +3,7 @@ use std::collections::HashMap;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use hookline_domain::limits::MAX_ACTIVE_API_KEYS;
-use hookline_domain::{
-    ApiKeyId, ApiKeyRecord, KeyHash, KeyName, Timestamp, Workspace, WorkspaceId,
-};
+use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, KeyName, Workspace, WorkspaceId};
 
 use crate::db::Db;
 use crate::error::Stored as _;
@@ -77,7 +75,7 @@ impl ApiKeys {
         let workspace = workspace_id.to_string();
         let id = ApiKeyId::generate().to_string();
         let hash = hash.to_hex();
-        let created_at = Timestamp::now().unix_millis();
+        let created_at = self.db.clock.now().unix_millis();
         write_tx!(self.db, |conn| {
             if !conn.lock_workspace(&workspace).await? {
                 return Err(Error::not_found("workspace", &workspace));
@@ -135,7 +133,7 @@ impl ApiKeys {
     /// the first revocation time.
     pub async fn revoke(&self, id: ApiKeyId) -> Result<Option<ApiKeyRecord>> {
         let id = id.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let row: Option<ApiKeyRow> = write_tx!(self.db, |conn| {
             diesel::update(api_keys::table.find(&id))
                 .filter(api_keys::revoked_at.is_null())

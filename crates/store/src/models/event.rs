@@ -102,7 +102,8 @@ impl Events {
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
     async fn record_batch(&self, events: Vec<NewEvent>) -> Result<Vec<Result<Recorded>>> {
-        write_tx!(self.db, |conn| record_on(conn, &events).await)
+        let now = self.db.clock.now();
+        write_tx!(self.db, |conn| record_on(conn, &events, now).await)
     }
 
     /// Records `event` and its deliveries on the caller's PostgreSQL connection,
@@ -126,7 +127,7 @@ impl Events {
         conn: &mut diesel_async::AsyncPgConnection,
         event: NewEvent,
     ) -> Result<Recorded> {
-        record_on(conn, std::slice::from_ref(&event))
+        record_on(conn, std::slice::from_ref(&event), Timestamp::now())
             .await?
             .pop()
             .unwrap_or(Err(Error::Internal("an outbox write answered nothing")))
@@ -181,7 +182,7 @@ impl Events {
         use crate::schema::{deliveries, webhooks};
         let event_id = id.to_string();
         let webhook = webhook.map(|id| id.to_string());
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let queued = write_tx!(self.db, |conn| {
             let enabled = webhooks::table
                 .filter(webhooks::enabled.eq(true))
@@ -221,7 +222,7 @@ impl Events {
         use crate::models::queue::send_again;
         use crate::schema::deliveries;
         let webhook = webhook.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let queued = write_tx!(self.db, |conn| {
             // A delivery that gave up is due from the time of its last attempt on.
             let queued = diesel::update(deliveries::table)
@@ -363,11 +364,15 @@ pub(crate) struct KeyClaim<'a> {
 
 /// The outbox write of `events` on `conn`, inside a transaction its caller
 /// holds; answers each event's webhooks, or why it was not stored.
-async fn record_on<C>(conn: &mut C, events: &[NewEvent]) -> Result<Vec<Result<Recorded>>>
+async fn record_on<C>(
+    conn: &mut C,
+    events: &[NewEvent],
+    now: Timestamp,
+) -> Result<Vec<Result<Recorded>>>
 where
     C: InsertOutbox + FanoutWebhooks,
 {
-    let now = Timestamp::now().unix_millis();
+    let now = now.unix_millis();
     // The webhooks an event of each workspace reaches, read once per batch.
     let mut fanout: HashMap<WorkspaceId, Option<Vec<Webhook>>> = HashMap::new();
     let mut answers = Vec::with_capacity(events.len());

@@ -99,6 +99,11 @@ pub struct KeyCheck {
 }
 
 impl KeyCheck {
+    /// The store's clock: what "now" is for whoever holds this handle.
+    pub fn clock(&self) -> &hookline_domain::Clock {
+        &self.db.clock
+    }
+
     /// The keys of a batch of requests (one hash per request, in arrival order; a
     /// hash may come more than once), each with its workspace, read when the call
     /// runs: nothing is cached, so a revocation or plan change made anywhere counts

@@ -38,7 +38,7 @@ impl PortalLinks {
         expires_at: Timestamp,
     ) -> Result<()> {
         let (workspace, hash) = (workspace.to_string(), hash.to_hex());
-        let created_at = Timestamp::now().unix_millis();
+        let created_at = self.db.clock.now().unix_millis();
         write_conn!(self.db, |conn| {
             diesel::insert_into(portal_links::table)
                 .values(NewPortalLinkRow {

@@ -160,6 +160,11 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// The store's clock: what "now" is for whoever holds this handle.
+    pub fn clock(&self) -> &hookline_domain::Clock {
+        &self.db.clock
+    }
+
     /// Leases due deliveries as `request` says; deliveries whose lease ran out (a
     /// crashed worker's) are due again.
     pub async fn claim(&self, request: &ClaimRequest<'_>) -> Result<Vec<ClaimedDelivery>> {
@@ -224,7 +229,7 @@ impl Queue {
             .await
             .optional()?
         });
-        let now = Timestamp::now();
+        let now = self.db.clock.now();
         Ok(self
             .delivering(row.into_iter().collect(), now, |_| token.clone())
             .await?
@@ -418,7 +423,7 @@ impl Queue {
                             .await?
                     }
                     GoneAction::Disable => {
-                        let now = Timestamp::now().unix_millis();
+                        let now = self.db.clock.now().unix_millis();
                         disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now)
                     }
                 };

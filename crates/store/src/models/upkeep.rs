@@ -108,6 +108,11 @@ pub struct Upkeep {
 }
 
 impl Upkeep {
+    /// The store's clock: what "now" is for whoever holds this handle.
+    pub fn clock(&self) -> &hookline_domain::Clock {
+        &self.db.clock
+    }
+
     /// Forgets the history of events made before `cutoff` (their deliveries and
     /// attempt logs with them), but for the samples, copied aside first, and for
     /// events with a delivery still pending, kept until it ends.
@@ -348,7 +353,7 @@ impl Upkeep {
     /// Disables the webhooks whose every attempt has failed since before `cutoff`
     /// (the reason `failing`; their pending deliveries cancelled). Answers them.
     pub async fn disable_failing(&self, cutoff: Timestamp) -> Result<Vec<WebhookId>> {
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let ids: Vec<String> = write_tx!(self.db, |conn| {
             let ids: Vec<String> = webhooks::table
                 .filter(webhooks::enabled.eq(true))

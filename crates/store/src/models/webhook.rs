@@ -249,7 +249,7 @@ impl Webhooks {
         let id_text = id.to_string();
         let events = stored_events(new.events);
         let (header_names, headers) = stored_headers(new.headers);
-        let created_at = Timestamp::now();
+        let created_at = self.db.clock.now();
         let row = NewWebhookRow {
             id: &id_text,
             workspace_id: &workspace,
@@ -383,7 +383,7 @@ impl Webhooks {
         change: WebhookChange<'_>,
     ) -> Result<Option<Webhook>> {
         let id = id.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let events = change.events.map(stored_events);
         let headers = change.headers.map(stored_headers);
         let fields = WebhookFields {
@@ -451,7 +451,7 @@ impl Webhooks {
         grace_until: Timestamp,
     ) -> Result<Option<Webhook>> {
         let id = id.to_string();
-        let now = Timestamp::now().unix_millis();
+        let now = self.db.clock.now().unix_millis();
         let row: Option<WebhookRow> = write_conn!(self.db, |conn| {
             // Every right-hand side reads the row as it was: the old secret moves.
             diesel::update(webhooks::table.find(&id))

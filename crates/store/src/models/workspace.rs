@@ -4,7 +4,7 @@
 use diesel::QueryResult;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use hookline_domain::{Plan, Timestamp, Workspace, WorkspaceId, WorkspaceName};
+use hookline_domain::{Plan, Workspace, WorkspaceId, WorkspaceName};
 
 use crate::Result;
 use crate::db::Db;
@@ -55,7 +55,7 @@ impl Workspaces {
             id: WorkspaceId::generate().to_string(),
             name: name.to_string(),
             plan: plan.as_str().to_owned(),
-            created_at: Timestamp::now().unix_millis(),
+            created_at: self.db.clock.now().unix_millis(),
         };
         write_conn!(self.db, |conn| {
             diesel::insert_into(workspaces::table)
