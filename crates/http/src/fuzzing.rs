@@ -10,7 +10,7 @@ pub fn new_hook_body(bytes: &[u8]) -> bool {
         return false;
     };
     // The default policy is public targets only, as production's.
-    crate::handlers::parse_new_hook(&body, None, &hookline_app::AppConfig::default()).is_ok()
+    crate::api::handlers::parse_new_hook(&body, None, &hookline_app::AppConfig::default()).is_ok()
 }
 
 /// A `POST /admin/v1/workspaces/:ws/events` body, as HTTP ingest reads it, and

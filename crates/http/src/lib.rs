@@ -1,45 +1,37 @@
-//! The public REST API, `/api/v1`, and the admin API, `/admin/v1` (`admin/`), each
-//! on its own listener, on raw hyper 1 (no web framework).
+//! hookline's HTTP front ends, on raw hyper 1 (no web framework): one transport
+//! core and three front ends beside it, none of which imports another.
 //!
-//! - `server.rs`: the accept loop: HTTP/1.1 keep-alive and HTTP/2 cleartext on one
-//!   port, header and body limits, a header read timeout, graceful shutdown.
-//! - `connections.rs`: the cap on open connections (the one idle longest makes
-//!   room), the first-request and idle timeouts.
-//! - `transport.rs`: the failures every front end shares (a method a path does
-//!   not take, a body too large or too slow, the database out of reach, a failure
-//!   of ours), with their status and headers decided once.
-//! - `outage.rs`: a database outage logged when it starts, once a minute, and
-//!   when it ends, never once per refused request.
-//! - `router.rs`: the routes, one `match` on method and path segments.
-//! - `handlers.rs`: one function per endpoint.
-//! - `wire.rs`: the JSON this API speaks (also used by the CLI's `--json`).
-//! - `error.rs`: every way a public API request fails, and the one place mapping
-//!   each to a status code and the `{success:false, error}` body.
+//! - `transport/`: the core: the accept loop, connections, bodies, the
+//!   failures every front end shares, the outage log (see its docs). It knows
+//!   no front end.
+//! - `api/`: the public REST API, `/api/v1`, for integrators (API keys);
+//! - `admin/`: the admin API, `/admin/v1`, for the back office (admin tokens),
+//!   on a listener of its own;
 //! - `portal/`: the Settings portal, `/settings/` on the public listener:
 //!   server-rendered pages for a workspace's owners, behind a portal link.
+//! - `server.rs`: the composition: binds both listeners and puts the front ends
+//!   on them (the only module naming all three).
+//! - `wire.rs`: the JSON objects both APIs answer with (one shape per resource;
+//!   the CLI's `--json` prints them too); `openapi.rs`: what both OpenAPI
+//!   documents are built of.
 //!
-//! Every request is authenticated against the database (no cache; concurrent
-//! requests are checked in one batch), so a revocation or plan change made by any
-//! process counts on the next request.
+//! Adding an endpoint touches its front end's `router.rs` (the variant, its
+//! name and its `match` arm), its handler, its wire type, and its operation in
+//! that front end's `openapi.rs`; the tests hold the router and the document to
+//! each other both ways.
 
 mod admin;
-mod body;
-mod connections;
-mod error;
+mod api;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-mod handlers;
-mod listeners;
 mod openapi;
-mod outage;
 mod portal;
-mod router;
 mod server;
-mod stream;
 mod transport;
 pub mod wire;
 
-pub use server::{HttpConfig, Server, default_max_connections};
+pub use server::Server;
+pub use transport::server::{HttpConfig, default_max_connections};
 
 /// Why the server could not start or stop cleanly. (How a request fails is
 /// private: see `error.rs`.)

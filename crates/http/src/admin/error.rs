@@ -6,8 +6,8 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
-use crate::body::{BodyError, FieldError};
-use crate::transport::{TransportError, json_response, service_failure};
+use crate::transport::body::{BodyError, FieldError};
+use crate::transport::failure::{TransportError, json_response, service_failure};
 use crate::wire::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,9 +17,9 @@ use serde_json::Value;
 use crate::admin::error::AdminError;
 use crate::admin::input::{page, query_value};
 use crate::admin::wire::{HealthObject, Listed, WebhookAdmin, WorkspaceAdmin};
-use crate::body::Body;
-use crate::body::header_pairs;
-use crate::transport::json_response;
+use crate::transport::body::Body;
+use crate::transport::body::header_pairs;
+use crate::transport::failure::json_response;
 use crate::wire::TestSentObject;
 use crate::wire::{
     AccountObject, AttemptObject, CatalogEventObject, KeyCreatedObject, KeyObject, Success,

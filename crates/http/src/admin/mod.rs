@@ -2,11 +2,13 @@
 //! "Settings" (workspaces and plans, accounts, keys, Settings-made webhooks, the
 //! attempt log, links to the Settings portal) and HTTP ingest, behind admin tokens.
 //!
-//! - `router.rs`: the whole surface, one `match`;
+//! - `router.rs`: the whole surface, one row per endpoint;
 //! - `handlers.rs`: one function per endpoint, over the use-case layer;
 //! - `input.rs`: bodies read field by field, pages;
 //! - `wire.rs`: the admin objects;
-//! - `error.rs`: the one mapping from failure to status and body.
+//! - `error.rs`: the one mapping from failure to status and body;
+//! - `operations.rs`: the probes and `/metrics`, which need no token;
+//! - `openapi.rs`: this API's OpenAPI document.
 //!
 //! Order of a request: route (404/405 need no token) → admin token (401, before
 //! any body is read) → handler.
@@ -14,14 +16,13 @@
 mod error;
 mod handlers;
 mod input;
+pub(crate) mod openapi;
 mod operations;
-mod router;
+pub(crate) mod router;
 mod wire;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use handlers::emit_body;
-#[cfg(test)]
-pub(crate) use router::ROUTE_NAMES;
 
 /// The name of the route `method` and `path` reach, if any (for the OpenAPI
 /// document's test).
@@ -45,9 +46,10 @@ use crate::admin::error::AdminError;
 use crate::admin::handlers::Answer;
 use crate::admin::operations::Operations;
 use crate::admin::router::{AdminRoute, route};
-use crate::body::{BodyLimits, read_json, read_optional_json};
-use crate::server::{Dispatch, UNMATCHED};
-use crate::stream::AnswerBody;
+use crate::transport::answer::AnswerBody;
+use crate::transport::body::{BodyLimits, read_json, read_optional_json};
+use crate::transport::failure::TransportError;
+use crate::transport::server::{Dispatch, UNMATCHED};
 
 /// What every admin request shares.
 #[derive(Debug)]
@@ -129,7 +131,7 @@ impl AdminApi {
                 let body = read_optional_json(request, self.body_limits).await?;
                 h::portal_link(app, &self.public_url, ws, body).await
             }
-            OpenApi => Ok(crate::openapi::admin_document()),
+            OpenApi => Ok(openapi::admin_document()),
         }
     }
 
@@ -151,6 +153,12 @@ impl Dispatch for AdminApi {
         };
         (route, response.map(AnswerBody::from))
     }
+
+    fn unavailable(&self) -> Response<AnswerBody> {
+        AdminError::from(TransportError::Unavailable)
+            .into_response()
+            .map(AnswerBody::from)
+    }
 }
 
 impl AdminApi {
@@ -168,7 +176,7 @@ impl AdminApi {
         {
             return AdminError::from(error).into_response();
         }
-        crate::outage::OUTAGE.answered();
+        crate::transport::outage::OUTAGE.answered();
         self.answer(route, request)
             .await
             .unwrap_or_else(AdminError::into_response)

@@ -9,7 +9,7 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use metrics_exporter_prometheus::PrometheusHandle;
 
-use crate::transport::json_response;
+use crate::transport::failure::json_response;
 
 /// An operators' endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +59,11 @@ impl Operations {
             Probe::Health => json_response(StatusCode::OK, r#"{"status":"ok"}"#.to_owned()),
             Probe::Ready => match self.app.database_answers().await {
                 Ok(_) => {
-                    crate::outage::OUTAGE.answered();
+                    crate::transport::outage::OUTAGE.answered();
                     json_response(StatusCode::OK, r#"{"status":"ready"}"#.to_owned())
                 }
                 Err(error) => {
-                    crate::outage::OUTAGE.refused(&error);
+                    crate::transport::outage::OUTAGE.refused(&error);
                     let mut response = json_response(
                         StatusCode::SERVICE_UNAVAILABLE,
                         r#"{"status":"unavailable","error":"The database does not answer."}"#

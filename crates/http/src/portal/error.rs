@@ -6,9 +6,9 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Response, StatusCode};
 
-use crate::body::BodyError;
 use crate::portal::pages;
-use crate::transport::{TransportError, UNAVAILABLE, service_failure};
+use crate::transport::body::BodyError;
+use crate::transport::failure::{TransportError, UNAVAILABLE, service_failure};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PortalError {

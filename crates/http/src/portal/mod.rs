@@ -38,12 +38,12 @@ use maud::Markup;
 
 pub(crate) use router::route;
 
-use crate::body::{BodyLimits, read_bytes};
 use crate::portal::error::{PortalError, form_message};
 use crate::portal::forms::{Fields, HookForm, RecoverForm};
 use crate::portal::pages::{Flash, Frame, HookPage};
 use crate::portal::router::{Asset, HookAction, NoPage, PortalRoute, SessionPage};
-use crate::transport::TransportError;
+use crate::transport::body::{BodyLimits, read_bytes};
+use crate::transport::failure::TransportError;
 
 const SEC_FETCH_SITE: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("sec-fetch-site");
@@ -149,10 +149,16 @@ impl Portal {
     ) -> (&'static str, Response<Full<Bytes>>) {
         let cacheable = matches!(route, Ok(PortalRoute::Asset(_)));
         let (name, answer) = match route {
-            Err(NoPage::NotFound) => (crate::server::UNMATCHED, Err(PortalError::NotFound)),
+            Err(NoPage::NotFound) => (
+                crate::transport::server::UNMATCHED,
+                Err(PortalError::NotFound),
+            ),
             Err(NoPage::MethodNotAllowed { allow }) => (
-                crate::server::UNMATCHED,
-                Err(TransportError::MethodNotAllowed { allow }.into()),
+                crate::transport::server::UNMATCHED,
+                Err(TransportError::MethodNotAllowed {
+                    allow: allow.to_owned(),
+                }
+                .into()),
             ),
             Ok(route) => (route.name(), self.page(route, request).await),
         };
@@ -176,7 +182,7 @@ impl Portal {
         tracing::Span::current().record("workspace", tracing::field::display(workspace));
         let token = session_token(request.headers()).ok_or(PortalError::Refused)?;
         let session = self.app.portal_session(workspace, &token).await?;
-        crate::outage::OUTAGE.answered();
+        crate::transport::outage::OUTAGE.answered();
         let session = session.ok_or(PortalError::Refused)?;
         let query = Fields::parse(request.uri().query().unwrap_or_default().as_bytes());
         let fields = if request.method() == Method::POST {

@@ -13,8 +13,10 @@ use hyper::{Response, StatusCode};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TransportError {
+    /// The path is known, not with this method; `allow` names those it takes
+    /// (`GET, POST`).
     MethodNotAllowed {
-        allow: &'static str,
+        allow: String,
     },
     PayloadTooLarge {
         limit: usize,
@@ -70,7 +72,9 @@ impl TransportError {
     pub(crate) fn add_headers(&self, headers: &mut HeaderMap) {
         match self {
             TransportError::MethodNotAllowed { allow } => {
-                headers.insert(ALLOW, HeaderValue::from_static(allow));
+                if let Ok(allow) = HeaderValue::from_str(allow) {
+                    headers.insert(ALLOW, allow);
+                }
             }
             TransportError::Unavailable => {
                 headers.insert(RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
@@ -85,13 +89,13 @@ impl TransportError {
 }
 
 /// A failure of the service, logged here: 503 when the database is out of reach
-/// for now (told by the [outage log](crate::outage)), 500 otherwise.
+/// for now (told by the [outage log](crate::transport::outage)), 500 otherwise.
 pub(crate) fn service_failure(
     error: &dyn std::fmt::Display,
     database_unavailable: bool,
 ) -> TransportError {
     if database_unavailable {
-        crate::outage::OUTAGE.refused(error);
+        crate::transport::outage::OUTAGE.refused(error);
         TransportError::Unavailable
     } else {
         tracing::error!(%error, "request failed");

@@ -8,8 +8,8 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
-use crate::body::BodyError;
-use crate::transport::{TransportError, json_response, service_failure};
+use crate::transport::body::BodyError;
+use crate::transport::failure::{TransportError, json_response, service_failure};
 use crate::wire::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,8 +110,10 @@ impl ApiError {
     }
 }
 
-impl From<crate::body::FieldError> for ApiError {
-    fn from(crate::body::FieldError(message): crate::body::FieldError) -> Self {
+impl From<crate::transport::body::FieldError> for ApiError {
+    fn from(
+        crate::transport::body::FieldError(message): crate::transport::body::FieldError,
+    ) -> Self {
         ApiError::Invalid(message)
     }
 }

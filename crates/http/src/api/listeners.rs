@@ -11,11 +11,11 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
-use crate::body::{Body, BodyError, read_json, read_optional_json};
-use crate::error::ApiError;
-use crate::handlers::ok;
-use crate::server::Api;
-use crate::stream::AnswerBody;
+use crate::api::Api;
+use crate::api::error::ApiError;
+use crate::api::handlers::ok;
+use crate::transport::answer::AnswerBody;
+use crate::transport::body::{Body, BodyError, read_json, read_optional_json};
 use crate::wire::{ListenerObject, TestSentObject};
 
 type Answer = Result<Response<Full<Bytes>>, ApiError>;
@@ -35,7 +35,7 @@ async fn object(
     optional: bool,
     allowed: &[&str],
 ) -> Result<Body, ApiError> {
-    let limits = api.config.body_limits();
+    let limits = api.body_limits;
     let value = if optional {
         read_optional_json(request, limits).await
     } else {
@@ -94,7 +94,7 @@ pub(crate) async fn stream(
         .workspace_listener(caller.workspace.id, listener_id(id)?)
         .await?;
     api.app.note_streamed(&listener).await?;
-    let body = crate::stream::start(
+    let body = crate::api::stream::start(
         api.app.clone(),
         std::sync::Arc::clone(&api.streams),
         listener,

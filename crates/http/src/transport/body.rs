@@ -8,7 +8,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::CONTENT_LENGTH;
 use serde_json::{Map, Value};
 
-use crate::transport::TransportError;
+use crate::transport::failure::TransportError;
 
 /// Why a body could not be read as JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]

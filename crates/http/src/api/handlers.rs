@@ -10,10 +10,10 @@ use hyper::header::USER_AGENT;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value};
 
-use crate::body::{header_pairs, read_json};
-use crate::error::ApiError;
-use crate::server::Api;
-use crate::transport::json_response;
+use crate::api::Api;
+use crate::api::error::ApiError;
+use crate::transport::body::{header_pairs, read_json};
+use crate::transport::failure::json_response;
 use crate::wire::{AccountObject, CatalogEventObject, Me, Success, WebhookObject, WorkspaceObject};
 
 pub(crate) fn ok<T: serde::Serialize>(
@@ -55,7 +55,7 @@ pub(crate) async fn create_hook(
         .get(USER_AGENT)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let body = read_json(request, api.config.body_limits())
+    let body = read_json(request, api.body_limits)
         .await
         .map_err(ApiError::from)?;
     let spec = parse_new_hook(&body, user_agent.as_deref(), api.app.config())?;
@@ -80,7 +80,7 @@ pub(crate) async fn update_hook(
 ) -> Result<Response<Full<Bytes>>, ApiError> {
     let not_found = || ApiError::NotFound(format!("No webhook with id `{id}` in this workspace."));
     let id: WebhookId = id.parse().map_err(|_| not_found())?;
-    let body = read_json(request, api.config.body_limits())
+    let body = read_json(request, api.body_limits)
         .await
         .map_err(ApiError::from)?;
     let update = api

@@ -1,0 +1,275 @@
+//! The public API's OpenAPI document, `GET /api/v1/openapi.json`, with each
+//! event's delivery under `webhooks`, so integrators can generate receivers
+//! from it.
+
+use std::sync::LazyLock;
+
+use hookline_domain::{EventId, EventName, ListenerId, WebhookId, WorkspaceId};
+use http_body_util::Full;
+use hyper::Response;
+use hyper::body::Bytes;
+use serde_json::{Map, Value, json};
+
+use crate::openapi::{
+    UNAVAILABLE_WHY, bare_success, common_schemas, document, id, json_response, operation, or_null,
+    path_parameter, schema, success,
+};
+
+/// The document, serialised once.
+pub(crate) static PUBLIC: LazyLock<String> = LazyLock::new(|| public().to_string());
+
+/// `GET /api/v1/openapi.json`.
+pub(crate) fn public_document() -> Response<Full<Bytes>> {
+    crate::openapi::served(&PUBLIC)
+}
+
+/// The public API, `/api/v1`, with each event's delivery under `webhooks`.
+fn public() -> Value {
+    let common = [
+        ("401", "No valid API key."),
+        ("403", "The workspace's plan does not include the API."),
+        ("429", "The key's rate window is spent; see Retry-After."),
+        ("503", UNAVAILABLE_WHY),
+    ];
+    let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
+    let hook_id = json!([path_parameter(
+        "id",
+        "A webhook id, `wh_…`.",
+        WebhookId::pattern()
+    )]);
+    let mut paths = json!({
+        "/api/v1/me": { "get": op("The key's workspace and its connected accounts.", json!([]), None,
+            ("200", success(json!({
+                "type": "object", "required": ["workspace", "accounts"],
+                "properties": {
+                    "workspace": { "type": "object", "required": ["id", "name", "plan"],
+                        "properties": { "id": id(WorkspaceId::pattern()), "name": { "type": "string" },
+                            "plan": schema("Plan") } },
+                    "accounts": { "type": "array", "items": schema("Account") }
+                }
+            })))) },
+        "/api/v1/hooks": {
+            "get": op("The workspace's webhooks, oldest first, without secrets.", json!([]), None,
+                ("200", success(json!({ "type": "array", "items": schema("Webhook") })))),
+            "post": op("Subscribe a URL to events (REST hooks). The secret is shown once.",
+                json!([]), Some(schema("NewWebhook")), ("201", success(schema("Webhook"))))
+        },
+        "/api/v1/hooks/{id}": {
+            "get": op("One webhook of the workspace, without its secret.", hook_id.clone(), None,
+                ("200", success(schema("Webhook")))),
+            "patch": op("Change a webhook of the workspace: the fields given change, the others stay (a hookline extension of REST hooks).",
+                hook_id.clone(), Some(schema("WebhookPatch")), ("200", success(schema("Webhook")))),
+            "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id, None,
+                ("200", bare_success()))
+        },
+        "/api/v1/events": {
+            "get": op("The event catalog: each event's description, the JSON Schema of its payload, and the \
+                payload a sample gives when it never happened (for trigger dropdowns).", json!([]), None,
+                ("200", success(json!({ "type": "array", "items": schema("CatalogEvent") }))))
+        },
+        "/api/v1/events/{event}/sample": {
+            "get": op("The last three payloads of this event, or one example.",
+                json!([{ "name": "event", "in": "path", "required": true, "schema": schema("EventName") }]),
+                None, ("200", success(json!({ "type": "array", "items": schema("EventPayload") }))))
+        },
+        "/api/v1/openapi.json": { "get": {
+            "summary": "This document.", "security": [],
+            "responses": { "200": json_response("The OpenAPI document.", json!({ "type": "object" })) }
+        } }
+    });
+    for (path, not_found) in [
+        ("/api/v1/hooks/{id}", "get"),
+        ("/api/v1/hooks/{id}", "patch"),
+        ("/api/v1/events/{event}/sample", "get"),
+    ] {
+        paths[path][not_found]["responses"]["404"] = json_response(
+            "No such webhook or event in this workspace.",
+            schema("Error"),
+        );
+    }
+    devkit_paths(&mut paths, &common);
+    paths["/api/v1/hooks/{id}"]["delete"]["responses"]["400"] = json_response(
+        "The id is not a webhook id at all (`undefined`).",
+        schema("Error"),
+    );
+    let mut document = document(
+        "hookline public API",
+        "Webhooks for a messaging-automation product's workspaces. Deliveries are signed \
+         with Standard Webhooks.",
+        paths,
+        common_schemas(),
+    );
+    document["webhooks"] = webhooks();
+    document
+}
+
+/// The developer kit's routes (`docs/spec/devkit-v1.md`): test events, and
+/// listeners with their stream (`text/event-stream`) and results.
+fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
+    let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, common);
+    let hook_id = json!([path_parameter(
+        "id",
+        "A webhook id, `wh_…`.",
+        WebhookId::pattern()
+    )]);
+    let listener_id = json!([path_parameter(
+        "id",
+        "A listener id, `lsn_…`.",
+        ListenerId::pattern()
+    )]);
+    let test_event = json!({
+        "type": "object", "required": ["event"], "additionalProperties": false,
+        "properties": { "event": schema("EventName"),
+            "data": { "type": ["object", "null"],
+                "description": "Merged into the example's data as a JSON merge patch (RFC 7396)." } }
+    });
+    let sent = success(json!({ "type": "object", "required": ["eventId"],
+        "properties": { "eventId": id(EventId::pattern()) } }));
+    let listener = json!({
+        "type": "object", "required": ["id", "events", "createdAt"],
+        "properties": {
+            "id": id(ListenerId::pattern()),
+            "events": { "type": "array", "items": schema("EventName") },
+            "secret": { "type": "string", "pattern": "^whsec_", "description": "Only in the answer to a creation." },
+            "createdAt": schema("Timestamp")
+        }
+    });
+    let result = json!({
+        "type": "object", "required": ["eventId", "attempt", "durationMs"], "additionalProperties": false,
+        "properties": {
+            "eventId": id(EventId::pattern()),
+            "attempt": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
+            "status": { "type": ["integer", "null"], "minimum": 100, "maximum": 599,
+                "description": "The local receiver's status; 2xx delivers, anything else is retried." },
+            "error": { "type": ["string", "null"], "description": "Why there was no status." },
+            "durationMs": { "type": "integer", "minimum": 0, "maximum": u32::MAX },
+            "responseBody": { "type": ["string", "null"], "description": "Its first 4 KiB are kept." }
+        },
+        "anyOf": [
+            { "required": ["status"], "properties": { "status": { "type": "integer" } } },
+            { "required": ["error"], "properties": { "error": { "type": "string" } } }
+        ]
+    });
+    let new_listener = json!({
+        "type": "object", "additionalProperties": false,
+        "properties": { "events": or_null(json!({ "type": "array", "items": schema("EventName") })) }
+    });
+    let mut stream = op(
+        "The listener's deliveries as Server-Sent Events: one `delivery` event per attempt,          its `id` the `webhook-id`, a `: keep-alive` comment every 15 s. One stream per          listener: a newer one ends this one.",
+        listener_id.clone(),
+        None,
+        ("200", json!({})),
+    );
+    let delivery = json!({
+        "type": "object", "required": ["eventId", "event", "attempt", "headers", "body"],
+        "properties": {
+            "eventId": id(EventId::pattern()),
+            "event": schema("EventName"),
+            "attempt": { "type": "integer", "minimum": 1 },
+            "headers": { "type": "object",
+                "required": ["webhook-id", "webhook-timestamp", "webhook-signature", "content-type"],
+                "properties": {
+                    "webhook-id": id(EventId::pattern()),
+                    "webhook-timestamp": { "type": "string", "pattern": "^[0-9]+$" },
+                    "webhook-signature": { "type": "string", "pattern": "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$" },
+                    "content-type": { "const": "application/json" }
+                } },
+            "body": { "type": "string", "contentMediaType": "application/json",
+                "description": "The payload, exact bytes, as the receiver must verify them." }
+        }
+    });
+    // Each event of the stream: `event: delivery`, its `id` the `webhook-id`,
+    // its `data` one line of JSON. Comments (`: keep-alive`) are not events.
+    stream["responses"]["200"] = json!({
+        "description": "The stream, until the client closes it.",
+        "content": { "text/event-stream": { "schema": {
+            "type": "object", "required": ["event", "id", "data"],
+            "properties": {
+                "event": { "const": "delivery" },
+                "id": id(EventId::pattern()),
+                "data": { "type": "string", "contentMediaType": "application/json",
+                    "contentSchema": delivery }
+            }
+        } } }
+    });
+    let mut results = op(
+        "What the developer's receiver answered to one attempt; recorded in the attempt log.",
+        listener_id.clone(),
+        Some(result),
+        ("204", json!({})),
+    );
+    results["responses"]["204"] = json!({ "description": "Recorded." });
+    let extra = json!({
+        "/api/v1/hooks/{id}/test": { "post": op(
+            "Send the event's example payload (its data merged with `data`) to this webhook only: signed, retried, logged.",
+            hook_id, Some(test_event.clone()), ("202", sent.clone())) },
+        "/api/v1/listeners": {
+            "get": op("The workspace's listeners, without secrets.", json!([]), None,
+                ("200", success(json!({ "type": "array", "items": listener.clone() })))),
+            "post": op("Make a listener (at most 3 per workspace) of `events`, or of every event; its secret is shown once.",
+                json!([]), Some(new_listener), ("201", success(listener)))
+        },
+        "/api/v1/listeners/{id}": { "delete": op("Delete a listener; its pending deliveries stop.",
+            listener_id.clone(), None, ("200", bare_success())) },
+        "/api/v1/listeners/{id}/stream": { "get": stream },
+        "/api/v1/listeners/{id}/results": { "post": results },
+        "/api/v1/listeners/{id}/test": { "post": op(
+            "Send the event's example payload (its data merged with `data`) to this listener only.",
+            listener_id, Some(test_event), ("202", sent)) }
+    });
+    if let (Value::Object(all), Value::Object(extra)) = (&mut *paths, extra) {
+        all.extend(extra);
+    }
+    for (path, method) in [
+        ("/api/v1/hooks/{id}/test", "post"),
+        ("/api/v1/listeners/{id}", "delete"),
+        ("/api/v1/listeners/{id}/stream", "get"),
+        ("/api/v1/listeners/{id}/results", "post"),
+        ("/api/v1/listeners/{id}/test", "post"),
+    ] {
+        paths[path][method]["responses"]["404"] = json_response(
+            "No such webhook or listener in this workspace (or, for a result, no such attempt out on its stream).",
+            schema("Error"),
+        );
+    }
+    // Its one field is optional: no body at all is every event.
+    paths["/api/v1/listeners"]["post"]["requestBody"]["required"] = json!(false);
+    paths["/api/v1/listeners"]["post"]["responses"]["409"] =
+        json_response("The workspace has 3 listeners already.", schema("Error"));
+}
+
+/// Each event's delivery: its payload (with the event's example) and the three
+/// Standard Webhooks headers.
+fn webhooks() -> Value {
+    let mut webhooks = Map::new();
+    for event in EventName::ALL {
+        let example = json!({
+            "id": "evt_01JD3Z6Q8T4X2K9V7B5N1M0C3R",
+            "event": event.as_str(),
+            "workspaceId": "ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R",
+            "occurredAt": "2026-11-22T10:04:05.123Z",
+            "data": event.example_data(),
+        });
+        webhooks.insert(event.as_str().to_owned(), json!({ "post": {
+            "summary": format!("A `{}` event, delivered to a subscribed webhook.", event.as_str()),
+            "security": [],
+            "parameters": [
+                { "name": "webhook-id", "in": "header", "required": true,
+                  "description": "The event id; the same on every retry.", "schema": { "type": "string" } },
+                { "name": "webhook-timestamp", "in": "header", "required": true,
+                  "description": "Unix seconds of this attempt.", "schema": { "type": "string" } },
+                { "name": "webhook-signature", "in": "header", "required": true,
+                  "description": "`v1,<base64 HMAC-SHA256>` over `id.timestamp.body` with the webhook's secret; several space-separated during a secret's rotation.",
+                  "schema": { "type": "string" } }
+            ],
+            "requestBody": { "required": true, "content": { "application/json": {
+                "schema": event.payload_schema(), "example": example } } },
+            "responses": {
+                "2XX": { "description": "Delivered." },
+                "410": { "description": "Unsubscribe: an API webhook is deleted, a Settings one disabled." },
+                "default": { "description": "Retried on the retry schedule." }
+            }
+        } }));
+    }
+    Value::Object(webhooks)
+}
