@@ -27,10 +27,7 @@ async fn main() -> anyhow::Result<()> {
     let spec = app.config().webhook_spec(&WebhookInput {
         url: Some(("url", "https://receiver.example.com/hookline")),
         events: vec!["link.clicked"],
-        description: None,
-        headers: None,
-        enabled: None,
-        user_agent: None,
+        ..WebhookInput::default()
     })?;
     let webhook = app
         .create_webhook(workspace.id, &spec, WebhookSource::Settings)

@@ -47,9 +47,7 @@ async fn main() -> anyhow::Result<()> {
         url: Some(("url", "https://127.0.0.1:9/nobody-listens")),
         events: vec!["dm.sent"],
         description: Some("in-process example"),
-        headers: None,
-        enabled: None,
-        user_agent: None,
+        ..WebhookInput::default()
     })?;
     let webhook = app
         .create_webhook(workspace.id, &spec, WebhookSource::Settings)

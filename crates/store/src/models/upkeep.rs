@@ -201,7 +201,7 @@ impl Upkeep {
                 return Ok(copied);
             };
             let samples: Vec<SampleRow> = with_conn!(self.db, |conn| conn
-                .newest_before(cut, &names, &page)
+                .newest_before((cut, &names, &page))
                 .await?);
             if !samples.is_empty() {
                 copied += samples.len() as u64;
@@ -543,12 +543,7 @@ pub(crate) trait HistorySql {
     /// the order as `id` alone, and where one busy workspace held a whole day
     /// (every row matching by its statistics) it walked that day backwards by
     /// primary key for every other pair, finding nothing.
-    async fn newest_before(
-        &mut self,
-        cut: &str,
-        names: &[String],
-        workspaces: &[String],
-    ) -> QueryResult<Vec<SampleRow>>;
+    async fn newest_before(&mut self, keys: SampleKeys<'_>) -> QueryResult<Vec<SampleRow>>;
 
     /// Keeps, of the samples aside of `workspaces`, the last [`SAMPLES_KEPT`] of
     /// each name.
@@ -558,13 +553,16 @@ pub(crate) trait HistorySql {
     /// before `cut` (by id), deletes those with no pending delivery.
     /// Answers the last id looked at and how many went; `None` when there were
     /// none left. PostgreSQL looks only at the default partition.
-    async fn forget_events(
-        &mut self,
-        after: &str,
-        cut: &str,
-        limit: i64,
-    ) -> QueryResult<Option<(String, usize)>>;
+    async fn forget_events(&mut self, after: &str, cut: &str, limit: i64) -> QueryResult<Swept>;
 }
+
+/// What a turn of forgetting answers: the last id it looked at and how many
+/// events went; `None` when there were none left.
+type Swept = Option<(String, usize)>;
+
+/// What [`HistorySql::newest_before`] looks for: before the cut (an event id),
+/// of these event names, in these workspaces.
+type SampleKeys<'a> = (&'a str, &'a [String], &'a [String]);
 
 /// The parameters of [`samples_statement`], in order.
 type SampleBinds<'a, Ids> = (Bind<Text, &'a str>, Ids, Bind<BigInt, i64>, Ids);
@@ -574,7 +572,7 @@ type SampleBinds<'a, Ids> = (Bind<Text, &'a str>, Ids, Bind<BigInt, i64>, Ids);
 /// dialect binds a list (`ids`).
 fn samples_statement<'a, Ids>(
     sql: &'static str,
-    (cut, names, workspaces): (&'a str, &'a [String], &'a [String]),
+    (cut, names, workspaces): SampleKeys<'a>,
     ids: impl Fn(&'a [String]) -> Ids,
 ) -> Prepared<SampleBinds<'a, Ids>> {
     prepared(sql).binds((
@@ -650,12 +648,7 @@ fn prune_statement<Ids>(sql: &'static str, workspaces: Ids) -> Prepared<(Ids, Bi
 }
 
 impl HistorySql for SqliteConn {
-    async fn newest_before(
-        &mut self,
-        cut: &str,
-        names: &[String],
-        workspaces: &[String],
-    ) -> QueryResult<Vec<SampleRow>> {
+    async fn newest_before(&mut self, keys: SampleKeys<'_>) -> QueryResult<Vec<SampleRow>> {
         samples_statement(
             "SELECT e.workspace_id, e.event, e.id AS event_id, e.payload, e.occurred_at \
              FROM json_each($4) AS w JOIN json_each($2) AS n \
@@ -663,7 +656,7 @@ impl HistorySql for SqliteConn {
                  WHERE s.workspace_id = w.value AND s.event >= n.value AND s.event <= n.value \
                  ORDER BY s.event DESC, s.id DESC LIMIT $3) \
              WHERE e.id < $1",
-            (cut, names, workspaces),
+            keys,
             |ids| bind::<Text, _>(json_string_array(ids)),
         )
         .load(self)
@@ -679,12 +672,7 @@ impl HistorySql for SqliteConn {
         .await
     }
 
-    async fn forget_events(
-        &mut self,
-        after: &str,
-        cut: &str,
-        limit: i64,
-    ) -> QueryResult<Option<(String, usize)>> {
+    async fn forget_events(&mut self, after: &str, cut: &str, limit: i64) -> QueryResult<Swept> {
         // One IMMEDIATE transaction: the turn's look and its deletion together.
         self.immediate_transaction(async |conn| {
             // Deliveries and attempts go with their events (foreign keys cascade).
@@ -698,20 +686,11 @@ impl HistorySql for SqliteConn {
 }
 
 impl HistorySql for PgConn {
-    async fn newest_before(
-        &mut self,
-        cut: &str,
-        names: &[String],
-        workspaces: &[String],
-    ) -> QueryResult<Vec<SampleRow>> {
+    async fn newest_before(&mut self, keys: SampleKeys<'_>) -> QueryResult<Vec<SampleRow>> {
         use diesel::pg::sql_types::Array;
-        samples_statement(
-            pg_newest_before!(),
-            (cut, names, workspaces),
-            bind::<Array<Text>, _>,
-        )
-        .load(self)
-        .await
+        samples_statement(pg_newest_before!(), keys, bind::<Array<Text>, _>)
+            .load(self)
+            .await
     }
 
     async fn prune_samples(&mut self, workspaces: &[String]) -> QueryResult<usize> {
@@ -724,12 +703,7 @@ impl HistorySql for PgConn {
         .await
     }
 
-    async fn forget_events(
-        &mut self,
-        after: &str,
-        cut: &str,
-        limit: i64,
-    ) -> QueryResult<Option<(String, usize)>> {
+    async fn forget_events(&mut self, after: &str, cut: &str, limit: i64) -> QueryResult<Swept> {
         // Nothing cascades on PostgreSQL (see `partitions::KEYS_AND_INDEXES`): the
         // turn's deliveries and attempts go with their events, from the default
         // partitions too (the same bounds route them there).
