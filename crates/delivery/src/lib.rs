@@ -28,7 +28,9 @@
 
 mod client;
 mod lanes;
+mod leases;
 mod proxy;
+mod recorder;
 mod schedule;
 mod signing;
 mod streamed;

@@ -10,10 +10,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hookline_domain::{
-    ClaimedDelivery, DeliveryAttempt, EventId, Finished, GoneAction, Outcome, TargetPolicy,
-    Timestamp, WebhookId,
+    ClaimedDelivery, DeliveryAttempt, EventId, Finished, Outcome, TargetPolicy, Timestamp,
+    WebhookId,
 };
-use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue, Recording, Upkeep};
+use hookline_store::{ClaimRequest, DeliveryListener, Events, Queue, Upkeep};
 use hyper::StatusCode;
 use hyper::body::Bytes;
 use ring::rand::{SecureRandom as _, SystemRandom};
@@ -23,7 +23,9 @@ use tracing::Instrument as _;
 
 use crate::client::HttpsClient;
 use crate::lanes::{AHEAD_ROUNDS, BreakerChange, Isolation, Lanes, Reach};
+use crate::leases::{Held, LEASE, renew_leases};
 use crate::proxy::EgressProxy;
+use crate::recorder::record;
 use crate::schedule::RetrySchedule;
 use crate::signing::SignedHeaders;
 use crate::{Error, Outbox, Result, StreamedDeliveries};
@@ -98,73 +100,6 @@ impl DeliveryConfig {
     }
 }
 
-/// A claim's lease. The worker renews the leases of everything it holds every
-/// [`RENEW_EVERY`], so a live worker keeps its claims however long they wait or
-/// their attempts take, and a dead one's fall due again within this long.
-const LEASE: Duration = Duration::from_secs(4);
-/// How often held leases are renewed: a renewal or two may be late or fail before
-/// a lease runs out.
-const RENEW_EVERY: Duration = Duration::from_secs(1);
-
-/// The deliveries this worker holds under its lease: claimed, and not yet
-/// recorded, cancelled or handed back. Their leases are renewed.
-#[derive(Debug, Default)]
-struct Held(std::sync::Mutex<std::collections::HashSet<(EventId, WebhookId)>>);
-
-impl Held {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<(EventId, WebhookId)>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn hold(&self, deliveries: &[ClaimedDelivery]) {
-        self.lock()
-            .extend(deliveries.iter().map(|d| (d.event_id, d.webhook_id)));
-    }
-
-    fn let_go<'a>(&self, deliveries: impl IntoIterator<Item = &'a ClaimedDelivery>) {
-        let mut held = self.lock();
-        for delivery in deliveries {
-            held.remove(&(delivery.event_id, delivery.webhook_id));
-        }
-    }
-
-    fn snapshot(&self) -> Vec<(EventId, WebhookId)> {
-        self.lock().iter().copied().collect()
-    }
-}
-
-/// Renews the leases of what `held` holds every [`RENEW_EVERY`] until `stopped`.
-async fn renew_leases(
-    queue: Queue,
-    held: Arc<Held>,
-    token: String,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let mut ticks = tokio::time::interval(RENEW_EVERY);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            _ = stopped.changed() => return,
-        }
-        let keys = held.snapshot();
-        let until = queue.clock().now().plus(LEASE);
-        match queue.renew(&keys, &token, until).await {
-            Ok(renewed) if renewed < keys.len() => tracing::debug!(
-                held = keys.len(),
-                renewed,
-                "some claims were no longer ours to renew (recorded meanwhile, or taken over)"
-            ),
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(%error, held = keys.len(), "cannot renew the claims' leases; they run out unless a renewal gets through")
-            }
-        }
-    }
-}
-
 /// Delivers what the outbox holds. Run one per process (`hookline serve` or
 /// `hookline worker`); several, in several processes, share the work.
 #[derive(Debug)]
@@ -236,18 +171,6 @@ impl Worker {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = std::pin::pin!(shutdown);
         let concurrency = self.config.concurrency;
-        // Claims come at least a quarter of the slots at a time: claiming one
-        // delivery per freed slot would cost a round of queries each.
-        let quarter = (concurrency / 4).max(1);
-        // Claims run ahead: one goes out while up to AHEAD_ROUNDS times the slots'
-        // worth of deliveries are waiting ready, so that slots freed during a claim
-        // start at once. With less ahead, a claim went out only once the ready queue
-        // ran dry, and slots sat idle while it ran (see PERFORMANCE.md).
-        let ahead = concurrency * AHEAD_ROUNDS as usize;
-        // Of one webhook, a claim takes what a slow lane can start and hold ready.
-        let per_webhook = u32::try_from(self.config.isolation.per_webhook)
-            .unwrap_or(u32::MAX)
-            .saturating_mul(AHEAD_ROUNDS + 1);
         let held = Arc::clone(&self.held);
         let (stop_renewing, renewing_stopped) = watch::channel(false);
         let renewing = tokio::spawn(renew_leases(
@@ -285,20 +208,8 @@ impl Worker {
         tracing::info!(concurrency, "delivery worker started");
         // Claimed deliveries waiting for a slot, by webhook; the attempts in flight.
         let mut lanes = Lanes::new(self.config.isolation.clone(), concurrency);
+        let mut claims = Claims::new(&self.config);
         let mut claiming: Option<ClaimFuture<'_>> = None;
-        // Whether deliveries may be due: false after a claim came back short, until
-        // an emit, a NOTIFY or the poll at `poll_at` says otherwise.
-        let mut maybe_due = true;
-        let mut poll_at = Instant::now();
-        // Claims in a row that found nothing: the poll backs off with them.
-        let mut empty_claims: u32 = 0;
-        // Whether the last claim left deliveries behind that a slot freed since may
-        // now take: it skipped webhooks, or took all it could of one.
-        let mut held_back = false;
-        // Claims in a row that failed (the database out of reach).
-        let mut failed_claims: u32 = 0;
-        // The webhooks the claim in flight was told are fast (exempt from the share).
-        let mut claimed_fast: Vec<WebhookId> = Vec::new();
         // Ready deliveries are handed back before their lease can run out.
         let mut waits = tokio::time::interval(WAIT_CHECK);
         waits.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -310,20 +221,11 @@ impl Worker {
                 };
                 tokio::spawn(Arc::clone(&attempt).run(delivery));
             }
-            let room = (concurrency - lanes.in_flight() + ahead).saturating_sub(lanes.ready());
-            if claiming.is_none() && maybe_due && room >= quarter {
-                let wanted = u32::try_from(room)
-                    .unwrap_or(u32::MAX)
-                    .min(self.config.batch_size);
-                let skip = lanes.skip(now);
-                held_back = !skip.is_empty();
-                claimed_fast = lanes.fast(now);
-                claiming = Some(Box::pin(self.claim(
-                    wanted,
-                    per_webhook,
-                    skip,
-                    claimed_fast.clone(),
-                )));
+            if claiming.is_none()
+                && let Some(wanted) = claims.wanted(&lanes)
+            {
+                let (skip, fast) = claims.start(&lanes, now);
+                claiming = Some(Box::pin(self.claim(wanted, claims.per_webhook, skip, fast)));
             }
             tokio::select! {
                 () = &mut shutdown => break,
@@ -331,23 +233,8 @@ impl Worker {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
-                            if failed_claims > 0 {
-                                tracing::info!(failed_claims, "the database answers again; delivery resumed");
-                                failed_claims = 0;
-                            }
                             held.hold(&batch);
-                            let limited = reached_a_webhook_limit(&batch, per_webhook, &claimed_fast);
-                            held_back |= limited;
-                            // A full batch means more may be due, and so does a webhook
-                            // that filled its share: claim again at once.
-                            maybe_due = limited
-                                || u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
-                            empty_claims = if batch.is_empty() {
-                                empty_claims.saturating_add(1)
-                            } else {
-                                0
-                            };
-                            poll_at = Instant::now() + self.config.next_poll(empty_claims);
+                            claims.took(&batch, wanted, &self.config);
                             let now = Instant::now();
                             let resting: Vec<ClaimedDelivery> = batch
                                 .into_iter()
@@ -355,31 +242,17 @@ impl Worker {
                                 .collect();
                             self.hand_back(resting, "its receiver is resting");
                         }
-                        Err(error) => {
-                            // Paused, not failing: nothing is attempted while the
-                            // database is out of reach, so no attempt is spent. Said
-                            // once, then quietly retried, less and less often.
-                            if failed_claims == 0 {
-                                tracing::error!(%error, "cannot claim deliveries; delivery paused until the database answers");
-                            } else {
-                                tracing::debug!(%error, failed_claims, "cannot claim deliveries");
-                            }
-                            failed_claims = failed_claims.saturating_add(1);
-                            maybe_due = false;
-                            poll_at = Instant::now() + claim_retry(self.config.poll_interval, failed_claims);
-                        }
+                        Err(error) => claims.failed(&error, self.config.poll_interval),
                     }
                 }
                 Some(finished) = attempts_done.recv() => {
                     self.attempt_done(&mut lanes, &finished);
-                    if held_back {
-                        maybe_due = true;
-                    }
+                    claims.slot_freed();
                 }
-                () = self.wakeup.notified() => maybe_due = true,
-                () = next_notification(&mut listener) => maybe_due = true,
-                () = tokio::time::sleep_until(poll_at), if !maybe_due && claiming.is_none() => {
-                    maybe_due = true;
+                () = self.wakeup.notified() => claims.maybe_due = true,
+                () = next_notification(&mut listener) => claims.maybe_due = true,
+                () = tokio::time::sleep_until(claims.poll_at), if !claims.maybe_due && claiming.is_none() => {
+                    claims.maybe_due = true;
                 }
                 _ = waits.tick() => {
                     let now = Instant::now();
@@ -390,22 +263,7 @@ impl Worker {
             }
         }
         let _ = stop_upkeep.send(true);
-        // Claims never attempted go back to the queue now, not when their lease ends.
-        let mut unstarted = lanes.take_ready();
-        if let Some(claim) = claiming.take()
-            && let (_, Ok(batch)) = claim.await
-        {
-            unstarted.extend(batch);
-        }
-        if !unstarted.is_empty() {
-            held.hold(&unstarted);
-            match self.queue.release(&unstarted).await {
-                Ok(_) => held.let_go(&unstarted),
-                Err(error) => {
-                    tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends")
-                }
-            }
-        }
+        self.release_unstarted(&mut lanes, claiming).await;
         self.drain(&mut lanes, &mut attempts_done).await;
         let _ = upkeep.await;
         // Every attempt has ended, or the drain ran out of time: record what the
@@ -422,6 +280,27 @@ impl Worker {
         // What is still held now ends with its lease, seconds from now.
         let _ = stop_renewing.send(true);
         let _ = renewing.await;
+    }
+
+    /// At shutdown: the claims never attempted (waiting in their lanes, or in a
+    /// claim still under way) go back to the queue now, not when their lease ends.
+    async fn release_unstarted(&self, lanes: &mut Lanes, claiming: Option<ClaimFuture<'_>>) {
+        let mut unstarted = lanes.take_ready();
+        if let Some(claim) = claiming
+            && let (_, Ok(batch)) = claim.await
+        {
+            unstarted.extend(batch);
+        }
+        if unstarted.is_empty() {
+            return;
+        }
+        self.held.hold(&unstarted);
+        match self.queue.release(&unstarted).await {
+            Ok(_) => self.held.let_go(&unstarted),
+            Err(error) => {
+                tracing::error!(%error, "cannot hand back unstarted claims; they fall due when their lease ends")
+            }
+        }
     }
 
     /// Claims up to `wanted` due deliveries under this worker's lease, at most
@@ -535,6 +414,119 @@ impl Worker {
     }
 }
 
+/// When the worker claims, and how much: its view of the queue between claims.
+#[derive(Debug)]
+struct Claims {
+    /// Slots, and the ready deliveries kept ahead of them.
+    concurrency: usize,
+    /// Claims come at least a quarter of the slots at a time: claiming one
+    /// delivery per freed slot would cost a round of queries each.
+    quarter: usize,
+    /// Claims run ahead: one goes out while up to `AHEAD_ROUNDS` times the slots'
+    /// worth of deliveries are waiting ready, so that slots freed during a claim
+    /// start at once. With less ahead, a claim went out only once the ready queue
+    /// ran dry, and slots sat idle while it ran (see PERFORMANCE.md).
+    ahead: usize,
+    /// Of one webhook, a claim takes what a slow lane can start and hold ready.
+    per_webhook: u32,
+    batch_size: u32,
+    /// Whether deliveries may be due: false after a claim came back short, until
+    /// an emit, a NOTIFY or the poll at `poll_at` says otherwise.
+    maybe_due: bool,
+    poll_at: Instant,
+    /// Claims in a row that found nothing: the poll backs off with them.
+    empty: u32,
+    /// Whether the last claim left deliveries behind that a slot freed since may
+    /// now take: it skipped webhooks, or took all it could of one.
+    held_back: bool,
+    /// Claims in a row that failed (the database out of reach).
+    failed: u32,
+    /// The webhooks the claim in flight was told are fast (exempt from the share).
+    fast: Vec<WebhookId>,
+}
+
+impl Claims {
+    fn new(config: &DeliveryConfig) -> Claims {
+        let concurrency = config.concurrency;
+        Claims {
+            concurrency,
+            quarter: (concurrency / 4).max(1),
+            ahead: concurrency * AHEAD_ROUNDS as usize,
+            per_webhook: u32::try_from(config.isolation.per_webhook)
+                .unwrap_or(u32::MAX)
+                .saturating_mul(AHEAD_ROUNDS + 1),
+            batch_size: config.batch_size,
+            maybe_due: true,
+            poll_at: Instant::now(),
+            empty: 0,
+            held_back: false,
+            failed: 0,
+            fast: Vec::new(),
+        }
+    }
+
+    /// How many deliveries to claim now, if a claim should go out: deliveries
+    /// may be due and there is room for at least a quarter of the slots.
+    fn wanted(&self, lanes: &Lanes) -> Option<u32> {
+        let room =
+            (self.concurrency - lanes.in_flight() + self.ahead).saturating_sub(lanes.ready());
+        (self.maybe_due && room >= self.quarter)
+            .then(|| u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size))
+    }
+
+    /// A claim goes out: the webhooks it must skip, and those it may take any
+    /// number of, as the lanes say now.
+    fn start(&mut self, lanes: &Lanes, now: Instant) -> (Vec<WebhookId>, Vec<WebhookId>) {
+        let skip = lanes.skip(now);
+        self.held_back = !skip.is_empty();
+        self.fast = lanes.fast(now);
+        (skip, self.fast.clone())
+    }
+
+    /// A claim for `wanted` came back with `batch`.
+    fn took(&mut self, batch: &[ClaimedDelivery], wanted: u32, config: &DeliveryConfig) {
+        if self.failed > 0 {
+            tracing::info!(
+                failed_claims = self.failed,
+                "the database answers again; delivery resumed"
+            );
+            self.failed = 0;
+        }
+        let limited = reached_a_webhook_limit(batch, self.per_webhook, &self.fast);
+        self.held_back |= limited;
+        // A full batch means more may be due, and so does a webhook that filled
+        // its share: claim again at once.
+        self.maybe_due = limited || u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
+        self.empty = if batch.is_empty() {
+            self.empty.saturating_add(1)
+        } else {
+            0
+        };
+        self.poll_at = Instant::now() + config.next_poll(self.empty);
+    }
+
+    /// A claim failed. Paused, not failing: nothing is attempted while the
+    /// database is out of reach, so no attempt is spent. Said once, then quietly
+    /// retried, less and less often.
+    fn failed(&mut self, error: &hookline_store::Error, poll_interval: Duration) {
+        if self.failed == 0 {
+            tracing::error!(%error, "cannot claim deliveries; delivery paused until the database answers");
+        } else {
+            tracing::debug!(%error, failed_claims = self.failed, "cannot claim deliveries");
+        }
+        self.failed = self.failed.saturating_add(1);
+        self.maybe_due = false;
+        self.poll_at = Instant::now() + claim_retry(poll_interval, self.failed);
+    }
+
+    /// An attempt ended: its slot may take what the last claim left behind.
+    fn slot_freed(&mut self) {
+        if self.held_back {
+            self.maybe_due = true;
+        }
+    }
+}
+
 /// When to try claiming again after `failures` failed claims in a row: the poll
 /// interval doubling with each, up to 5 s.
 fn claim_retry(poll_interval: Duration, failures: u32) -> Duration {
@@ -600,79 +592,6 @@ async fn next_notification(listener: &mut Option<DeliveryListener>) {
     if let Err(error) = active.notified().await {
         tracing::warn!(%error, "lost the notification connection; polling only");
         *listener = None;
-    }
-}
-
-/// Outcomes waiting to be recorded. One recorder takes whatever has queued up
-/// while it recorded the last batch and records it in one statement (two on
-/// SQLite): the busier the worker, the bigger the batch. Several recorders side by
-/// side were slower on PostgreSQL (see PERFORMANCE.md): each recorded smaller
-/// batches, paying a commit for each.
-const RECORD_BATCH: usize = 256;
-
-async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>, held: Arc<Held>) {
-    let mut batch = Vec::with_capacity(RECORD_BATCH);
-    while receiver.recv_many(&mut batch, RECORD_BATCH).await > 0 {
-        match queue.finish(&batch).await {
-            Ok(recorded) => {
-                for (finished, recording) in batch.iter().zip(recorded) {
-                    log_recording(finished, recording);
-                }
-            }
-            Err(error) => tracing::error!(
-                %error,
-                attempts = batch.len(),
-                "cannot record attempts; their deliveries will be made again when the claims end"
-            ),
-        }
-        // Recorded, or not (its lease then runs out): either way no longer renewed.
-        held.let_go(batch.iter().map(|finished| &finished.claimed));
-        batch.clear();
-    }
-}
-
-/// Logs what needs saying about a recorded outcome: what a 410 did to its webhook,
-/// and a claim that another worker took over. A delivery deleted with its webhook
-/// meanwhile (after a 410, say) had nothing left to record: not worth a warning.
-fn log_recording(finished: &Finished, recording: Recording) {
-    let claimed = &finished.claimed;
-    match recording {
-        Recording::Gone(action) => {
-            let (done, why) = match action {
-                GoneAction::Delete => (
-                    "deleted",
-                    "made through the API: its automation platform has unsubscribed",
-                ),
-                GoneAction::Disable => (
-                    "disabled",
-                    "made in Settings: a person decides whether it comes back",
-                ),
-            };
-            metrics::counter!("hookline_webhooks_disabled_total", "reason" => "gone").increment(1);
-            tracing::warn!(
-                webhook_id = %claimed.webhook_id,
-                workspace = %claimed.webhook.workspace_id,
-                // The host only: a platform's hook URL works like a credential.
-                host = %claimed.webhook.url.host(),
-                "the receiver answered 410 Gone: webhook {done} ({why}); its pending deliveries stop"
-            );
-        }
-        Recording::Recorded => {}
-        Recording::Deleted => tracing::debug!(
-            event_id = %claimed.event_id,
-            webhook_id = %claimed.webhook_id,
-            "the delivery went with its webhook before the attempt was recorded"
-        ),
-        Recording::Stopped => tracing::debug!(
-            event_id = %claimed.event_id,
-            webhook_id = %claimed.webhook_id,
-            "the delivery was stopped (its webhook disabled) before the attempt was recorded"
-        ),
-        Recording::TakenOver => tracing::warn!(
-            event_id = %claimed.event_id,
-            webhook_id = %claimed.webhook_id,
-            "the claim ran out before the attempt was recorded; another worker owns it now"
-        ),
     }
 }
 
