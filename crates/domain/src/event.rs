@@ -14,6 +14,11 @@ label_type!(
     255
 );
 
+impl IdempotencyKey {
+    /// How long a key answers its workspace's first event again: a day.
+    pub const WINDOW: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+}
+
 /// The seven events the product emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventName {

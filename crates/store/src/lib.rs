@@ -62,7 +62,7 @@ use hookline_domain::Clock;
 pub use models::account::Accounts;
 pub use models::admin_token::AdminTokens;
 pub use models::api_key::ApiKeys;
-pub use models::event::{Events, IDEMPOTENCY_WINDOW_MS, NewEvent, Recorded};
+pub use models::event::{Events, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, UsedKey};
 pub use models::portal_link::PortalLinks;
 pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};

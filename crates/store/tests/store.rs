@@ -1061,7 +1061,7 @@ backend_tests! {
         let samples = db.store().events().recent_payloads(ws, EventName::DmSent, 10).await.unwrap();
         assert_eq!(samples, [first]);
         // A day later the key is free again, and the upkeep removes it.
-        let later = Timestamp::now().plus_millis(hookline_store::IDEMPOTENCY_WINDOW_MS + 1);
+        let later = Timestamp::now().plus(hookline_domain::IdempotencyKey::WINDOW).plus_millis(1);
         assert_eq!(db.store().upkeep().delete_ended_idempotency_keys(later).await.unwrap(), 1);
     }
 

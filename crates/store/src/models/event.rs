@@ -10,7 +10,7 @@ use diesel_async::RunQueryDsl;
 use hookline_batch::Batcher;
 use hookline_domain::{
     DeliveryState, EventId, EventName, EventPayload, IdempotencyKey, Timestamp, Webhook, WebhookId,
-    WorkspaceId,
+    WorkspaceId, span_millis,
 };
 
 use crate::db::Db;
@@ -38,9 +38,6 @@ pub(crate) struct NewDelivery {
     pub(crate) webhook_id: String,
     pub(crate) due_at: i64,
 }
-
-/// How long an `Idempotency-Key` answers the first event again.
-pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// An event for the outbox write, with the emit's idempotency key if it had one.
 #[derive(Debug, Clone)]
@@ -81,7 +78,7 @@ impl Events {
     /// fails alone; a failing transaction fails every event in it, none stored.
     ///
     /// With an idempotency key, the event is stored only if the key was not used
-    /// for its workspace within [`IDEMPOTENCY_WINDOW_MS`]; the key is written in the
+    /// for its workspace within [`IdempotencyKey::WINDOW`](hookline_domain::IdempotencyKey::WINDOW); the key is written in the
     /// same transaction, so concurrent duplicates store exactly one event.
     pub async fn record(&self, event: NewEvent) -> Result<Recorded> {
         self.coalesced().submit(event).await?
@@ -499,7 +496,7 @@ macro_rules! claim_idempotency_key {
                 bind::<Text, _>(claim.event_id),
                 bind::<Text, _>(claim.payload),
                 bind::<BigInt, _>(claim.now),
-                bind::<BigInt, _>(claim.now - IDEMPOTENCY_WINDOW_MS),
+                bind::<BigInt, _>(claim.now - span_millis(IdempotencyKey::WINDOW)),
             ))
             .execute(self)
             .await?;

@@ -318,8 +318,9 @@ impl Upkeep {
     /// Forgets idempotency keys whose window ended before `now`, in short turns;
     /// answers how many.
     pub async fn delete_ended_idempotency_keys(&self, now: Timestamp) -> Result<usize> {
-        use crate::models::event::IDEMPOTENCY_WINDOW_MS;
-        let ended = now.unix_millis() - IDEMPOTENCY_WINDOW_MS;
+        let ended = now
+            .minus(hookline_domain::IdempotencyKey::WINDOW)
+            .unix_millis();
         let mut deleted = 0;
         let mut turn = TurnSize::new(KEYS_PER_TURN);
         loop {
