@@ -10,6 +10,9 @@ use crate::transport::failure::TransportError;
 
 /// Path segments a pattern captures, at most.
 const MAX_CAPTURES: usize = 2;
+/// Segments of a path, at most (the empty one before its first `/` counted);
+/// a longer path is no route's.
+const MAX_SEGMENTS: usize = 8;
 
 /// What a request's method and path found in a table.
 #[derive(Debug, PartialEq, Eq)]
@@ -34,44 +37,103 @@ impl<R> Lookup<R> {
     }
 }
 
-/// The segments of `path` that the `:name` segments of `route`'s pattern
-/// capture, in order; `None` when the path does not have the pattern's shape
-/// (an empty segment never matches).
-pub(crate) fn captures<'a>(route: &str, path: &'a str) -> Option<Captures<'a>> {
-    let pattern = route.split_once(' ').map_or(route, |(_, pattern)| pattern);
-    let mut found = Captures {
-        found: [""; MAX_CAPTURES],
-        len: 0,
-    };
-    let mut segments = path.split('/');
-    for expected in pattern.split('/') {
-        let segment = segments.next()?;
-        if expected.starts_with(':') {
-            if segment.is_empty() || found.len == MAX_CAPTURES {
-                return None;
-            }
-            found.found[found.len] = segment;
-            found.len += 1;
-        } else if segment != expected {
-            return None;
+/// One row of a table, read once: its method, and its pattern's segments
+/// (`None` for a `:name` that captures one).
+#[derive(Debug)]
+pub(crate) struct Row {
+    method: Method,
+    segments: Vec<Option<&'static str>>,
+}
+
+impl Row {
+    /// The row of `route`, `METHOD /path/:param`.
+    ///
+    /// # Panics
+    /// On a route that is not of that form: the tables are written in the code,
+    /// and their tests read every row.
+    pub(crate) fn of(route: &'static str) -> Row {
+        let (method, pattern) = route.split_once(' ').expect("a route is `METHOD /pattern`");
+        let segments: Vec<Option<&'static str>> = pattern
+            .split('/')
+            .map(|segment| (!segment.starts_with(':')).then_some(segment))
+            .collect();
+        assert!(segments.len() <= MAX_SEGMENTS, "{route} is too long");
+        assert!(
+            segments.iter().filter(|s| s.is_none()).count() <= MAX_CAPTURES,
+            "{route} captures too much"
+        );
+        Row {
+            method: Method::from_bytes(method.as_bytes()).expect("a route's method"),
+            segments,
         }
     }
-    segments.next().is_none().then_some(found)
-}
 
-/// Whether `route` (`METHOD /pattern`) is for `method`.
-pub(crate) fn is_for(route: &str, method: &Method) -> bool {
-    route
-        .split_once(' ')
-        .is_some_and(|(of, _)| of == method.as_str())
-}
-
-/// The method of `route`, added to a 405's `Allow`.
-pub(crate) fn allow(allowed: &mut String, route: &str) {
-    if !allowed.is_empty() {
-        allowed.push_str(", ");
+    /// The segments of `path` this row's pattern captures, in order; `None`
+    /// when the path does not have the pattern's shape (a captured segment is
+    /// never empty).
+    pub(crate) fn captures<'a>(&self, path: &Segments<'a>) -> Option<Captures<'a>> {
+        if self.segments.len() != path.len {
+            return None;
+        }
+        let mut found = Captures {
+            found: [""; MAX_CAPTURES],
+            len: 0,
+        };
+        for (expected, segment) in self.segments.iter().zip(&path.found) {
+            match expected {
+                Some(literal) if literal != segment => return None,
+                Some(_) => {}
+                None if segment.is_empty() => return None,
+                None => {
+                    found.found[found.len] = segment;
+                    found.len += 1;
+                }
+            }
+        }
+        Some(found)
     }
-    allowed.push_str(route.split_once(' ').map_or(route, |(method, _)| method));
+
+    /// Whether this row is for `method`.
+    pub(crate) fn is_for(&self, method: &Method) -> bool {
+        self.method == *method
+    }
+
+    /// This row's method, added to a 405's `Allow`.
+    pub(crate) fn allow(&self, allowed: &mut String) {
+        if !allowed.is_empty() {
+            allowed.push_str(", ");
+        }
+        allowed.push_str(self.method.as_str());
+    }
+}
+
+/// A request's path cut at each `/`, once for every row.
+#[derive(Debug)]
+pub(crate) struct Segments<'a> {
+    found: [&'a str; MAX_SEGMENTS],
+    len: usize,
+}
+
+impl<'a> Segments<'a> {
+    /// `None` for a path longer than any route.
+    pub(crate) fn of(path: &'a str) -> Option<Segments<'a>> {
+        let mut segments = Segments {
+            found: [""; MAX_SEGMENTS],
+            len: 0,
+        };
+        // By bytes: `str::split` costs more than the rest of the routing.
+        let mut start = 0;
+        for (at, byte) in path.bytes().enumerate() {
+            if byte == b'/' {
+                *segments.found.get_mut(segments.len)? = path.get(start..at)?;
+                segments.len += 1;
+                start = at + 1;
+            }
+        }
+        *segments.found.get_mut(segments.len)? = path.get(start..)?;
+        segments.len += 1;
+        Some(segments)
+    }
 }
 
 /// The path segments one route captured.
@@ -122,16 +184,25 @@ macro_rules! route_table {
                 method: &hyper::Method,
                 path: &'a str,
             ) -> $crate::transport::routes::Lookup<Self> {
-                use $crate::transport::routes::{allow, captures, is_for, Lookup};
+                use $crate::transport::routes::{Lookup, Row, Segments};
+                /// The table's rows, read once.
+                static ROWS: std::sync::LazyLock<Vec<Row>> =
+                    std::sync::LazyLock::new(|| vec![$(Row::of($route)),+]);
+                let Some(segments) = Segments::of(path) else {
+                    return Lookup::NotFound;
+                };
+                let mut rows = ROWS.iter();
                 let mut allowed = String::new();
                 $(
-                    if let Some(captured) = captures($route, path) {
-                        if is_for($route, method) {
+                    if let Some(row) = rows.next()
+                        && let Some(captured) = row.captures(&segments)
+                    {
+                        if row.is_for(method) {
                             #[allow(unused_mut, unused_variables, reason = "a route may capture nothing")]
                             let mut captured = captured.iter();
                             return Lookup::Route($name::$variant $({ $($field: captured.next().unwrap_or_default()),+ })?);
                         }
-                        allow(&mut allowed, $route);
+                        row.allow(&mut allowed);
                     }
                 )+
                 if allowed.is_empty() {
