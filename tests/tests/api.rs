@@ -8,7 +8,10 @@ use std::time::Duration;
 use hookline_app::{App, AppConfig};
 use hookline_auth::AuthConfig;
 use hookline_delivery::Outbox;
-use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, TargetPolicy, WorkspaceId};
+use hookline_domain::{
+    DeliveryAttempt, EventName, KeyName, KeyPrefix, Outcome, Plan, TargetPolicy, WebhookSource,
+    WorkspaceId,
+};
 use hookline_http::{HttpConfig, Server};
 use hookline_store::Store;
 use hookline_testdb::TestDb;
@@ -206,6 +209,53 @@ const ALL_EVENTS: [&str; 7] = [
     "bio.subscribed",
     "bio.unsubscribed",
 ];
+
+backend_tests! {
+    async fn a_webhooks_attempt_log_pages_newest_first_within_its_workspace(db) {
+        let api = Api::start(db).await;
+        let (ws, key) = api.workspace_with_key(Plan::Studio).await;
+        let (_, other_key) = api.workspace_with_key(Plan::Studio).await;
+        let (hook, _) = api.db.webhook(ws, "https://receiver.example.com/in", &[EventName::DmSent], WebhookSource::Api).await.unwrap();
+        let emitted = Outbox::new(api.store.events()).emit(ws, EventName::DmSent, json!({})).await.unwrap();
+        let first = DeliveryAttempt {
+            event_id: emitted.payload.id,
+            webhook_id: hook.id,
+            event: EventName::DmSent,
+            attempt: 1,
+            at: api.db.clock().now(),
+            status: Some(503),
+            error: None,
+            duration_ms: 12,
+            response_body: Some("busy".into()),
+        };
+        let second = DeliveryAttempt { attempt: 2, status: Some(200), response_body: Some("ok".into()), ..first.clone() };
+        api.db.record_attempt(&first, Outcome::RetryAt(first.at)).await;
+        api.db.record_attempt(&second, Outcome::Delivered).await;
+
+        let path = format!("/api/v1/hooks/{}/attempts", hook.id);
+        let page = api.get(&format!("{path}?limit=1"), &key).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert_eq!(page.body["data"].as_array().map(Vec::len), Some(1));
+        assert_eq!((page.body["data"][0]["attempt"].as_u64(), page.body["data"][0]["status"].as_u64()), (Some(2), Some(200)));
+        assert_eq!(page.body["data"][0]["responseBody"], "ok");
+        let cursor = page.body["nextCursor"].as_str().unwrap().to_owned();
+        let next = api.get(&format!("{path}?limit=1&before={cursor}"), &key).await;
+        assert_eq!(next.body["data"][0]["attempt"], 1);
+        assert_eq!(next.body["data"][0]["responseBody"], "busy");
+        assert!(next.body["nextCursor"].is_null(), "{}", next.body);
+
+        // Another workspace's key finds nothing; bad paging is a 400 naming it.
+        let foreign = api.get(&path, &other_key).await;
+        assert_eq!(foreign.status, StatusCode::NOT_FOUND, "{}", foreign.body);
+        for (query, says) in [("limit=0", "limit"), ("limit=x", "limit"), ("before=nope", "before")] {
+            let refused = api.get(&format!("{path}?{query}"), &key).await;
+            assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{query}: {}", refused.body);
+            assert!(refused.body["error"].as_str().unwrap().contains(says), "{query}: {}", refused.body);
+        }
+        assert_eq!(api.get("/api/v1/hooks/wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R/attempts", &key).await.status, StatusCode::NOT_FOUND);
+        api.stop().await;
+    }
+}
 
 backend_tests! {
     async fn me_returns_the_workspace_and_its_connected_accounts(db) {

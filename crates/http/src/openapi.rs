@@ -5,6 +5,7 @@
 //! (`api::openapi`, `admin::openapi`), served as it is; the tests below hold every
 //! documented operation to the routers, and every route to the documents.
 
+use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT};
 use hookline_domain::limits::MAX_WEBHOOK_URL_LEN;
 use hookline_domain::{
     AccountId, EventId, EventName, HEADER_VALUE_PATTERN, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS,
@@ -61,6 +62,42 @@ fn failures(statuses: &[(&str, &str)]) -> Map<String, Value> {
         .iter()
         .map(|(status, why)| ((*status).to_owned(), json_response(why, schema("Error"))))
         .collect()
+}
+
+/// A page of a list: `{success, data: [item], nextCursor}`.
+pub(crate) fn page(item: Value) -> Value {
+    json!({
+        "type": "object",
+        "required": ["success", "data", "nextCursor"],
+        "properties": {
+            "success": { "const": true },
+            "data": { "type": "array", "items": item },
+            "nextCursor": { "type": ["string", "null"] }
+        }
+    })
+}
+
+pub(crate) fn paging(cursor: &str, cursor_form: Option<String>) -> Value {
+    let mut cursor_schema = json!({ "type": "string" });
+    if let Some(form) = cursor_form {
+        cursor_schema["pattern"] = json!(format!("^(?:{form})?$"));
+    }
+    json!([
+        { "name": "limit", "in": "query", "required": false,
+          "schema": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT } },
+        { "name": cursor, "in": "query", "required": false,
+          "description": "The `nextCursor` of the previous page.",
+          "schema": cursor_schema }
+    ])
+}
+
+/// A list's path parameter, then `limit` and its cursor.
+pub(crate) fn listing(parameter: Value, cursor: &str, cursor_form: Option<String>) -> Value {
+    let mut parameters = vec![parameter];
+    if let Value::Array(more) = paging(cursor, cursor_form) {
+        parameters.extend(more);
+    }
+    Value::Array(parameters)
 }
 
 /// What every operation's 503 means.
@@ -199,6 +236,14 @@ pub(crate) fn common_schemas() -> Map<String, Value> {
                 "occurredAt": schema("Timestamp"),
                 "data": { "type": "object" }
             }
+        },
+        "Attempt": {
+            "type": "object",
+            "required": ["eventId", "event", "attempt", "at", "status", "error", "durationMs", "responseBody"],
+            "properties": { "eventId": id(EventId::pattern()), "event": schema("EventName"),
+                "attempt": { "type": "integer" }, "at": schema("Timestamp"),
+                "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] },
+                "durationMs": { "type": "integer" }, "responseBody": { "type": ["string", "null"] } }
         },
         "NewWebhook": new_webhook(false),
         "CatalogEvent": {

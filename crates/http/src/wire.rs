@@ -321,3 +321,28 @@ impl<'a> From<&'a hookline_app::CatalogEvent> for CatalogEventObject<'a> {
         }
     }
 }
+
+/// A page of a list: `{"success": true, "data": […], "nextCursor": …}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed<T> {
+    success: bool,
+    data: Vec<T>,
+    next_cursor: Option<String>,
+}
+
+/// A page of a list, answered 200 (both APIs' lists).
+pub(crate) fn listed<T: Serialize>(
+    data: Vec<T>,
+    next_cursor: Option<String>,
+) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
+    let body = Listed {
+        success: true,
+        data,
+        next_cursor,
+    };
+    crate::transport::failure::json_response(
+        hyper::StatusCode::OK,
+        serde_json::to_string(&body).unwrap_or_default(),
+    )
+}

@@ -15,12 +15,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::admin::error::AdminError;
-use crate::admin::input::{page, query_value};
-use crate::admin::wire::{HealthObject, Listed, WebhookAdmin, WorkspaceAdmin};
+use crate::admin::wire::{HealthObject, WebhookAdmin, WorkspaceAdmin};
 use crate::transport::body::Body;
 use crate::transport::body::header_pairs;
 use crate::transport::failure::json_response;
+use crate::transport::query::{page, query_value};
 use crate::wire::TestSentObject;
+use crate::wire::listed;
 use crate::wire::{
     AccountObject, AttemptObject, CatalogEventObject, KeyCreatedObject, KeyObject, Success,
 };
@@ -33,18 +34,6 @@ fn ok<T: Serialize>(status: StatusCode, data: Option<T>) -> Response<Full<Bytes>
         data,
     };
     json_response(status, serde_json::to_string(&body).unwrap_or_default())
-}
-
-fn listed<T: Serialize>(data: Vec<T>, next_cursor: Option<String>) -> Response<Full<Bytes>> {
-    let body = Listed {
-        success: true,
-        data,
-        next_cursor,
-    };
-    json_response(
-        StatusCode::OK,
-        serde_json::to_string(&body).unwrap_or_default(),
-    )
 }
 
 /// An id from the path; one that cannot be an id of its kind names nothing: 404.

@@ -4,7 +4,6 @@
 //!
 //! - `router.rs`: the whole surface, one row per endpoint;
 //! - `handlers.rs`: one function per endpoint, over the use-case layer;
-//! - `input.rs`: bodies read field by field, pages;
 //! - `wire.rs`: the admin objects;
 //! - `error.rs`: the one mapping from failure to status and body;
 //! - `operations.rs`: the probes and `/metrics`, which need no token;
@@ -15,7 +14,6 @@
 
 mod error;
 mod handlers;
-mod input;
 pub(crate) mod openapi;
 mod operations;
 pub(crate) mod router;

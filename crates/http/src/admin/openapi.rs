@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT, attempt_cursor_pattern};
+use hookline_app::attempt_cursor_pattern;
 use hookline_domain::limits::{DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS};
 use hookline_domain::{
     AccountId, ApiKeyId, EventId, EventName, IdempotencyKey, KeyName, Username, WebhookDescription,
@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::openapi::{
     UNAVAILABLE_WHY, bare_success, common_schemas, document, headers_input, id, json_response,
-    label, new_webhook, operation, or_null, path_parameter, schema, success, webhook_url,
+    label, listing, new_webhook, operation, or_null, page, paging, path_parameter, schema, success,
+    webhook_url,
 };
 
 /// The document, serialised once.
@@ -63,14 +64,6 @@ fn admin() -> Value {
                     "updatedAt": schema("Timestamp")
                 }
             }]
-        },
-        "Attempt": {
-            "type": "object",
-            "required": ["eventId", "event", "attempt", "at", "status", "error", "durationMs", "responseBody"],
-            "properties": { "eventId": id(EventId::pattern()), "event": schema("EventName"),
-                "attempt": { "type": "integer" }, "at": schema("Timestamp"),
-                "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] },
-                "durationMs": { "type": "integer" }, "responseBody": { "type": ["string", "null"] } }
         },
         "WorkspaceChange": {
             "type": "object", "additionalProperties": false,
@@ -263,42 +256,6 @@ fn admin() -> Value {
         paths,
         schemas,
     )
-}
-
-/// A page of a list: `{success, data: [item], nextCursor}`.
-fn page(item: Value) -> Value {
-    json!({
-        "type": "object",
-        "required": ["success", "data", "nextCursor"],
-        "properties": {
-            "success": { "const": true },
-            "data": { "type": "array", "items": item },
-            "nextCursor": { "type": ["string", "null"] }
-        }
-    })
-}
-
-fn paging(cursor: &str, cursor_form: Option<String>) -> Value {
-    let mut cursor_schema = json!({ "type": "string" });
-    if let Some(form) = cursor_form {
-        cursor_schema["pattern"] = json!(format!("^(?:{form})?$"));
-    }
-    json!([
-        { "name": "limit", "in": "query", "required": false,
-          "schema": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT } },
-        { "name": cursor, "in": "query", "required": false,
-          "description": "The `nextCursor` of the previous page.",
-          "schema": cursor_schema }
-    ])
-}
-
-/// A list's path parameter, then `limit` and its cursor.
-fn listing(parameter: Value, cursor: &str, cursor_form: Option<String>) -> Value {
-    let mut parameters = vec![parameter];
-    if let Value::Array(more) = paging(cursor, cursor_form) {
-        parameters.extend(more);
-    }
-    Value::Array(parameters)
 }
 
 /// An event to emit: its name, and its data, which `contact.email_captured`

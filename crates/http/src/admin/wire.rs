@@ -72,15 +72,6 @@ impl<'a> WebhookAdmin<'a> {
     }
 }
 
-/// A page of a list: `{"success": true, "data": […], "nextCursor": …}`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Listed<T> {
-    pub(crate) success: bool,
-    pub(crate) data: Vec<T>,
-    pub(crate) next_cursor: Option<String>,
-}
-
 /// A webhook's health (`GET /admin/v1/hooks/:wh/stats`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -14,7 +14,11 @@ use crate::api::Api;
 use crate::api::error::ApiError;
 use crate::transport::body::{header_pairs, read_json};
 use crate::transport::failure::json_response;
-use crate::wire::{AccountObject, CatalogEventObject, Me, Success, WebhookObject, WorkspaceObject};
+use crate::transport::query::page;
+use crate::wire::{
+    AccountObject, AttemptObject, CatalogEventObject, Me, Success, WebhookObject, WorkspaceObject,
+    listed,
+};
 
 pub(crate) fn ok<T: serde::Serialize>(
     status: StatusCode,
@@ -105,6 +109,29 @@ pub(crate) async fn get_hook(
     let id: WebhookId = id.parse().map_err(|_| not_found())?;
     let webhook = app.workspace_webhook(caller.workspace.id, id).await?;
     Ok(ok(StatusCode::OK, Some(WebhookObject::listed(&webhook))))
+}
+
+/// The webhook's attempt log, newest first: `?limit=` (1 to 250, 50 when
+/// absent) and `?before=` the previous page's `nextCursor`.
+pub(crate) async fn list_attempts(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    query: Option<&str>,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let not_found = || ApiError::NotFound(format!("No webhook with id `{id}` in this workspace."));
+    let id: WebhookId = id.parse().map_err(|_| not_found())?;
+    let page = page(query, "before")?;
+    let (_, attempts) = app
+        .settings(caller.workspace.id)
+        .webhook_with_attempts(id, &page)
+        .await?;
+    let data = attempts
+        .items
+        .iter()
+        .map(AttemptObject::with_response_body)
+        .collect();
+    Ok(listed(data, attempts.next_cursor))
 }
 
 pub(crate) async fn delete_hook(

@@ -101,6 +101,10 @@ impl Api {
             Route::Sample { event } => handlers::sample(&self.app, &caller, event).await,
             Route::Events => Ok(handlers::event_catalog(&caller)),
             Route::OpenApi => Ok(openapi::public_document()),
+            Route::ListAttempts { id } => {
+                let query = request.uri().query();
+                handlers::list_attempts(&self.app, &caller, id, query).await
+            }
             Route::TestHook { id } => listeners::test_hook(self, &caller, id, request).await,
             Route::ListListeners => listeners::list(&self.app, &caller).await,
             Route::CreateListener => listeners::create(self, &caller, request).await,

@@ -4,6 +4,7 @@
 
 use std::sync::LazyLock;
 
+use hookline_app::attempt_cursor_pattern;
 use hookline_domain::{EventId, EventName, ListenerId, WebhookId, WorkspaceId};
 use http_body_util::Full;
 use hyper::Response;
@@ -11,8 +12,8 @@ use hyper::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::openapi::{
-    UNAVAILABLE_WHY, bare_success, common_schemas, document, id, json_response, operation, or_null,
-    path_parameter, schema, success,
+    UNAVAILABLE_WHY, bare_success, common_schemas, document, id, json_response, listing, operation,
+    or_null, page, path_parameter, schema, success,
 };
 
 /// The document, serialised once.
@@ -59,8 +60,14 @@ fn public() -> Value {
                 ("200", success(schema("Webhook")))),
             "patch": op("Change a webhook of the workspace: the fields given change, the others stay (a hookline extension of REST hooks).",
                 hook_id.clone(), Some(schema("WebhookPatch")), ("200", success(schema("Webhook")))),
-            "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id, None,
+            "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id.clone(), None,
                 ("200", bare_success()))
+        },
+        "/api/v1/hooks/{id}/attempts": {
+            "get": op("The webhook's attempt log, newest first: each attempt's status, error, duration and \
+                the start of its answer's body. The cursor is `<eventId>:<attempt>`.",
+                listing(hook_id[0].clone(), "before", Some(attempt_cursor_pattern())), None,
+                ("200", page(schema("Attempt"))))
         },
         "/api/v1/events": {
             "get": op("The event catalog: each event's description, the JSON Schema of its payload, and the \
@@ -77,8 +84,13 @@ fn public() -> Value {
             "responses": { "200": json_response("The OpenAPI document.", json!({ "type": "object" })) }
         } }
     });
+    paths["/api/v1/hooks/{id}/attempts"]["get"]["responses"]["400"] = json_response(
+        "`limit` or `before` is malformed; the message names it.",
+        schema("Error"),
+    );
     for (path, not_found) in [
         ("/api/v1/hooks/{id}", "get"),
+        ("/api/v1/hooks/{id}/attempts", "get"),
         ("/api/v1/hooks/{id}", "patch"),
         ("/api/v1/events/{event}/sample", "get"),
     ] {

@@ -16,6 +16,8 @@ route_table! {
         DeleteHook { id } = "DELETE /api/v1/hooks/:id",
         /// A test event to one webhook.
         TestHook { id } = "POST /api/v1/hooks/:id/test",
+        /// The webhook's attempt log, newest first, a page at a time.
+        ListAttempts { id } = "GET /api/v1/hooks/:id/attempts",
         Sample { event } = "GET /api/v1/events/:event/sample",
         /// The event catalog.
         Events = "GET /api/v1/events",

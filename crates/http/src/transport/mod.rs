@@ -11,6 +11,7 @@
 //!   room), the first-request and idle timeouts.
 //! - `body.rs`: request bodies read within their size and time limits; JSON
 //!   fields read one by one with a message naming the field.
+//! - `query.rs`: query parameters, and the page a list request asks for.
 //! - `failure.rs`: the failures every front end shares (a method a path does
 //!   not take, a body too large or too slow, the database out of reach, a
 //!   failure of ours), with their status and headers decided once.
@@ -26,5 +27,6 @@ pub(crate) mod body;
 pub(crate) mod connections;
 pub(crate) mod failure;
 pub(crate) mod outage;
+pub(crate) mod query;
 pub(crate) mod routes;
 pub(crate) mod server;

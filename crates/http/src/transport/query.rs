@@ -10,9 +10,9 @@ use crate::transport::body::FieldError;
 pub(crate) fn page(query: Option<&str>, cursor: &str) -> Result<PageRequest, FieldError> {
     let limit = query_value(query, "limit")
         .map(|value| {
-            value.parse::<u32>().map_err(|_| {
-                FieldError(format!("`limit` must be a whole number, not `{value}`."))
-            })
+            value
+                .parse::<u32>()
+                .map_err(|_| FieldError(format!("`limit` must be a whole number, not `{value}`.")))
         })
         .transpose()?;
     let position = query_value(query, cursor).filter(|value| !value.is_empty());
