@@ -24,10 +24,10 @@ use crate::transport::connections::Connections;
 /// The server's settings. Filled by the binary from flags and environment.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
-    /// `HOOKLINE_LISTEN`; port 0 picks a free port (see [`Server::local_addr`]).
+    /// `HOOKLINE_LISTEN`; port 0 picks a free port (see [`Server::local_addr`](crate::Server::local_addr)).
     pub listen: SocketAddr,
     /// `HOOKLINE_ADMIN_LISTEN`: the admin API, kept apart so that it can stay off
-    /// the public network (see [`Server::admin_addr`]).
+    /// the public network (see [`Server::admin_addr`](crate::Server::admin_addr)).
     pub admin_listen: SocketAddr,
     pub auth: AuthConfig,
     /// Larger request bodies are refused with 413 before they are read.
