@@ -77,6 +77,8 @@ pub(crate) fn page(item: Value) -> Value {
     })
 }
 
+/// `limit` and the list's cursor parameter, of `cursor_form` (an unanchored
+/// pattern) where the list refuses a malformed cursor; empty is the first page.
 pub(crate) fn paging(cursor: &str, cursor_form: Option<String>) -> Value {
     let mut cursor_schema = json!({ "type": "string" });
     if let Some(form) = cursor_form {
@@ -171,8 +173,6 @@ pub(crate) fn webhook_url() -> Value {
         "description": "https:// only; a loopback, private or reserved target (by name or address) is refused unless the service allows private targets." })
 }
 
-/// `limit` and the list's cursor parameter, of `cursor_form` (an unanchored
-/// pattern) where the list refuses a malformed cursor; empty is the first page.
 /// A webhook's own headers as a request sets them (all of them; `{}` for none):
 /// names are tokens hookline does not set itself, values write-only secrets.
 pub(crate) fn headers_input() -> Value {

@@ -167,7 +167,9 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
         "properties": { "events": or_null(json!({ "type": "array", "items": schema("EventName") })) }
     });
     let mut stream = op(
-        "The listener's deliveries as Server-Sent Events: one `delivery` event per attempt,          its `id` the `webhook-id`, a `: keep-alive` comment every 15 s. One stream per          listener: a newer one ends this one.",
+        "The listener's deliveries as Server-Sent Events: one `delivery` event per attempt, \
+         its `id` the `webhook-id`, a `: keep-alive` comment every 15 s. One stream per \
+         listener: a newer one ends this one.",
         listener_id.clone(),
         None,
         ("200", json!({})),
