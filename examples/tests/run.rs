@@ -34,20 +34,25 @@ async fn validate_input_accepts_and_refuses_as_the_apis_do() {
     assert!(out.contains("no   payload: "), "{out}");
 }
 
-backend_tests! {
-    async fn emit_event_stores_the_event_and_its_delivery(db) {
-        let out = run("emit-event", Some(&db)).await;
-        assert!(out.contains(" to 1 webhook(s)"), "{out}");
-        let id = out.split_whitespace().nth(1).unwrap();
-        let deliveries = db.store().events().deliveries(id.parse().unwrap()).await.unwrap();
-        assert_eq!(deliveries.len(), 1);
-    }
+backend_tests!(emit_event_stores_the_event_and_its_delivery);
+
+async fn emit_event_stores_the_event_and_its_delivery(db: TestDb) {
+    let out = run("emit-event", Some(&db)).await;
+    assert!(out.contains(" to 1 webhook(s)"), "{out}");
+    let id = out.split_whitespace().nth(1).unwrap();
+    let deliveries = db
+        .store()
+        .events()
+        .deliveries(id.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 1);
 }
 
-backend_tests! {
-    async fn worker_in_process_records_an_attempt_and_stops(db) {
-        let out = run("worker-in-process", Some(&db)).await;
-        assert!(out.starts_with("attempt 1 of evt_"), "{out}");
-        assert!(out.ends_with("worker stopped\n"), "{out}");
-    }
+backend_tests!(worker_in_process_records_an_attempt_and_stops);
+
+async fn worker_in_process_records_an_attempt_and_stops(db: TestDb) {
+    let out = run("worker-in-process", Some(&db)).await;
+    assert!(out.starts_with("attempt 1 of evt_"), "{out}");
+    assert!(out.ends_with("worker stopped\n"), "{out}");
 }

@@ -415,205 +415,286 @@ async fn emit(db: &TestDb, ws: WorkspaceId, event: EventName, n: u32) -> String 
     emitted.payload.id.to_string()
 }
 
-backend_tests! {
-    async fn listen_forwards_verified_deliveries_and_resumes_after_a_kill(db) {
-        let served = serve(&db).await;
-        let (ws, key) = studio_key(&db).await;
-        let receiver = LocalReceiver::start().await;
-        let (mut listening, listener) = Listening::new_listener(&served, &key, &receiver, &["--events", "dm.sent"]).await;
+backend_tests!(listen_forwards_verified_deliveries_and_resumes_after_a_kill);
 
-        let event = emit(&db, ws, EventName::DmSent, 0).await;
-        let line = listening.next().await;
-        assert_eq!(line["eventId"], event.as_str());
-        assert_eq!(line["event"], "dm.sent");
-        assert_eq!(line["attempt"], 1);
-        assert_eq!(line["status"], 200);
-        assert!(line["durationMs"].is_u64(), "{line}");
-        let received = receiver.wait_for(1).await;
-        assert_eq!(received[0]["verified"], true, "the receiver's own check passes");
-        assert_eq!(received[0]["id"], event.as_str());
+async fn listen_forwards_verified_deliveries_and_resumes_after_a_kill(db: TestDb) {
+    let served = serve(&db).await;
+    let (ws, key) = studio_key(&db).await;
+    let receiver = LocalReceiver::start().await;
+    let (mut listening, listener) =
+        Listening::new_listener(&served, &key, &receiver, &["--events", "dm.sent"]).await;
 
-        // Killed outright: what is emitted meanwhile waits for the listener.
-        listening.kill().await;
-        let mut emitted = Vec::new();
-        for n in 1..=3 {
-            emitted.push(emit(&db, ws, EventName::DmSent, n).await);
-        }
-        let mut resumed = Listening::start(&served, &key, &receiver.url(), &["--listener", &listener]).await;
-        let first = resumed.next().await;
-        assert_eq!(first["listener"], listener.as_str());
-        assert_eq!(first["secret"], Value::Null, "a secret is shown once, when made");
-        let mut forwarded = Vec::new();
-        for _ in 0..3 {
-            let line = resumed.next().await;
-            assert_eq!(line["status"], 200, "{line}");
-            forwarded.push(line["eventId"].as_str().unwrap().to_owned());
-        }
-        assert_eq!(forwarded, emitted, "the three arrive, oldest first");
-        let received = receiver.wait_for(4).await;
-        assert!(received.iter().all(|payload| payload["verified"] == true));
+    let event = emit(&db, ws, EventName::DmSent, 0).await;
+    let line = listening.next().await;
+    assert_eq!(line["eventId"], event.as_str());
+    assert_eq!(line["event"], "dm.sent");
+    assert_eq!(line["attempt"], 1);
+    assert_eq!(line["status"], 200);
+    assert!(line["durationMs"].is_u64(), "{line}");
+    let received = receiver.wait_for(1).await;
+    assert_eq!(
+        received[0]["verified"], true,
+        "the receiver's own check passes"
+    );
+    assert_eq!(received[0]["id"], event.as_str());
 
-        // The attempt log shows each attempt with its status.
-        let webhook = WebhookId::of_listener(listener.parse::<ListenerId>().unwrap());
-        let attempts = db.store().webhooks().attempts(webhook, 10).await.unwrap();
-        assert_eq!(attempts.len(), 4, "{attempts:?}");
-        assert!(attempts.iter().all(|attempt| attempt.status == Some(200) && attempt.attempt == 1));
-        resumed.kill().await;
+    // Killed outright: what is emitted meanwhile waits for the listener.
+    listening.kill().await;
+    let mut emitted = Vec::new();
+    for n in 1..=3 {
+        emitted.push(emit(&db, ws, EventName::DmSent, n).await);
     }
-}
-
-backend_tests! {
-    async fn a_stream_cut_mid_delivery_sends_the_attempt_again(db) {
-        let served = serve(&db).await;
-        let (ws, key) = studio_key(&db).await;
-        let receiver = LocalReceiver::start().await;
-        let (listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
-
-        // The receiver holds its answer; listen is killed while it waits.
-        receiver.state.hold.store(true, std::sync::atomic::Ordering::SeqCst);
-        let event = emit(&db, ws, EventName::LinkClicked, 0).await;
-        receiver.wait_for(1).await;
-        listening.kill().await;
-        receiver.state.hold.store(false, std::sync::atomic::Ordering::SeqCst);
-        receiver.state.release.add_permits(1);
-
-        let mut resumed = Listening::start(&served, &key, &receiver.url(), &["--listener", &listener]).await;
-        resumed.next().await;
+    let mut resumed =
+        Listening::start(&served, &key, &receiver.url(), &["--listener", &listener]).await;
+    let first = resumed.next().await;
+    assert_eq!(first["listener"], listener.as_str());
+    assert_eq!(
+        first["secret"],
+        Value::Null,
+        "a secret is shown once, when made"
+    );
+    let mut forwarded = Vec::new();
+    for _ in 0..3 {
         let line = resumed.next().await;
-        assert_eq!(line["eventId"], event.as_str(), "the cut attempt comes again");
-        assert_eq!(line["status"], 200);
-        let webhook = WebhookId::of_listener(listener.parse::<ListenerId>().unwrap());
-        let deliveries = db.store().events().deliveries(event.parse().unwrap()).await.unwrap();
-        assert_eq!(deliveries.len(), 1);
-        assert_eq!(deliveries[0].webhook_id, webhook);
-        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
-        resumed.kill().await;
+        assert_eq!(line["status"], 200, "{line}");
+        forwarded.push(line["eventId"].as_str().unwrap().to_owned());
     }
+    assert_eq!(forwarded, emitted, "the three arrive, oldest first");
+    let received = receiver.wait_for(4).await;
+    assert!(received.iter().all(|payload| payload["verified"] == true));
+
+    // The attempt log shows each attempt with its status.
+    let webhook = WebhookId::of_listener(listener.parse::<ListenerId>().unwrap());
+    let attempts = db.store().webhooks().attempts(webhook, 10).await.unwrap();
+    assert_eq!(attempts.len(), 4, "{attempts:?}");
+    assert!(
+        attempts
+            .iter()
+            .all(|attempt| attempt.status == Some(200) && attempt.attempt == 1)
+    );
+    resumed.kill().await;
 }
 
-backend_tests! {
-    async fn trigger_sends_the_example_with_data_merged_in(db) {
-        let served = serve(&db).await;
-        let (_, key) = studio_key(&db).await;
-        let receiver = LocalReceiver::start().await;
-        let (mut listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+backend_tests!(a_stream_cut_mid_delivery_sends_the_attempt_again);
 
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
-            .args(["trigger", "dm.sent", "--listener", &listener, "--data", r#"{"message":{"text":"merged"}}"#, "--json"])
+async fn a_stream_cut_mid_delivery_sends_the_attempt_again(db: TestDb) {
+    let served = serve(&db).await;
+    let (ws, key) = studio_key(&db).await;
+    let receiver = LocalReceiver::start().await;
+    let (listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+
+    // The receiver holds its answer; listen is killed while it waits.
+    receiver
+        .state
+        .hold
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let event = emit(&db, ws, EventName::LinkClicked, 0).await;
+    receiver.wait_for(1).await;
+    listening.kill().await;
+    receiver
+        .state
+        .hold
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    receiver.state.release.add_permits(1);
+
+    let mut resumed =
+        Listening::start(&served, &key, &receiver.url(), &["--listener", &listener]).await;
+    resumed.next().await;
+    let line = resumed.next().await;
+    assert_eq!(
+        line["eventId"],
+        event.as_str(),
+        "the cut attempt comes again"
+    );
+    assert_eq!(line["status"], 200);
+    let webhook = WebhookId::of_listener(listener.parse::<ListenerId>().unwrap());
+    let deliveries = db
+        .store()
+        .events()
+        .deliveries(event.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 1);
+    assert_eq!(deliveries[0].webhook_id, webhook);
+    assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+    resumed.kill().await;
+}
+
+backend_tests!(trigger_sends_the_example_with_data_merged_in);
+
+async fn trigger_sends_the_example_with_data_merged_in(db: TestDb) {
+    let served = serve(&db).await;
+    let (_, key) = studio_key(&db).await;
+    let receiver = LocalReceiver::start().await;
+    let (mut listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args([
+            "trigger",
+            "dm.sent",
+            "--listener",
+            &listener,
+            "--data",
+            r#"{"message":{"text":"merged"}}"#,
+            "--json",
+        ])
+        .args(["--api-url", &served.url, "--api-key", &key])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let sent: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let line = listening.next().await;
+    assert_eq!(line["eventId"], sent["eventId"]);
+    let received = receiver.wait_for(1).await;
+    let example = EventName::DmSent.example_data();
+    assert_eq!(received[0]["data"]["message"]["text"], "merged");
+    assert_eq!(
+        received[0]["data"]["message"]["id"], example["message"]["id"],
+        "the rest is the example's"
+    );
+    assert_eq!(received[0]["data"]["contact"], example["contact"]);
+    assert_eq!(received[0]["verified"], true);
+
+    // A wrong key is said as the API says it, and ends with exit 1.
+    let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["trigger", "dm.sent", "--listener", &listener])
+        .args(["--api-url", &served.url, "--api-key", "hl_wrong"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("401"),
+        "{refused:?}"
+    );
+    listening.kill().await;
+}
+
+backend_tests!(listen_and_trigger_work_through_a_tls_terminating_proxy);
+
+async fn listen_and_trigger_work_through_a_tls_terminating_proxy(db: TestDb) {
+    let served = serve(&db).await.behind_tls().await;
+    let (_, key) = studio_key(&db).await;
+    let receiver = LocalReceiver::start().await;
+    let (mut listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+    let ca_file = served.ca_file().unwrap().to_str().unwrap().to_owned();
+    let trigger = |roots: Option<String>| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
+        command
+            .args([
+                "trigger",
+                "bio.subscribed",
+                "--listener",
+                &listener,
+                "--json",
+            ])
             .args(["--api-url", &served.url, "--api-key", &key])
-            .output()
+            .env_remove("HOOKLINE_TLS_EXTRA_ROOTS");
+        if let Some(roots) = roots {
+            command.args(["--tls-extra-roots", &roots]);
+        }
+        command.output()
+    };
+    let untrusted = trigger(None).await.unwrap();
+    assert_eq!(untrusted.status.code(), Some(1), "{untrusted:?}");
+    assert!(
+        String::from_utf8_lossy(&untrusted.stderr).contains("cannot reach"),
+        "{untrusted:?}"
+    );
+    let sent = trigger(Some(ca_file)).await.unwrap();
+    assert!(sent.status.success(), "{sent:?}");
+    let sent: Value = serde_json::from_slice(&sent.stdout).unwrap();
+    let line = listening.next().await;
+    assert_eq!(line["eventId"], sent["eventId"]);
+    assert_eq!(line["status"], 200);
+    assert_eq!(receiver.wait_for(1).await[0]["verified"], true);
+    listening.kill().await;
+}
+
+backend_tests!(listen_reconnects_by_itself_when_the_server_comes_back);
+
+async fn listen_reconnects_by_itself_when_the_server_comes_back(db: TestDb) {
+    let addr = hookline_tests::free_addr().to_string();
+    let served = serve_at(&db, &addr).await;
+    let (ws, key) = studio_key(&db).await;
+    let receiver = LocalReceiver::start().await;
+    let (mut listening, _) = Listening::new_listener(&served, &key, &receiver, &[]).await;
+    let before = emit(&db, ws, EventName::DmSent, 1).await;
+    assert_eq!(listening.next().await["eventId"], before.as_str());
+
+    // The server goes away (a deploy, a crash) and comes back on its port.
+    served.kill().await;
+    let back = serve_at(&db, &addr).await;
+    let after = emit(&db, ws, EventName::DmSent, 2).await;
+    let line = listening.next().await;
+    assert_eq!(
+        line["eventId"],
+        after.as_str(),
+        "forwarded after the reconnect"
+    );
+    assert_eq!(line["status"], 200);
+    let said = listening.said();
+    assert!(
+        said.iter().any(|line| line.contains("reconnecting in")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .filter(|line| line.starts_with("connected: "))
+            .count()
+            >= 2,
+        "{said:?}"
+    );
+    listening.kill().await;
+    drop(back);
+}
+
+backend_tests!(listen_without_json_says_it_for_people);
+
+async fn listen_without_json_says_it_for_people(db: TestDb) {
+    let served = serve(&db).await;
+    let (ws, key) = studio_key(&db).await;
+    let receiver = LocalReceiver::start().await;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args([
+            "listen",
+            "--forward-to",
+            &receiver.url(),
+            "--events",
+            "link.clicked",
+        ])
+        .args(["--api-url", &served.url, "--api-key", &key])
+        .env_remove("HOOKLINE_TLS_EXTRA_ROOTS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(30), lines.next_line())
             .await
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let sent: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let line = listening.next().await;
-        assert_eq!(line["eventId"], sent["eventId"]);
-        let received = receiver.wait_for(1).await;
-        let example = EventName::DmSent.example_data();
-        assert_eq!(received[0]["data"]["message"]["text"], "merged");
-        assert_eq!(received[0]["data"]["message"]["id"], example["message"]["id"], "the rest is the example's");
-        assert_eq!(received[0]["data"]["contact"], example["contact"]);
-        assert_eq!(received[0]["verified"], true);
-
-        // A wrong key is said as the API says it, and ends with exit 1.
-        let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
-            .args(["trigger", "dm.sent", "--listener", &listener])
-            .args(["--api-url", &served.url, "--api-key", "hl_wrong"])
-            .output()
-            .await
-            .unwrap();
-        assert_eq!(refused.status.code(), Some(1));
-        assert!(String::from_utf8_lossy(&refused.stderr).contains("401"), "{refused:?}");
-        listening.kill().await;
-    }
-}
-
-backend_tests! {
-    async fn listen_and_trigger_work_through_a_tls_terminating_proxy(db) {
-        let served = serve(&db).await.behind_tls().await;
-        let (_, key) = studio_key(&db).await;
-        let receiver = LocalReceiver::start().await;
-        let (mut listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
-        let ca_file = served.ca_file().unwrap().to_str().unwrap().to_owned();
-        let trigger = |roots: Option<String>| {
-            let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
-            command
-                .args(["trigger", "bio.subscribed", "--listener", &listener, "--json"])
-                .args(["--api-url", &served.url, "--api-key", &key])
-                .env_remove("HOOKLINE_TLS_EXTRA_ROOTS");
-            if let Some(roots) = roots {
-                command.args(["--tls-extra-roots", &roots]);
-            }
-            command.output()
-        };
-        let untrusted = trigger(None).await.unwrap();
-        assert_eq!(untrusted.status.code(), Some(1), "{untrusted:?}");
-        assert!(String::from_utf8_lossy(&untrusted.stderr).contains("cannot reach"), "{untrusted:?}");
-        let sent = trigger(Some(ca_file)).await.unwrap();
-        assert!(sent.status.success(), "{sent:?}");
-        let sent: Value = serde_json::from_slice(&sent.stdout).unwrap();
-        let line = listening.next().await;
-        assert_eq!(line["eventId"], sent["eventId"]);
-        assert_eq!(line["status"], 200);
-        assert_eq!(receiver.wait_for(1).await[0]["verified"], true);
-        listening.kill().await;
-    }
-}
-
-backend_tests! {
-    async fn listen_reconnects_by_itself_when_the_server_comes_back(db) {
-        let addr = hookline_tests::free_addr().to_string();
-        let served = serve_at(&db, &addr).await;
-        let (ws, key) = studio_key(&db).await;
-        let receiver = LocalReceiver::start().await;
-        let (mut listening, _) = Listening::new_listener(&served, &key, &receiver, &[]).await;
-        let before = emit(&db, ws, EventName::DmSent, 1).await;
-        assert_eq!(listening.next().await["eventId"], before.as_str());
-
-        // The server goes away (a deploy, a crash) and comes back on its port.
-        served.kill().await;
-        let back = serve_at(&db, &addr).await;
-        let after = emit(&db, ws, EventName::DmSent, 2).await;
-        let line = listening.next().await;
-        assert_eq!(line["eventId"], after.as_str(), "forwarded after the reconnect");
-        assert_eq!(line["status"], 200);
-        let said = listening.said();
-        assert!(said.iter().any(|line| line.contains("reconnecting in")), "{said:?}");
-        assert!(said.iter().filter(|line| line.starts_with("connected: ")).count() >= 2, "{said:?}");
-        listening.kill().await;
-        drop(back);
-    }
-}
-
-backend_tests! {
-    async fn listen_without_json_says_it_for_people(db) {
-        let served = serve(&db).await;
-        let (ws, key) = studio_key(&db).await;
-        let receiver = LocalReceiver::start().await;
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
-            .args(["listen", "--forward-to", &receiver.url(), "--events", "link.clicked"])
-            .args(["--api-url", &served.url, "--api-key", &key])
-            .env_remove("HOOKLINE_TLS_EXTRA_ROOTS")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut next = async || {
-            tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap()
-        };
-        let first = next().await;
-        assert!(first.starts_with("listener lsn_"), "{first}");
-        let secret = first.split("signing secret ").nth(1).unwrap().split_whitespace().next().unwrap();
-        assert!(secret.starts_with("whsec_"), "{first}");
-        *receiver.state.secret.lock().unwrap() = Some(secret.to_owned());
-        let event = emit(&db, ws, EventName::LinkClicked, 0).await;
-        let line = next().await;
-        assert!(line.contains("link.clicked"), "{line}");
-        assert!(line.contains(&event), "{line}");
-        assert!(line.contains("attempt 1  → 200"), "{line}");
-        assert!(line.ends_with(" ms"), "{line}");
-        child.kill().await.unwrap();
-    }
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    };
+    let first = next().await;
+    assert!(first.starts_with("listener lsn_"), "{first}");
+    let secret = first
+        .split("signing secret ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert!(secret.starts_with("whsec_"), "{first}");
+    *receiver.state.secret.lock().unwrap() = Some(secret.to_owned());
+    let event = emit(&db, ws, EventName::LinkClicked, 0).await;
+    let line = next().await;
+    assert!(line.contains("link.clicked"), "{line}");
+    assert!(line.contains(&event), "{line}");
+    assert!(line.contains("attempt 1  → 200"), "{line}");
+    assert!(line.ends_with(" ms"), "{line}");
+    child.kill().await.unwrap();
 }

@@ -263,27 +263,34 @@ fn as_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
         .collect()
 }
 
-backend_tests! {
-    async fn serve_answers_and_stops_cleanly_on_sigterm(db) {
-        let (key_id, key) = studio_key(&db).await;
-        let served = serve(&db, 120).await;
-        assert_eq!(status(served.addr, "/api/v1/me", &key).await, 200);
-        assert_eq!(status(served.addr, "/api/v1/me", "hl_wrong").await, 401);
-        assert_eq!(status(served.addr, "/nowhere", &key).await, 404);
-        // A revocation made by another process (the CLI) counts on the next request.
-        let revoke = Command::new(env!("CARGO_BIN_EXE_hookline"))
-            .args(["key", "revoke", &key_id])
-            .env("DATABASE_URL", db.url())
-            .output()
-            .await
-            .unwrap();
-        assert!(revoke.status.success(), "{}", String::from_utf8_lossy(&revoke.stderr));
-        assert_eq!(status(served.addr, "/api/v1/me", &key).await, 401);
-        let addr = served.addr;
-        let exit = terminate(served).await;
-        assert!(exit.success(), "exit status {exit}");
-        assert!(TcpStream::connect(addr).await.is_err(), "still listening after exit");
-    }
+backend_tests!(serve_answers_and_stops_cleanly_on_sigterm);
+
+async fn serve_answers_and_stops_cleanly_on_sigterm(db: TestDb) {
+    let (key_id, key) = studio_key(&db).await;
+    let served = serve(&db, 120).await;
+    assert_eq!(status(served.addr, "/api/v1/me", &key).await, 200);
+    assert_eq!(status(served.addr, "/api/v1/me", "hl_wrong").await, 401);
+    assert_eq!(status(served.addr, "/nowhere", &key).await, 404);
+    // A revocation made by another process (the CLI) counts on the next request.
+    let revoke = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["key", "revoke", &key_id])
+        .env("DATABASE_URL", db.url())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        revoke.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoke.stderr)
+    );
+    assert_eq!(status(served.addr, "/api/v1/me", &key).await, 401);
+    let addr = served.addr;
+    let exit = terminate(served).await;
+    assert!(exit.success(), "exit status {exit}");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "still listening after exit"
+    );
 }
 
 /// Three servers on one PostgreSQL database still allow the limit per key in total.
@@ -308,216 +315,391 @@ async fn servers_on_one_postgres_database_share_each_keys_window() {
     }
 }
 
-backend_tests! {
-    async fn an_emit_from_the_cli_reaches_a_receiver_through_serve(db) {
-        let receiver = Receiver::start().await;
-        let env = delivery_env(&receiver);
-        let env = as_env(&env);
-        let ws = db.workspace(Plan::Studio).await.to_string();
-        let cli = |args: &[&str]| {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
-            command.args(args).env("DATABASE_URL", db.url()).envs(env.iter().copied());
-            command
-        };
-        let created = cli(&["hook", "create", &ws, "--url", &receiver.url("/cli"), "--event", "dm.sent"])
-            .output().await.unwrap();
-        assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-        let (child, _) = start(&db, "serve", &env, "delivery worker started").await;
+backend_tests!(
+    an_emit_from_the_cli_reaches_a_receiver_through_serve,
+    after_a_kill_delivery_resumes_within_seconds,
+    what_serve_acknowledged_survives_sigkill,
+    sigterm_lets_an_attempt_in_flight_finish
+);
 
-        let emitted = cli(&["event", "emit", &ws, "dm.sent", "--data", r#"{"messageId":"m_9"}"#, "--json"])
-            .output().await.unwrap();
-        assert!(emitted.status.success());
-        let payload: serde_json::Value = serde_json::from_slice(&emitted.stdout).unwrap();
-        let received = receiver.wait_for(1, Duration::from_secs(20)).await;
-        assert_eq!(received.len(), 1, "the emit never arrived");
-        assert_eq!(received[0].headers["webhook-id"], payload["id"].as_str().unwrap());
-        assert_eq!(serde_json::from_slice::<serde_json::Value>(&received[0].body).unwrap(), payload);
-        assert!(signal(child, "-TERM").await.success());
-    }
+async fn an_emit_from_the_cli_reaches_a_receiver_through_serve(db: TestDb) {
+    let receiver = Receiver::start().await;
+    let env = delivery_env(&receiver);
+    let env = as_env(&env);
+    let ws = db.workspace(Plan::Studio).await.to_string();
+    let cli = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        command
+            .args(args)
+            .env("DATABASE_URL", db.url())
+            .envs(env.iter().copied());
+        command
+    };
+    let created = cli(&[
+        "hook",
+        "create",
+        &ws,
+        "--url",
+        &receiver.url("/cli"),
+        "--event",
+        "dm.sent",
+    ])
+    .output()
+    .await
+    .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let (child, _) = start(&db, "serve", &env, "delivery worker started").await;
 
-    // Deliveries survive a worker killed with SIGKILL mid-attempt, and come back
-    // within seconds.
-    async fn after_a_kill_delivery_resumes_within_seconds(db) {
-        let receiver = Receiver::start().await;
-        let slow = Reply { delay: Duration::from_secs(1), ..Reply::status(200) };
-        receiver.script("/slow", std::iter::repeat_n(slow, 200));
-        let ws = db.workspace(Plan::Studio).await;
-        db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
-            hookline_domain::WebhookSource::Api).await.unwrap();
-        let outbox = hookline_delivery::Outbox::new(db.store().events());
-        let mut events = Vec::new();
-        for n in 0..40 {
-            events.push(outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({"n": n})).await.unwrap().payload.id);
-        }
-        let env = delivery_env(&receiver);
-        let env = as_env(&env);
-        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
-        receiver.wait_for(10, Duration::from_secs(20)).await;
-        assert!(!signal(worker, "-KILL").await.success());
-        let restarted_at = std::time::SystemTime::now();
-        let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
-        // Every request of the killed worker may have been in flight, unrecorded;
-        // the last of them reach the receiver while the new one starts, so they are
-        // counted once it has (a bound that only grows with the new one's first).
-        let ready_at = std::time::SystemTime::now();
-        // The claims of the dead worker run out with their 4 s lease: a worker
-        // that waited for the 65 s of an attempt's deadline would fail this wait.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        for event in &events {
-            loop {
-                let deliveries = db.store().events().deliveries(*event).await.unwrap();
-                if deliveries.iter().all(|d| d.state == DeliveryState::Delivered) {
-                    break;
-                }
-                assert!(tokio::time::Instant::now() < deadline, "not delivered after the restart: {deliveries:?}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-        assert!(signal(worker, "-TERM").await.success());
-        let received = receiver.received();
-        let resumed_after = received
-            .iter()
-            .filter_map(|request| request.at.duration_since(restarted_at).ok())
-            .min()
-            .unwrap();
-        let unique: std::collections::HashSet<String> = received
-            .iter()
-            .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
-            .collect();
-        let duplicates = received.len() - unique.len();
-        let before_kill = received.iter().filter(|r| r.at <= ready_at).count();
-        println!("recovery: resumed {resumed_after:?} after the restart; {duplicates} duplicates of {before_kill} requests before the kill; lost 0 of 40");
-        assert_eq!(unique.len(), 40, "nothing lost");
-        assert!(duplicates <= before_kill, "{duplicates} duplicates, {before_kill} could have been in flight");
-    }
-
-    async fn what_serve_acknowledged_survives_sigkill(db) {
-        let (key_id, key) = studio_key(&db).await;
-        let served = serve(&db, 1_000_000).await;
-        let (addr, key) = (served.addr, std::sync::Arc::new(key));
-        // Clients create and delete webhooks until the server dies under them.
-        let clients: Vec<_> = (0..4)
-            .map(|client| {
-                let key = std::sync::Arc::clone(&key);
-                tokio::spawn(async move {
-                    let (mut created, mut deleted, mut answered) = (Vec::new(), Vec::new(), 0u64);
-                    // A delete the server died during may or may not have happened.
-                    let mut uncertain = None;
-                    for n in 0.. {
-                        let body = format!(r#"{{"url":"https://example.com/{client}/{n}","event":"dm.sent"}}"#);
-                        let Ok((code, answer)) = request(addr, "POST", "/api/v1/hooks", &key, &body).await else { break };
-                        answered += 1;
-                        assert_eq!(code, 201, "{answer}");
-                        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
-                        let id = answer["data"]["id"].as_str().unwrap().to_owned();
-                        created.push(id.clone());
-                        let Ok((code, _)) = request(addr, "DELETE", &format!("/api/v1/hooks/{id}"), &key, "").await else {
-                            uncertain = Some(id);
-                            break;
-                        };
-                        answered += 1;
-                        assert_eq!(code, 200);
-                        deleted.push(id);
-                    }
-                    (created, deleted, uncertain, answered)
-                })
-            })
-            .collect();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert!(!signal(served.child, "-KILL").await.success());
-        let (mut created, mut deleted, mut uncertain, mut answered) = (Vec::new(), Vec::new(), Vec::new(), 0);
-        for client in clients {
-            let (c, d, u, a) = client.await.unwrap();
-            created.extend(c);
-            deleted.extend(d);
-            uncertain.extend(u);
-            answered += a;
-        }
-        assert!(deleted.len() >= 4, "the clients barely ran: {answered} answers");
-
-        // Every answered request was counted before it was answered.
-        let key_id: hookline_domain::ApiKeyId = key_id.parse().unwrap();
-        let windows = db.store().key_check().count_requests(&[(key_id, 0)], hookline_domain::Timestamp::now(), 60_000).await.unwrap();
-        assert!(windows[0].count >= answered, "{} counted, {answered} answered", windows[0].count);
-        // A restarted server lists each hook acknowledged as created and not as deleted.
-        let served = serve(&db, 1_000_000).await;
-        let (code, listed) = request(served.addr, "GET", "/api/v1/hooks", &key, "").await.unwrap();
-        assert_eq!(code, 200);
-        let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
-        let listed: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|hook| hook["id"].as_str().unwrap()).collect();
-        for id in created.iter().filter(|id| !uncertain.contains(id)) {
-            assert_eq!(listed.contains(&id.as_str()), !deleted.contains(id), "{id}: listed {listed:?}");
-        }
-        // At most the one in flight per client survives unacknowledged.
-        assert!(listed.len() <= 4, "{listed:?}");
-        assert!(terminate(served).await.success());
-    }
-
-    async fn sigterm_lets_an_attempt_in_flight_finish(db) {
-        let receiver = Receiver::start().await;
-        receiver.script("/slow", [Reply { delay: Duration::from_secs(2), ..Reply::status(200) }]);
-        let ws = db.workspace(Plan::Studio).await;
-        db.webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent],
-            hookline_domain::WebhookSource::Api).await.unwrap();
-        let outbox = hookline_delivery::Outbox::new(db.store().events());
-        let event = outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({})).await.unwrap().payload.id;
-        let env = delivery_env(&receiver);
-        let (worker, _) = start(&db, "worker", &as_env(&env), "delivery worker started").await;
-        receiver.wait_for(1, Duration::from_secs(20)).await;
-        // The receiver is still answering: the attempt is in flight.
-        assert!(signal(worker, "-TERM").await.success());
-        let deliveries = db.store().events().deliveries(event).await.unwrap();
-        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
-        assert_eq!(deliveries[0].attempts, 1);
-        assert_eq!(receiver.received().len(), 1);
-    }
+    let emitted = cli(&[
+        "event",
+        "emit",
+        &ws,
+        "dm.sent",
+        "--data",
+        r#"{"messageId":"m_9"}"#,
+        "--json",
+    ])
+    .output()
+    .await
+    .unwrap();
+    assert!(emitted.status.success());
+    let payload: serde_json::Value = serde_json::from_slice(&emitted.stdout).unwrap();
+    let received = receiver.wait_for(1, Duration::from_secs(20)).await;
+    assert_eq!(received.len(), 1, "the emit never arrived");
+    assert_eq!(
+        received[0].headers["webhook-id"],
+        payload["id"].as_str().unwrap()
+    );
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&received[0].body).unwrap(),
+        payload
+    );
+    assert!(signal(child, "-TERM").await.success());
 }
 
-backend_tests! {
-    async fn a_410_says_what_it_did_to_which_webhook_and_nothing_more(db) {
-        let receiver = Receiver::start().await;
-        // Every attempt in flight together meets the 410.
-        receiver.script("/gone", vec![Reply { delay: Duration::from_millis(300), ..Reply::status(410) }; 20]);
-        let ws = db.workspace(Plan::Studio).await;
-        let (hook, _) = db.webhook(ws, &receiver.url("/gone"), &[hookline_domain::EventName::DmSent],
-            hookline_domain::WebhookSource::Api).await.unwrap();
-        let outbox = hookline_delivery::Outbox::new(db.store().events());
-        for _ in 0..10 {
-            outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({})).await.unwrap();
-        }
-        let env = delivery_env(&receiver);
-        let mut worker = Command::new(env!("CARGO_BIN_EXE_hookline"))
-            .arg("worker")
-            .env("DATABASE_URL", db.url())
-            .env("RUST_LOG", "info")
-            .envs(as_env(&env))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(worker.stderr.take().unwrap()).lines();
-        let log = tokio::spawn(async move {
-            let mut all = Vec::new();
-            while let Ok(Some(line)) = lines.next_line().await {
-                all.push(line);
-            }
-            all
-        });
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while db.store().webhooks().get(hook.id).await.unwrap().is_some() {
-            assert!(tokio::time::Instant::now() < deadline, "the 410 never deleted the webhook");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        // A stopping worker lets its attempts in flight come back and records them.
-        assert!(signal(worker, "-TERM").await.success());
-        let log = log.await.unwrap();
-        let gone: Vec<&String> = log.iter().filter(|line| line.contains("410 Gone")).collect();
-        assert_eq!(gone.len(), 1, "{log:#?}");
-        assert!(gone[0].contains("webhook deleted") && gone[0].contains(&hook.id.to_string()), "{}", gone[0]);
-        assert!(!log.iter().any(|line| line.contains("claim ran out")), "{log:#?}");
-        assert!(!log.iter().any(|line| line.contains("RetryAt(") || line.contains("Timestamp(")), "{log:#?}");
+// Deliveries survive a worker killed with SIGKILL mid-attempt, and come back
+// within seconds.
+// decisions.md quotes its line (`-- --nocapture`): how soon a restarted worker resumes.
+#[allow(clippy::print_stdout)]
+async fn after_a_kill_delivery_resumes_within_seconds(db: TestDb) {
+    let receiver = Receiver::start().await;
+    let slow = Reply {
+        delay: Duration::from_secs(1),
+        ..Reply::status(200)
+    };
+    receiver.script("/slow", std::iter::repeat_n(slow, 200));
+    let ws = db.workspace(Plan::Studio).await;
+    db.webhook(
+        ws,
+        &receiver.url("/slow"),
+        &[hookline_domain::EventName::DmSent],
+        hookline_domain::WebhookSource::Api,
+    )
+    .await
+    .unwrap();
+    let outbox = hookline_delivery::Outbox::new(db.store().events());
+    let mut events = Vec::new();
+    for n in 0..40 {
+        events.push(
+            outbox
+                .emit(
+                    ws,
+                    hookline_domain::EventName::DmSent,
+                    serde_json::json!({"n": n}),
+                )
+                .await
+                .unwrap()
+                .payload
+                .id,
+        );
     }
+    let env = delivery_env(&receiver);
+    let env = as_env(&env);
+    let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
+    receiver.wait_for(10, Duration::from_secs(20)).await;
+    assert!(!signal(worker, "-KILL").await.success());
+    let restarted_at = std::time::SystemTime::now();
+    let (worker, _) = start(&db, "worker", &env, "delivery worker started").await;
+    // Every request of the killed worker may have been in flight, unrecorded;
+    // the last of them reach the receiver while the new one starts, so they are
+    // counted once it has (a bound that only grows with the new one's first).
+    let ready_at = std::time::SystemTime::now();
+    // The claims of the dead worker run out with their 4 s lease: a worker
+    // that waited for the 65 s of an attempt's deadline would fail this wait.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    for event in &events {
+        loop {
+            let deliveries = db.store().events().deliveries(*event).await.unwrap();
+            if deliveries
+                .iter()
+                .all(|d| d.state == DeliveryState::Delivered)
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not delivered after the restart: {deliveries:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert!(signal(worker, "-TERM").await.success());
+    let received = receiver.received();
+    let resumed_after = received
+        .iter()
+        .filter_map(|request| request.at.duration_since(restarted_at).ok())
+        .min()
+        .unwrap();
+    let unique: std::collections::HashSet<String> = received
+        .iter()
+        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
+        .collect();
+    let duplicates = received.len() - unique.len();
+    let before_kill = received.iter().filter(|r| r.at <= ready_at).count();
+    println!(
+        "recovery: resumed {resumed_after:?} after the restart; {duplicates} duplicates of {before_kill} requests before the kill; lost 0 of 40"
+    );
+    assert_eq!(unique.len(), 40, "nothing lost");
+    assert!(
+        duplicates <= before_kill,
+        "{duplicates} duplicates, {before_kill} could have been in flight"
+    );
+}
+
+async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
+    let (key_id, key) = studio_key(&db).await;
+    let served = serve(&db, 1_000_000).await;
+    let (addr, key) = (served.addr, std::sync::Arc::new(key));
+    let answers = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    // Clients create and delete webhooks until the server dies under them.
+    let clients: Vec<_> = (0..4)
+        .map(|client| {
+            let (key, answers) = (std::sync::Arc::clone(&key), std::sync::Arc::clone(&answers));
+            tokio::spawn(async move {
+                let (mut created, mut deleted, mut answered) = (Vec::new(), Vec::new(), 0u64);
+                // A delete the server died during may or may not have happened.
+                let mut uncertain = None;
+                for n in 0.. {
+                    let body = format!(
+                        r#"{{"url":"https://example.com/{client}/{n}","event":"dm.sent"}}"#
+                    );
+                    let Ok((code, answer)) =
+                        request(addr, "POST", "/api/v1/hooks", &key, &body).await
+                    else {
+                        break;
+                    };
+                    answered += 1;
+                    answers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(code, 201, "{answer}");
+                    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                    let id = answer["data"]["id"].as_str().unwrap().to_owned();
+                    created.push(id.clone());
+                    let Ok((code, _)) =
+                        request(addr, "DELETE", &format!("/api/v1/hooks/{id}"), &key, "").await
+                    else {
+                        uncertain = Some(id);
+                        break;
+                    };
+                    answered += 1;
+                    answers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(code, 200);
+                    deleted.push(id);
+                }
+                (created, deleted, uncertain, answered)
+            })
+        })
+        .collect();
+    // Killed once the clients are well under way (whatever the machine's pace).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while answers.load(std::sync::atomic::Ordering::Relaxed) < 40 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the clients barely ran"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(!signal(served.child, "-KILL").await.success());
+    let (mut created, mut deleted, mut uncertain, mut answered) =
+        (Vec::new(), Vec::new(), Vec::new(), 0);
+    for client in clients {
+        let (c, d, u, a) = client.await.unwrap();
+        created.extend(c);
+        deleted.extend(d);
+        uncertain.extend(u);
+        answered += a;
+    }
+    assert!(
+        deleted.len() >= 4,
+        "the clients barely ran: {answered} answers"
+    );
+
+    // Every answered request was counted before it was answered.
+    let key_id: hookline_domain::ApiKeyId = key_id.parse().unwrap();
+    let windows = db
+        .store()
+        .key_check()
+        .count_requests(&[(key_id, 0)], hookline_domain::Timestamp::now(), 60_000)
+        .await
+        .unwrap();
+    assert!(
+        windows[0].count >= answered,
+        "{} counted, {answered} answered",
+        windows[0].count
+    );
+    // A restarted server lists each hook acknowledged as created and not as deleted.
+    let served = serve(&db, 1_000_000).await;
+    let (code, listed) = request(served.addr, "GET", "/api/v1/hooks", &key, "")
+        .await
+        .unwrap();
+    assert_eq!(code, 200);
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let listed: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hook| hook["id"].as_str().unwrap())
+        .collect();
+    for id in created.iter().filter(|id| !uncertain.contains(id)) {
+        assert_eq!(
+            listed.contains(&id.as_str()),
+            !deleted.contains(id),
+            "{id}: listed {listed:?}"
+        );
+    }
+    // At most the one in flight per client survives unacknowledged.
+    assert!(listed.len() <= 4, "{listed:?}");
+    assert!(terminate(served).await.success());
+}
+
+async fn sigterm_lets_an_attempt_in_flight_finish(db: TestDb) {
+    let receiver = Receiver::start().await;
+    receiver.script(
+        "/slow",
+        [Reply {
+            delay: Duration::from_secs(2),
+            ..Reply::status(200)
+        }],
+    );
+    let ws = db.workspace(Plan::Studio).await;
+    db.webhook(
+        ws,
+        &receiver.url("/slow"),
+        &[hookline_domain::EventName::DmSent],
+        hookline_domain::WebhookSource::Api,
+    )
+    .await
+    .unwrap();
+    let outbox = hookline_delivery::Outbox::new(db.store().events());
+    let event = outbox
+        .emit(
+            ws,
+            hookline_domain::EventName::DmSent,
+            serde_json::json!({}),
+        )
+        .await
+        .unwrap()
+        .payload
+        .id;
+    let env = delivery_env(&receiver);
+    let (worker, _) = start(&db, "worker", &as_env(&env), "delivery worker started").await;
+    receiver.wait_for(1, Duration::from_secs(20)).await;
+    // The receiver is still answering: the attempt is in flight.
+    assert!(signal(worker, "-TERM").await.success());
+    let deliveries = db.store().events().deliveries(event).await.unwrap();
+    assert_eq!(deliveries[0].state, DeliveryState::Delivered);
+    assert_eq!(deliveries[0].attempts, 1);
+    assert_eq!(receiver.received().len(), 1);
+}
+
+backend_tests!(a_410_says_what_it_did_to_which_webhook_and_nothing_more);
+
+async fn a_410_says_what_it_did_to_which_webhook_and_nothing_more(db: TestDb) {
+    let receiver = Receiver::start().await;
+    // Every attempt in flight together meets the 410.
+    receiver.script(
+        "/gone",
+        vec![
+            Reply {
+                delay: Duration::from_millis(300),
+                ..Reply::status(410)
+            };
+            20
+        ],
+    );
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db
+        .webhook(
+            ws,
+            &receiver.url("/gone"),
+            &[hookline_domain::EventName::DmSent],
+            hookline_domain::WebhookSource::Api,
+        )
+        .await
+        .unwrap();
+    let outbox = hookline_delivery::Outbox::new(db.store().events());
+    for _ in 0..10 {
+        outbox
+            .emit(
+                ws,
+                hookline_domain::EventName::DmSent,
+                serde_json::json!({}),
+            )
+            .await
+            .unwrap();
+    }
+    let env = delivery_env(&receiver);
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .arg("worker")
+        .env("DATABASE_URL", db.url())
+        .env("RUST_LOG", "info")
+        .envs(as_env(&env))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(worker.stderr.take().unwrap()).lines();
+    let log = tokio::spawn(async move {
+        let mut all = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            all.push(line);
+        }
+        all
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while db.store().webhooks().get(hook.id).await.unwrap().is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the 410 never deleted the webhook"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A stopping worker lets its attempts in flight come back and records them.
+    assert!(signal(worker, "-TERM").await.success());
+    let log = log.await.unwrap();
+    let gone: Vec<&String> = log
+        .iter()
+        .filter(|line| line.contains("410 Gone"))
+        .collect();
+    assert_eq!(gone.len(), 1, "{log:#?}");
+    assert!(
+        gone[0].contains("webhook deleted") && gone[0].contains(&hook.id.to_string()),
+        "{}",
+        gone[0]
+    );
+    assert!(
+        !log.iter().any(|line| line.contains("claim ran out")),
+        "{log:#?}"
+    );
+    assert!(
+        !log.iter()
+            .any(|line| line.contains("RetryAt(") || line.contains("Timestamp(")),
+        "{log:#?}"
+    );
 }
 
 /// The address in a `listening on <addr>` line.
@@ -532,58 +714,84 @@ fn listening_addr(line: &str) -> SocketAddr {
         .unwrap()
 }
 
-backend_tests! {
-    async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db) {
-        let (_, key) = studio_key(&db).await;
-        let (child, line) = start_with_file_limit(&db, 512, &[], "listening on ").await;
-        assert!(line.contains("max_connections=256"), "{line}");
-        let addr = listening_addr(&line);
-        // More idle connections than the process has files: none sends a byte.
-        let mut idle = Vec::new();
-        for _ in 0..1_100 {
-            idle.push(TcpStream::connect(addr).await.unwrap());
-        }
-        let answered = tokio::time::timeout(Duration::from_secs(5), request(addr, "GET", "/api/v1/me", &key, "")).await;
-        let (status, _) = answered.expect("a client got through the idle crowd").unwrap();
-        assert_eq!(status, 200);
-        // Each idle connection is closed by its first-request deadline or to make
-        // room, and the server never ran out of files.
-        let mut closed = 0;
-        for mut stream in idle {
-            let mut byte = [0u8; 1];
-            if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut byte)).await {
-                closed += 1;
-            }
-        }
-        assert_eq!(closed, 1_100, "every idle connection was closed");
-        let mut child = child;
-        let pid = child.id().unwrap().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
-        let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
-        assert!(status.success());
-    }
+backend_tests!(
+    idle_connections_never_crowd_out_a_client_nor_run_out_of_files,
+    a_stalled_body_is_answered_408_and_its_connection_closed
+);
 
-    async fn a_stalled_body_is_answered_408_and_its_connection_closed(db) {
-        let (_, key) = studio_key(&db).await;
-        let (child, line) = start(&db, "serve", &[], "listening on ").await;
-        let addr = listening_addr(&line);
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        let head = format!(
-            "POST /api/v1/hooks HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
-             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"url\":"
-        );
-        stream.write_all(head.as_bytes()).await.unwrap();
-        // The rest never comes.
-        let mut answer = String::new();
-        let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut answer)).await;
-        read.expect("the server answered and closed").unwrap();
-        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-        assert!(answer.to_lowercase().contains("connection: close"), "{answer}");
-        let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
-        assert_eq!(body["success"], false);
-        assert!(body["error"].as_str().unwrap().contains("did not arrive"), "{body}");
-        assert!(signal(child, "-TERM").await.success());
+async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db: TestDb) {
+    let (_, key) = studio_key(&db).await;
+    let (child, line) = start_with_file_limit(&db, 512, &[], "listening on ").await;
+    assert!(line.contains("max_connections=256"), "{line}");
+    let addr = listening_addr(&line);
+    // More idle connections than the process has files: none sends a byte.
+    let mut idle = Vec::new();
+    for _ in 0..1_100 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
     }
+    let answered = tokio::time::timeout(
+        Duration::from_secs(5),
+        request(addr, "GET", "/api/v1/me", &key, ""),
+    )
+    .await;
+    let (status, _) = answered
+        .expect("a client got through the idle crowd")
+        .unwrap();
+    assert_eq!(status, 200);
+    // Each idle connection is closed by its first-request deadline or to make
+    // room, and the server never ran out of files.
+    let mut closed = 0;
+    for mut stream in idle {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0)) =
+            tokio::time::timeout(Duration::from_secs(15), stream.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 1_100, "every idle connection was closed");
+    let mut child = child;
+    let pid = child.id().unwrap().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
+
+async fn a_stalled_body_is_answered_408_and_its_connection_closed(db: TestDb) {
+    let (_, key) = studio_key(&db).await;
+    let (child, line) = start(&db, "serve", &[], "listening on ").await;
+    let addr = listening_addr(&line);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/hooks HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"url\":"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // The rest never comes.
+    let mut answer = String::new();
+    let read =
+        tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut answer)).await;
+    read.expect("the server answered and closed").unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.to_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    let body: serde_json::Value =
+        serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(body["success"], false);
+    assert!(
+        body["error"].as_str().unwrap().contains("did not arrive"),
+        "{body}"
+    );
+    assert!(signal(child, "-TERM").await.success());
 }
 
 /// `GET /api/v1/me` while the database is out of reach: a 503 with `Retry-After`
@@ -738,56 +946,95 @@ fn series(scrape: &str, name: &str) -> Option<f64> {
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
-backend_tests! {
-    async fn probes_answer_and_metrics_move(db) {
-        let receiver = Receiver::start().await;
-        let ws = db.workspace(Plan::Studio).await;
-        db.webhook(ws, &receiver.url("/m"), &[hookline_domain::EventName::DmSent], hookline_domain::WebhookSource::Settings)
-            .await
-            .unwrap();
-        let (token, hash) = hookline_auth::generate_admin_token().unwrap();
-        db.store().admin_tokens().create(&KeyName::parse("ops").unwrap(), &hash).await.unwrap();
-        let env = delivery_env(&receiver);
-        let (child, line) = start(&db, "serve", &as_env(&env), "admin API listening on ").await;
-        let admin: SocketAddr = listening_addr(&line);
-        // Probes need no token.
-        assert_eq!(request(admin, "GET", "/healthz", "", "").await.unwrap(), (200, r#"{"status":"ok"}"#.to_owned()));
-        assert_eq!(request(admin, "GET", "/readyz", "", "").await.unwrap().0, 200);
-        let scrape = || async { request(admin, "GET", "/metrics", "", "").await.unwrap().1 };
-        let before = scrape().await;
-        assert!(before.contains("hookline_delivery_queue_due"), "{before}");
-        let emit = r#"POST /admin/v1/workspaces/:ws/events"#;
-        let emitted = format!("hookline_http_requests_total{{route=\"{emit}\",status=\"202\"}}");
-        assert_eq!(series(&before, &emitted), None);
+backend_tests!(probes_answer_and_metrics_move);
 
-        let path = format!("/admin/v1/workspaces/{ws}/events");
-        let (status, _) = request(admin, "POST", &path, token.expose(), r#"{"event":"dm.sent","data":{}}"#)
-            .await
-            .unwrap();
-        assert_eq!(status, 202);
-        receiver.wait_for(1, Duration::from_secs(20)).await;
-        // The outcome is counted once the attempt is made, and the queue empties
-        // once it is recorded: give the recorder a moment.
-        let mut after = scrape().await;
-        for _ in 0..100 {
-            if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(1.0)
-                && series(&after, "hookline_delivery_queue_due") == Some(0.0)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            after = scrape().await;
+async fn probes_answer_and_metrics_move(db: TestDb) {
+    let receiver = Receiver::start().await;
+    let ws = db.workspace(Plan::Studio).await;
+    db.webhook(
+        ws,
+        &receiver.url("/m"),
+        &[hookline_domain::EventName::DmSent],
+        hookline_domain::WebhookSource::Settings,
+    )
+    .await
+    .unwrap();
+    let (token, hash) = hookline_auth::generate_admin_token().unwrap();
+    db.store()
+        .admin_tokens()
+        .create(&KeyName::parse("ops").unwrap(), &hash)
+        .await
+        .unwrap();
+    let env = delivery_env(&receiver);
+    let (child, line) = start(&db, "serve", &as_env(&env), "admin API listening on ").await;
+    let admin: SocketAddr = listening_addr(&line);
+    // Probes need no token.
+    assert_eq!(
+        request(admin, "GET", "/healthz", "", "").await.unwrap(),
+        (200, r#"{"status":"ok"}"#.to_owned())
+    );
+    assert_eq!(
+        request(admin, "GET", "/readyz", "", "").await.unwrap().0,
+        200
+    );
+    let scrape = || async { request(admin, "GET", "/metrics", "", "").await.unwrap().1 };
+    let before = scrape().await;
+    assert!(before.contains("hookline_delivery_queue_due"), "{before}");
+    let emit = r#"POST /admin/v1/workspaces/:ws/events"#;
+    let emitted = format!("hookline_http_requests_total{{route=\"{emit}\",status=\"202\"}}");
+    assert_eq!(series(&before, &emitted), None);
+
+    let path = format!("/admin/v1/workspaces/{ws}/events");
+    let (status, _) = request(
+        admin,
+        "POST",
+        &path,
+        token.expose(),
+        r#"{"event":"dm.sent","data":{}}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 202);
+    receiver.wait_for(1, Duration::from_secs(20)).await;
+    // The outcome is counted once the attempt is made, and the queue empties
+    // once it is recorded: give the recorder a moment.
+    let mut after = scrape().await;
+    for _ in 0..100 {
+        if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(1.0)
+            && series(&after, "hookline_delivery_queue_due") == Some(0.0)
+        {
+            break;
         }
-        assert_eq!(series(&after, &emitted), Some(1.0), "{after}");
-        assert_eq!(series(&after, "hookline_deliveries_total{outcome=\"delivered\"}"), Some(1.0), "{after}");
-        assert_eq!(series(&after, "hookline_http_requests_total{route=\"GET /healthz\",status=\"200\"}"), Some(1.0), "{after}");
-        let histogram = format!("hookline_http_request_duration_seconds_count{{route=\"{emit}\"}}");
-        assert_eq!(series(&after, &histogram), Some(1.0), "{after}");
-        assert!(series(&after, "hookline_delivery_attempt_duration_seconds_count").is_some(), "{after}");
-        assert_eq!(series(&after, "hookline_delivery_queue_due"), Some(0.0), "{after}");
-        assert!(!after.contains(token.expose()));
-        terminate(Served { child, addr: admin }).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = scrape().await;
     }
+    assert_eq!(series(&after, &emitted), Some(1.0), "{after}");
+    assert_eq!(
+        series(&after, "hookline_deliveries_total{outcome=\"delivered\"}"),
+        Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        series(
+            &after,
+            "hookline_http_requests_total{route=\"GET /healthz\",status=\"200\"}"
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    let histogram = format!("hookline_http_request_duration_seconds_count{{route=\"{emit}\"}}");
+    assert_eq!(series(&after, &histogram), Some(1.0), "{after}");
+    assert!(
+        series(&after, "hookline_delivery_attempt_duration_seconds_count").is_some(),
+        "{after}"
+    );
+    assert_eq!(
+        series(&after, "hookline_delivery_queue_due"),
+        Some(0.0),
+        "{after}"
+    );
+    assert!(!after.contains(token.expose()));
+    terminate(Served { child, addr: admin }).await;
 }
 
 #[tokio::test]
@@ -822,7 +1069,7 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
         .as_str()
         .unwrap()
         .to_owned();
-    cli(&[
+    let hook = cli(&[
         "hook",
         "create",
         &ws,
@@ -831,7 +1078,10 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
         "--event",
         "dm.sent",
     ])
-    .await;
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (public, admin) = (hookline_tests::free_addr(), hookline_tests::free_addr());
     let (public_text, admin_text) = (public.to_string(), admin.to_string());
     let mut serve_env = as_env(&env);
@@ -859,7 +1109,19 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     emit_numbered(0..3).await;
     assert_eq!(receiver.wait_for(3, Duration::from_secs(20)).await.len(), 3);
     // Their outcomes recorded (an attempt in flight at the outage is made again).
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while cli(&["hook", "deliveries", &hook])
+        .await
+        .as_array()
+        .map(Vec::len)
+        != Some(3)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "3 attempts not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     cluster.stop();
     // The API says so, at once and in the envelope; the probe says not ready.

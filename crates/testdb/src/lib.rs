@@ -457,36 +457,30 @@ impl Drop for Database {
     }
 }
 
-/// Runs each test body once per backend, each run on a fresh [`TestDb`]:
+/// Runs each named test once per backend, each run on a fresh [`TestDb`]. The tests
+/// are ordinary functions beside the call, so rustfmt and clippy read them as any code:
 ///
 /// ```ignore
-/// hookline_testdb::backend_tests! {
-///     async fn creates_workspaces(db) {
-///         let store = db.store();
-///         // …
-///     }
+/// hookline_testdb::backend_tests!(creates_workspaces);
+///
+/// async fn creates_workspaces(db: TestDb) {
+///     let store = db.store();
+///     // …
 /// }
 /// ```
 /// expands to the tests `creates_workspaces::sqlite` and `creates_workspaces::postgres`.
 #[macro_export]
 macro_rules! backend_tests {
-    ($($(#[$meta:meta])* async fn $name:ident($db:ident) $body:block)*) => {$(
+    ($($name:ident),* $(,)?) => {$(
         mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            $(#[$meta])*
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                let $db = $crate::TestDb::new($crate::Backend::Sqlite).await;
-                $body
+                super::$name($crate::TestDb::new($crate::Backend::Sqlite).await).await
             }
 
-            $(#[$meta])*
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                let $db = $crate::TestDb::new($crate::Backend::Postgres).await;
-                $body
+                super::$name($crate::TestDb::new($crate::Backend::Postgres).await).await
             }
         }
     )*};
