@@ -265,6 +265,36 @@ async fn listeners_have_their_own_limit_and_show_their_secret_once(db: TestDb) {
     )
     .await;
     assert_error(&foreign, StatusCode::NOT_FOUND, "No listener with id");
+    // A listener is no webhook of the public API's `/hooks`, even by the `wh_…` form
+    // of its id: not shown, changed, tested or deleted there.
+    let hook = format!("/api/v1/hooks/wh_{}", theirs.strip_prefix("lsn_").unwrap());
+    for (method, path, body) in [
+        (Method::GET, hook.clone(), None),
+        (Method::GET, format!("{hook}/attempts"), None),
+        (
+            Method::PATCH,
+            hook.clone(),
+            Some(json!({"url": "https://a.example.com/"})),
+        ),
+        (
+            Method::POST,
+            format!("{hook}/test"),
+            Some(json!({"event": "dm.sent"})),
+        ),
+    ] {
+        let reply = public(&admin, &key, method.clone(), &path, body).await;
+        assert_error(&reply, StatusCode::NOT_FOUND, "No webhook with id");
+    }
+    let unsubscribed = public(&admin, &key, Method::DELETE, &hook, None).await;
+    assert_eq!(unsubscribed.status, StatusCode::OK);
+    let listed = public(&admin, &key, Method::GET, "/api/v1/listeners", None).await;
+    let ids: Vec<&Value> = listed.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| &l["id"])
+        .collect();
+    assert!(ids.contains(&&json!(theirs)), "still there: {ids:?}");
     admin.stop().await;
 }
 

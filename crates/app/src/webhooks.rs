@@ -293,26 +293,51 @@ impl App {
         }
     }
 
-    /// A webhook of this workspace; one of another workspace is `NotFound` like
-    /// none.
+    /// A webhook of this workspace, as the public API's `/hooks` reach it; one of
+    /// another workspace is `NotFound` like none, and so is a listener (reached by
+    /// its `lsn_…` id, under `/listeners`, and never changed into a webhook).
     pub async fn workspace_webhook(
         &self,
         workspace: WorkspaceId,
         id: WebhookId,
     ) -> Result<Webhook> {
-        let webhook = self.webhooks.get(id).await?;
-        found(
-            webhook.filter(|webhook| webhook.workspace_id == workspace),
-            "webhook",
-            id,
-        )
+        found(self.public_webhook(workspace, id).await?, "webhook", id)
     }
 
     /// The public API's unsubscribe: deletes the webhook if it is one of this
-    /// workspace's; answers whether it was. A webhook of another workspace is left
-    /// alone and looks the same as none.
+    /// workspace's [`workspace_webhook`](Self::workspace_webhook)s; answers whether it
+    /// was. Another workspace's webhook, or a listener, is left alone and looks the
+    /// same as none.
     pub async fn unsubscribe(&self, workspace: WorkspaceId, id: WebhookId) -> Result<bool> {
+        if self.public_webhook(workspace, id).await?.is_none() {
+            return Ok(false);
+        }
         Ok(self.webhooks.delete(id, Some(workspace)).await?)
+    }
+
+    /// The webhook `id` if the public API's `/hooks` of `workspace` reach it: the
+    /// workspace's own, not a listener.
+    async fn public_webhook(
+        &self,
+        workspace: WorkspaceId,
+        id: WebhookId,
+    ) -> Result<Option<Webhook>> {
+        let webhook = self.webhooks.get(id).await?;
+        Ok(webhook.filter(|webhook| {
+            webhook.workspace_id == workspace && webhook.source != WebhookSource::Listener
+        }))
+    }
+
+    /// A [`workspace_webhook`](Self::workspace_webhook)'s attempt log, newest first,
+    /// a page at a time (the public API's `/hooks/:id/attempts`).
+    pub async fn workspace_webhook_attempts(
+        &self,
+        workspace: WorkspaceId,
+        id: WebhookId,
+        page: &PageRequest,
+    ) -> Result<Page<DeliveryAttempt>> {
+        self.workspace_webhook(workspace, id).await?;
+        self.attempts_of(id, page).await
     }
 
     /// The webhook's attempt log, newest first, a page at a time: the cursor is an

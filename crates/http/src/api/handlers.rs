@@ -122,9 +122,8 @@ pub(crate) async fn list_attempts(
     let not_found = || ApiError::NotFound(format!("No webhook with id `{id}` in this workspace."));
     let id: WebhookId = id.parse().map_err(|_| not_found())?;
     let page = page(query, "before")?;
-    let (_, attempts) = app
-        .settings(caller.workspace.id)
-        .webhook_with_attempts(id, &page)
+    let attempts = app
+        .workspace_webhook_attempts(caller.workspace.id, id, &page)
         .await?;
     let data = attempts
         .items
