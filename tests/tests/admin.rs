@@ -422,6 +422,7 @@ async fn the_event_catalog_gives_each_events_description_schema_and_example(db: 
     admin.stop().await;
 }
 
+// Slow: the failures' run must last the (1 s) disable period, by the attempts' own times.
 async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clears_it(db: TestDb) {
     let receiver = Receiver::start().await;
     receiver.script("/down", vec![Answer::status(500); 200]);

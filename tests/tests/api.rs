@@ -1131,6 +1131,7 @@ async fn three_hundred_concurrent_requests_let_exactly_120_through(db: TestDb) {
     );
 }
 
+// Slow: some inputs wait out the server's header deadline.
 async fn hostile_input_gets_a_4xx_or_a_closed_connection(db: TestDb) {
     let api = Api::start_with(db, |config| {
         config.header_read_timeout = Duration::from_millis(500)

@@ -255,6 +255,7 @@ async fn api_status(admin: &Admin, key: &str) -> StatusCode {
 
 backend_tests!(the_settings_journey_in_chromium);
 
+// Slow: a real Chromium walks every page of the journey.
 async fn the_settings_journey_in_chromium(db: TestDb) {
     let backend = db.backend();
     let receiver = Receiver::start().await;

@@ -29,6 +29,7 @@ fn budget(backend: Backend) -> (f64, f64) {
     }
 }
 
+// Slow: runs requests and deliveries on both backends, one after the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_per_request_and_per_delivered_event_stay_within_budget() {
     count_statements().unwrap();

@@ -812,6 +812,7 @@ async fn the_guard_checks_the_target_before_the_proxy_is_asked(db: TestDb) {
     running.stop().await;
 }
 
+// Slow: the receiver's 2 s answers are the point (the other workspace is served meanwhile).
 async fn a_slow_receiver_does_not_hold_up_other_workspaces(db: TestDb) {
     let receiver = Receiver::start().await;
     let slow_reply = Reply {
@@ -881,6 +882,7 @@ async fn a_slow_receiver_does_not_hold_up_other_workspaces(db: TestDb) {
     running.stop().await;
 }
 
+// Slow: a black hole's connect timeout and the breaker's probe happen in real time.
 async fn dead_receivers_rest_without_spending_attempts_and_a_probe_brings_them_back(db: TestDb) {
     let receiver = Receiver::start().await;
     let hole = BlackHole::start().await;
@@ -993,6 +995,7 @@ async fn dead_receivers_rest_without_spending_attempts_and_a_probe_brings_them_b
     running.stop().await;
 }
 
+// Slow: the backlog waits out real connection refusals and the breaker before it drains.
 async fn a_dead_receivers_backlog_drains_oldest_first_once_it_answers(db: TestDb) {
     let receiver = Receiver::start().await;
     let down = free_addr();
@@ -1059,6 +1062,7 @@ async fn a_dead_receivers_backlog_drains_oldest_first_once_it_answers(db: TestDb
     running.stop().await;
 }
 
+// Slow: 1,000 real HTTPS deliveries.
 /// Two workers, each with its own pool, on one PostgreSQL database: each of 1,000
 /// deliveries is sent exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,6 +33,7 @@ impl From<hookline_delivery::Error> for Failed {
     }
 }
 
+// Slow: its PostgreSQL is the process's private cluster, started for it when run alone.
 #[tokio::test]
 async fn an_event_emitted_in_the_callers_transaction_commits_or_rolls_back_with_it() {
     let db = TestDb::new(Backend::Postgres).await;

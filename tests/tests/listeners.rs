@@ -442,6 +442,7 @@ async fn bad_devkit_input_is_a_clear_400_and_changes_nothing(db: TestDb) {
 
 backend_tests!(a_stream_carries_signed_attempts_and_their_results_are_the_attempt_log);
 
+// Slow: several attempts make the round trip through a real stream.
 async fn a_stream_carries_signed_attempts_and_their_results_are_the_attempt_log(db: TestDb) {
     let receiver = Receiver::start().await;
     let admin = Admin::delivering(db, delivery(&receiver, 3)).await;
@@ -538,6 +539,7 @@ async fn a_stream_carries_signed_attempts_and_their_results_are_the_attempt_log(
 
 backend_tests!(an_attempt_without_a_result_in_time_is_unanswered_and_retried);
 
+// Slow: the retry comes on one of the stream's claim turns, every half second.
 async fn an_attempt_without_a_result_in_time_is_unanswered_and_retried(db: TestDb) {
     let receiver = Receiver::start().await;
     let config = hookline_delivery::DeliveryConfig {

@@ -1043,6 +1043,7 @@ async fn signing_out_ends_the_session_and_its_link(db: TestDb) {
     admin.stop().await;
 }
 
+// Slow: enough attempts for several pages are made and recorded.
 async fn the_attempt_log_is_paged_newest_first(db: TestDb) {
     let receiver = Receiver::start().await;
     let admin = Admin::delivering(db, delivery(&receiver, 1)).await;

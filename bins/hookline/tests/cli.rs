@@ -1119,6 +1119,7 @@ async fn thirty_concurrent_hook_creates_leave_exactly_ten(db: TestDb) {
     assert_eq!(counts(&db, &ws).await.1, 10);
 }
 
+// Slow: the 5 s wait for the writer lock runs out for real, in a separate process.
 /// Another process's SQLite writer that never lets go of its turn (stopped, say):
 /// a write waits for it at most 5 s, then goes ahead on SQLite's own lock, and the
 /// process exits: nothing of its wait is left running (a blocked `flock` was).
@@ -1222,11 +1223,13 @@ async fn fresh_databases_race_their_migrations(backend: Backend) {
     }
 }
 
+// Slow: fifty databases migrated by fifty processes racing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_fresh_sqlite_databases_race_their_migrations() {
     fresh_databases_race_their_migrations(Backend::Sqlite).await;
 }
 
+// Slow: fifty databases made and migrated, by fifty processes racing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_fresh_postgres_databases_race_their_migrations() {
     fresh_databases_race_their_migrations(Backend::Postgres).await;

@@ -614,6 +614,7 @@ async fn listen_and_trigger_work_through_a_tls_terminating_proxy(db: TestDb) {
 
 backend_tests!(listen_reconnects_by_itself_when_the_server_comes_back);
 
+// Slow: `hookline listen`'s reconnection back-off runs in real time.
 async fn listen_reconnects_by_itself_when_the_server_comes_back(db: TestDb) {
     let addr = hookline_tests::free_addr().to_string();
     let served = serve_at(&db, &addr).await;

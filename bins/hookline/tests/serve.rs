@@ -293,6 +293,7 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: TestDb) {
     );
 }
 
+// Slow: three `hookline serve` processes are started.
 /// Three servers on one PostgreSQL database still allow the limit per key in total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_on_one_postgres_database_share_each_keys_window() {
@@ -381,6 +382,7 @@ async fn an_emit_from_the_cli_reaches_a_receiver_through_serve(db: TestDb) {
     assert!(signal(child, "-TERM").await.success());
 }
 
+// Slow: a worker killed mid-attempt is restarted and its leases run out for real.
 // Deliveries survive a worker killed with SIGKILL mid-attempt, and come back
 // within seconds.
 // decisions.md quotes its line (`-- --nocapture`): how soon a restarted worker resumes.
@@ -575,6 +577,7 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
     assert!(terminate(served).await.success());
 }
 
+// Slow: the attempt in flight takes the receiver's 2 s, which SIGTERM must wait for.
 async fn sigterm_lets_an_attempt_in_flight_finish(db: TestDb) {
     let receiver = Receiver::start().await;
     receiver.script(
@@ -719,6 +722,7 @@ backend_tests!(
     a_stalled_body_is_answered_408_and_its_connection_closed
 );
 
+// Slow: 1,100 connections closed by the shipped first-request deadline, in real time.
 async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db: TestDb) {
     let (_, key) = studio_key(&db).await;
     let (child, line) = start_with_file_limit(&db, 512, &[], "listening on ").await;
@@ -764,6 +768,7 @@ async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db: Test
     assert!(status.success());
 }
 
+// Slow: the shipped 10 s body deadline runs out for real in a `hookline serve` process.
 async fn a_stalled_body_is_answered_408_and_its_connection_closed(db: TestDb) {
     let (_, key) = studio_key(&db).await;
     let (child, line) = start(&db, "serve", &[], "listening on ").await;
@@ -1037,6 +1042,7 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
     terminate(Served { child, addr: admin }).await;
 }
 
+// Slow: a private PostgreSQL cluster is started, stopped and started again.
 #[tokio::test]
 async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_is_back() {
     let cluster = hookline_testdb::PrivateCluster::start().await;
@@ -1173,6 +1179,7 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     assert!(signal(child, "-TERM").await.success());
 }
 
+// Slow: the server's real 5 s busy timeout must run out before its 503.
 #[tokio::test]
 async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intact() {
     let db = TestDb::new(Backend::Sqlite).await;
@@ -1309,6 +1316,7 @@ async fn pass(
     }
 }
 
+// Slow: the pool's real connect deadline runs out before the 503, then recovery is waited for.
 #[tokio::test]
 async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
     let db = TestDb::new(Backend::Postgres).await;

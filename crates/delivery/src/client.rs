@@ -450,6 +450,7 @@ mod tests {
         (listener, filling, addr)
     }
 
+    // Slow: the head start given to the first address passes in real time.
     #[tokio::test]
     async fn an_unanswering_first_address_costs_a_head_start_not_the_timeout() {
         let (_full, _filling, dead) = unanswering_addr().await;

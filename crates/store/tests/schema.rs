@@ -3,6 +3,7 @@
 use hookline_store::Backend;
 use hookline_testdb::TestDb;
 
+// Slow: a database of each backend is migrated from nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_backends_end_with_the_same_tables_and_columns() {
     let sqlite = TestDb::new(Backend::Sqlite).await.columns().await;

@@ -2066,6 +2066,7 @@ async fn postgres_with_a_hook() -> (hookline_testdb::TestDb, WorkspaceId, Webhoo
     (db, ws, hook)
 }
 
+// Slow: an old-layout database is built, filled and migrated.
 /// A PostgreSQL database made before the history was partitioned is converted by
 /// the next `migrate`, every row kept, and its old days are then partitions that
 /// retention drops whole.
@@ -2129,6 +2130,7 @@ async fn an_existing_postgres_database_is_partitioned_with_its_rows() {
     assert!(store.events().payload(recent.id).await.unwrap().is_some());
 }
 
+// Slow: an old-layout database is built, partitioned and migrated.
 /// A database partitioned while deliveries still had a foreign key to events
 /// loses it at the next `migrate`, and its old days are then forgotten whole (a
 /// day's events could not be emptied under such a key).
