@@ -7,6 +7,7 @@ use hookline_domain::{
     KeyName, Refusal, Timestamp, Webhook, WebhookHealth, WebhookId, WebhookSource, WorkspaceId,
 };
 
+use crate::error::found;
 use crate::page::{Page, PageRequest};
 use crate::{App, CreatedKey, CreatedWebhook, Result, WebhookSpec, WebhookUpdate};
 
@@ -54,9 +55,14 @@ impl Settings<'_> {
         self.app.webhooks(self.workspace).await
     }
 
-    /// One of this workspace's webhooks; another workspace's is not found.
+    /// One of this workspace's webhooks, listeners included; another workspace's is
+    /// not found.
     pub async fn webhook(&self, id: WebhookId) -> Result<Webhook> {
-        self.app.workspace_webhook(self.workspace, id).await
+        found(
+            self.app.webhook_of(self.workspace, id).await?,
+            "webhook",
+            id,
+        )
     }
 
     /// Makes a webhook of the `settings` source.

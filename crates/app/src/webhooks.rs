@@ -315,6 +315,17 @@ impl App {
         Ok(self.webhooks.delete(id, Some(workspace)).await?)
     }
 
+    /// The webhook `id` if it is `workspace`'s, of any source (listeners too, as
+    /// the Settings portal shows them).
+    pub(crate) async fn webhook_of(
+        &self,
+        workspace: WorkspaceId,
+        id: WebhookId,
+    ) -> Result<Option<Webhook>> {
+        let webhook = self.webhooks.get(id).await?;
+        Ok(webhook.filter(|webhook| webhook.workspace_id == workspace))
+    }
+
     /// The webhook `id` if the public API's `/hooks` of `workspace` reach it: the
     /// workspace's own, not a listener.
     async fn public_webhook(
@@ -322,10 +333,8 @@ impl App {
         workspace: WorkspaceId,
         id: WebhookId,
     ) -> Result<Option<Webhook>> {
-        let webhook = self.webhooks.get(id).await?;
-        Ok(webhook.filter(|webhook| {
-            webhook.workspace_id == workspace && webhook.source != WebhookSource::Listener
-        }))
+        let webhook = self.webhook_of(workspace, id).await?;
+        Ok(webhook.filter(|webhook| webhook.source != WebhookSource::Listener))
     }
 
     /// A [`workspace_webhook`](Self::workspace_webhook)'s attempt log, newest first,
