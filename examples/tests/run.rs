@@ -23,10 +23,7 @@ async fn run(name: &str, db: Option<&TestDb>) -> String {
 #[tokio::test]
 async fn validate_input_accepts_and_refuses_as_the_apis_do() {
     let out = run("validate-input", None).await;
-    assert!(
-        out.contains("ok   url https://hooks.zapier.com/hooks/catch/1/abc"),
-        "{out}"
-    );
+    assert!(out.contains("ok   url https://hooks.zapier.com/hooks/catch/1/abc"), "{out}");
     assert!(out.contains("no   url http://example.com/hook: "), "{out}");
     assert!(out.contains("no   url https://10.0.0.7/hook: "), "{out}");
     assert!(out.contains("unknown event `dm.read`"), "{out}");
@@ -40,12 +37,7 @@ async fn emit_event_stores_the_event_and_its_delivery(db: TestDb) {
     let out = run("emit-event", Some(&db)).await;
     assert!(out.contains(" to 1 webhook(s)"), "{out}");
     let id = out.split_whitespace().nth(1).unwrap();
-    let deliveries = db
-        .store()
-        .events()
-        .deliveries(id.parse().unwrap())
-        .await
-        .unwrap();
+    let deliveries = db.store().events().deliveries(id.parse().unwrap()).await.unwrap();
     assert_eq!(deliveries.len(), 1);
 }
 

@@ -50,12 +50,7 @@ pub struct Reply {
 
 impl Reply {
     pub fn status(status: u16) -> Reply {
-        Reply {
-            status,
-            delay: Duration::ZERO,
-            retry_after: None,
-            body: None,
-        }
+        Reply { status, delay: Duration::ZERO, retry_after: None, body: None }
     }
 }
 
@@ -76,9 +71,7 @@ pub struct Receiver {
 
 impl std::fmt::Debug for Receiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Receiver")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("Receiver").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 
@@ -103,12 +96,7 @@ impl Receiver {
         let state = Arc::new(State::default());
         let acceptor = TlsAcceptor::from(Arc::new(tls));
         let server = tokio::spawn(serve(listener, acceptor, Arc::clone(&state)));
-        Receiver {
-            addr,
-            state,
-            ca_file,
-            server,
-        }
+        Receiver { addr, state, ca_file, server }
     }
 
     /// `https://localhost:<port><path>`.
@@ -163,10 +151,7 @@ impl Receiver {
     }
 
     fn log(&self) -> std::sync::MutexGuard<'_, Vec<Received>> {
-        self.state
-            .received
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.state.received.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits until at least `count` requests arrived, at most `timeout`; answers all
@@ -229,9 +214,7 @@ impl TlsTerminator {
         // The upstream's protocol is chosen by what the client sends: no ALPN.
         tls.alpn_protocols.clear();
         let ca_file = write_ca_file(&ca_pem);
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the proxy");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
         let addr = listener.local_addr().expect("proxy address");
         let acceptor = TlsAcceptor::from(Arc::new(tls));
         let server = tokio::spawn(async move {
@@ -248,11 +231,7 @@ impl TlsTerminator {
                 });
             }
         });
-        TlsTerminator {
-            addr,
-            ca_file,
-            server,
-        }
+        TlsTerminator { addr, ca_file, server }
     }
 
     /// `https://localhost:<port>`.
@@ -285,17 +264,11 @@ fn new_tls_config() -> (rustls::ServerConfig, String) {
     let ca_key = KeyPair::generate().expect("CA key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "hookline test CA");
+    ca_params.distinguished_name.push(DnType::CommonName, "hookline test CA");
     let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
     let issuer = Issuer::new(ca_params, ca_key);
     let server_key = KeyPair::generate().expect("server key");
-    let names = vec![
-        "localhost".to_owned(),
-        "127.0.0.1".to_owned(),
-        "::1".to_owned(),
-    ];
+    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     let server_cert = CertificateParams::new(names)
         .expect("server params")
         .signed_by(&server_key, &issuer)
@@ -339,11 +312,7 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Byte
     let path = request.uri().path().to_owned();
     let version = request.version();
     let (parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let reply = state
         .scripts
         .lock()
@@ -351,28 +320,20 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Full<Byte
         .get_mut(&path)
         .and_then(VecDeque::pop_front)
         .unwrap_or(Reply::status(200));
-    state
-        .received
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Received {
-            at: std::time::SystemTime::now(),
-            path,
-            version,
-            headers: parts.headers,
-            body,
-        });
+    state.received.lock().unwrap_or_else(PoisonError::into_inner).push(Received {
+        at: std::time::SystemTime::now(),
+        path,
+        version,
+        headers: parts.headers,
+        body,
+    });
     state.arrived.notify_waiters();
     tokio::time::sleep(reply.delay).await;
-    let body = reply
-        .body
-        .unwrap_or_else(|| format!("answer {}", reply.status));
+    let body = reply.body.unwrap_or_else(|| format!("answer {}", reply.status));
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
     if let Some(seconds) = reply.retry_after {
-        response
-            .headers_mut()
-            .insert(hyper::header::RETRY_AFTER, seconds.into());
+        response.headers_mut().insert(hyper::header::RETRY_AFTER, seconds.into());
     }
     response
 }
@@ -399,9 +360,7 @@ impl BlackHole {
     /// # Panics
     /// When no port can be had.
     pub async fn start() -> BlackHole {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the black hole");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the black hole");
         let addr = listener.local_addr().expect("its address");
         let server = tokio::spawn(async move {
             let mut held = Vec::new();
@@ -452,9 +411,7 @@ impl ConnectProxy {
     }
 
     async fn listen(refuse: bool) -> ConnectProxy {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the proxy");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
         let addr = listener.local_addr().expect("its address");
         let asked = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&asked);
@@ -463,11 +420,7 @@ impl ConnectProxy {
                 tokio::spawn(tunnel(client, refuse, Arc::clone(&recorded)));
             }
         });
-        ConnectProxy {
-            addr,
-            asked,
-            server,
-        }
+        ConnectProxy { addr, asked, server }
     }
 
     /// `http://127.0.0.1:<port>`, for `HOOKLINE_EGRESS_PROXY`.
@@ -477,10 +430,7 @@ impl ConnectProxy {
 
     /// The `host:port` of every `CONNECT`, in order.
     pub fn asked(&self) -> Vec<String> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.asked.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -504,31 +454,20 @@ async fn tunnel(mut client: tokio::net::TcpStream, refuse: bool, asked: Arc<Mute
     let text = String::from_utf8_lossy(&head);
     let mut words = text.split(' ');
     let (Some("CONNECT"), Some(target)) = (words.next(), words.next()) else {
-        let _ = client
-            .write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
-            .await;
+        let _ = client.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n").await;
         return;
     };
     let target = target.to_owned();
-    asked
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(target.clone());
+    asked.lock().unwrap_or_else(PoisonError::into_inner).push(target.clone());
     if refuse {
-        let _ = client
-            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
-            .await;
+        let _ = client.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n").await;
         return;
     }
     let Ok(mut upstream) = tokio::net::TcpStream::connect(target.as_str()).await else {
         let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
         return;
     };
-    if client
-        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        .await
-        .is_ok()
-    {
+    if client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await.is_ok() {
         let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
     }
 }

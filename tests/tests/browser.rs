@@ -115,22 +115,12 @@ impl Browser {
                 Err(error) => panic!("no WebDriver session from chromedriver: {error}"),
             }
         };
-        Browser {
-            client,
-            _driver: driver,
-            _profile: profile,
-        }
+        Browser { client, _driver: driver, _profile: profile }
     }
 
     /// The element, once the page has it (at most 10 s).
     async fn element(&self, locator: Locator<'_>) -> Element {
-        match self
-            .client
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(locator)
-            .await
-        {
+        match self.client.wait().at_most(Duration::from_secs(10)).for_element(locator).await {
             Ok(element) => element,
             Err(error) => {
                 let url = self.client.current_url().await.unwrap();
@@ -174,10 +164,7 @@ impl Browser {
             if here == path {
                 return;
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "at {here}, not {path}"
-            );
+            assert!(tokio::time::Instant::now() < deadline, "at {here}, not {path}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -194,9 +181,7 @@ impl Browser {
         if backend != Backend::Sqlite {
             return;
         }
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join(dir);
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
         std::fs::create_dir_all(&dir).unwrap();
         // The whole page: the window made as tall as the document (the window's
         // frame takes some of it, so measure again until the page fits).
@@ -220,10 +205,7 @@ impl Browser {
             self.client.set_window_size(width, taller).await.unwrap();
         }
         let png = self.client.screenshot().await.unwrap();
-        self.client
-            .set_window_size(width, u32::try_from(height).unwrap())
-            .await
-            .unwrap();
+        self.client.set_window_size(width, u32::try_from(height).unwrap()).await.unwrap();
         std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
     }
 
@@ -263,18 +245,8 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
     let ws = admin.workspace("STUDIO").await;
     // What the workspace has before its owner arrives: a key, and a webhook an
     // integration made through the API.
-    admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/keys"),
-            json!({"name": "Make"}),
-        )
-        .await;
-    let ci = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/keys"),
-            json!({"name": "n8n"}),
-        )
-        .await;
+    admin.post(&format!("/admin/v1/workspaces/{ws}/keys"), json!({"name": "Make"})).await;
+    let ci = admin.post(&format!("/admin/v1/workspaces/{ws}/keys"), json!({"name": "n8n"})).await;
     let ci_key = ci.body["data"]["key"].as_str().unwrap().to_owned();
     let made = Admin::exchange(
         admin.public,
@@ -305,10 +277,7 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
     browser.at(&format!("{base}keys")).await;
     // 2. The keys and the webhooks.
     let keys = browser.text("main table").await;
-    assert!(
-        keys.contains("Make") && keys.contains("n8n") && keys.contains("Active"),
-        "{keys}"
-    );
+    assert!(keys.contains("Make") && keys.contains("n8n") && keys.contains("Active"), "{keys}");
     browser.screenshot(backend, "keys").await;
     browser.click("nav a[href$='/hooks']").await;
     browser.at(&format!("{base}hooks")).await;
@@ -324,43 +293,26 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
     // 3. A key, shown once, copied.
     browser.click("nav a[href$='/keys']").await;
     browser.fill("#key-name", "Zapier").await;
-    browser
-        .click("form[action$='/keys'] button[type=submit]")
-        .await;
+    browser.click("form[action$='/keys'] button[type=submit]").await;
     let field = browser.element(Locator::Id("new-key")).await;
     let key = field.prop("value").await.unwrap().unwrap();
     assert!(key.starts_with("hl_") && key.len() == 46, "{key}");
     browser.click("button[data-copy='new-key']").await;
-    assert_eq!(
-        browser.text("[data-copied-for='new-key']").await,
-        "Copied to the clipboard."
-    );
+    assert_eq!(browser.text("[data-copied-for='new-key']").await, "Copied to the clipboard.");
     assert_eq!(browser.text("button[data-copy='new-key']").await, "Copied");
-    let copied = browser
-        .client
-        .execute("return window.getSelection().toString();", vec![])
-        .await
-        .unwrap();
-    assert_eq!(
-        copied.as_str(),
-        Some(key.as_str()),
-        "the copied text is the key"
-    );
+    let copied =
+        browser.client.execute("return window.getSelection().toString();", vec![]).await.unwrap();
+    assert_eq!(copied.as_str(), Some(key.as_str()), "the copied text is the key");
     browser.screenshot(backend, "key-created").await;
     assert_eq!(api_status(&admin, &key).await, StatusCode::OK);
     browser.click("a.button").await;
     browser.at(&format!("{base}keys")).await;
-    assert!(
-        !browser.source().await.contains(&key),
-        "the key is not shown again"
-    );
+    assert!(!browser.source().await.contains(&key), "the key is not shown again");
     browser.client.refresh().await.unwrap();
     assert!(!browser.source().await.contains(&key));
 
     // 4. Revoked: the API answers 401 on its next request.
-    let question = browser
-        .click_confirmed("button[aria-label='Revoke Zapier']")
-        .await;
+    let question = browser.click_confirmed("button[aria-label='Revoke Zapier']").await;
     assert!(question.contains("Revoke the key “Zapier”"), "{question}");
     browser.at(&format!("{base}keys?notice=key-revoked")).await;
     assert!(browser.text(".notice").await.contains("revoked"));
@@ -371,20 +323,13 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
     browser.click("nav a[href$='/hooks']").await;
     browser.fill("#new-url", &receiver.url("/portal")).await;
     browser.click("#new-event-dm\\.sent").await;
-    browser
-        .fill("#new-description", "<script>alert(1)</script>")
-        .await;
-    browser
-        .click("form[action$='/hooks'] button[type=submit]")
-        .await;
+    browser.fill("#new-description", "<script>alert(1)</script>").await;
+    browser.click("form[action$='/hooks'] button[type=submit]").await;
     let secret_field = browser.element(Locator::Id("new-secret")).await;
     let secret = secret_field.prop("value").await.unwrap().unwrap();
     assert!(secret.starts_with("whsec_"), "{secret}");
     browser.click("a.button").await;
-    let hook = admin
-        .get(&format!("/admin/v1/workspaces/{ws}/hooks"))
-        .await
-        .body["data"][1]["id"]
+    let hook = admin.get(&format!("/admin/v1/workspaces/{ws}/hooks")).await.body["data"][1]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -412,53 +357,28 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let log = loop {
-        browser
-            .client
-            .goto(&format!("http://{}{here}", admin.public))
-            .await
-            .unwrap();
+        browser.client.goto(&format!("http://{}{here}", admin.public)).await.unwrap();
         let log = browser.text("section[aria-labelledby='log']").await;
         if log.contains("contact.created") || tokio::time::Instant::now() > deadline {
             break log;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert!(
-        log.contains("contact.created") && log.contains("200") && log.contains(" ms"),
-        "{log}"
-    );
+    assert!(log.contains("contact.created") && log.contains("200") && log.contains(" ms"), "{log}");
     browser.screenshot(backend, "webhook").await;
 
     // 6b. Its health: the last 24 hours charted, and the week one click away.
-    assert_eq!(
-        browser.chart_label().await,
-        "Last 24 hours: 1 attempts, 1 succeeded, 0 failed"
-    );
+    assert_eq!(browser.chart_label().await, "Last 24 hours: 1 attempts, 1 succeeded, 0 failed");
     assert!(browser.text("p.state").await.starts_with("Healthy"));
     browser.click("nav.windows a[href$='window=7d']").await;
     browser.at(&format!("{here}?window=7d")).await;
-    assert_eq!(
-        browser.chart_label().await,
-        "Last 7 days: 1 attempts, 1 succeeded, 0 failed"
-    );
+    assert_eq!(browser.chart_label().await, "Last 7 days: 1 attempts, 1 succeeded, 0 failed");
     browser.click("details.numbers summary").await;
-    assert!(
-        browser
-            .text("details.numbers table")
-            .await
-            .contains("Succeeded")
-    );
+    assert!(browser.text("details.numbers table").await.contains("Succeeded"));
 
     // 6c. The catalog, and a test sent from it that the receiver refuses
     // three times (every attempt the schedule allows): the webhook is failing.
-    receiver.script(
-        "/portal",
-        [
-            Answer::status(500),
-            Answer::status(500),
-            Answer::status(500),
-        ],
-    );
+    receiver.script("/portal", [Answer::status(500), Answer::status(500), Answer::status(500)]);
     browser.click("nav a[href$='/events']").await;
     browser.at(&format!("{base}events")).await;
     let catalog = browser.text("main").await;
@@ -472,30 +392,19 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
         .select_by_value(&hook)
         .await
         .unwrap();
-    browser
-        .click("section[aria-labelledby='event-bio-subscribed'] form button")
-        .await;
-    browser
-        .at(&format!("{base}events?notice=catalog-test-sent"))
-        .await;
+    browser.click("section[aria-labelledby='event-bio-subscribed'] form button").await;
+    browser.at(&format!("{base}events?notice=catalog-test-sent")).await;
     attempts(&admin, &hook, 4).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        browser
-            .client
-            .goto(&format!("http://{}{here}", admin.public))
-            .await
-            .unwrap();
+        browser.client.goto(&format!("http://{}{here}", admin.public)).await.unwrap();
         if browser.text("p.state").await.starts_with("Failing since") {
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "never failing");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(
-        browser.chart_label().await,
-        "Last 24 hours: 4 attempts, 1 succeeded, 3 failed"
-    );
+    assert_eq!(browser.chart_label().await, "Last 24 hours: 4 attempts, 1 succeeded, 3 failed");
     browser.screenshot(backend, "webhook-failing").await;
 
     // 6d. One action recovers it: the failed delivery goes again, and succeeds.
@@ -506,43 +415,24 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
         (log[0]["event"].as_str(), log[0]["status"].as_u64()),
         (Some("bio.subscribed"), Some(200))
     );
-    browser
-        .client
-        .goto(&format!("http://{}{here}", admin.public))
-        .await
-        .unwrap();
+    browser.client.goto(&format!("http://{}{here}", admin.public)).await.unwrap();
     assert!(browser.text("p.state").await.starts_with("Healthy"));
-    assert_eq!(
-        browser.chart_label().await,
-        "Last 24 hours: 5 attempts, 2 succeeded, 3 failed"
-    );
+    assert_eq!(browser.chart_label().await, "Last 24 hours: 5 attempts, 2 succeeded, 3 failed");
     browser.screenshot(backend, "webhook-health").await;
 
     // 7. The secret rotated: a new one, shown once.
-    browser
-        .click_confirmed("form[action$='/rotate'] button")
-        .await;
-    let rotated = browser
-        .element(Locator::Id("new-secret"))
-        .await
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
+    browser.click_confirmed("form[action$='/rotate'] button").await;
+    let rotated =
+        browser.element(Locator::Id("new-secret")).await.prop("value").await.unwrap().unwrap();
     assert!(rotated.starts_with("whsec_") && rotated != secret);
     browser.screenshot(backend, "secret-rotated").await;
     browser.click("a.button").await;
     browser.at(&here).await;
 
     // 8. Disabled.
-    browser
-        .click_confirmed("form[action$='/disable'] button")
-        .await;
+    browser.click_confirmed("form[action$='/disable'] button").await;
     browser.at(&format!("{here}?notice=disabled")).await;
-    assert_eq!(
-        browser.text("dl.summary dd:nth-of-type(4)").await,
-        "Disabled (manual)"
-    );
+    assert_eq!(browser.text("dl.summary dd:nth-of-type(4)").await, "Disabled (manual)");
     let stored = admin.get(&format!("/admin/v1/hooks/{hook}")).await.body;
     assert_eq!(stored["data"]["enabled"], false);
 
@@ -559,17 +449,10 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
         "events",
         "plan",
     ] {
-        browser
-            .client
-            .goto(&format!("http://{}{base}{path}", admin.public))
-            .await
-            .unwrap();
+        browser.client.goto(&format!("http://{}{base}{path}", admin.public)).await.unwrap();
         let width = browser
             .client
-            .execute(
-                "return [document.documentElement.scrollWidth, window.innerWidth];",
-                vec![],
-            )
+            .execute("return [document.documentElement.scrollWidth, window.innerWidth];", vec![])
             .await
             .unwrap();
         let (scroll, inner) = (width[0].as_u64().unwrap(), width[1].as_u64().unwrap());
@@ -580,25 +463,14 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
             " + Math.round(e.getBoundingClientRect().right));"
         );
         let wide = browser.client.execute(overflowing, vec![]).await.unwrap();
-        assert!(
-            scroll <= inner,
-            "{path} is {scroll} px wide at {inner} px: {wide}"
-        );
+        assert!(scroll <= inner, "{path} is {scroll} px wide at {inner} px: {wide}");
     }
-    browser
-        .client
-        .goto(&format!("http://{}{base}hooks/{hook}", admin.public))
-        .await
-        .unwrap();
+    browser.client.goto(&format!("http://{}{base}hooks/{hook}", admin.public)).await.unwrap();
     browser.screenshot(backend, "webhook-375px").await;
     browser.client.set_window_size(1280, 900).await.unwrap();
 
     // Keyboard: Tab reaches the skip link first, then the tabs.
-    browser
-        .client
-        .goto(&format!("http://{}{base}keys", admin.public))
-        .await
-        .unwrap();
+    browser.client.goto(&format!("http://{}{base}keys", admin.public)).await.unwrap();
     let body = browser.client.find(Locator::Css("body")).await.unwrap();
     body.send_keys(&Key::Tab.to_string()).await.unwrap();
     let focused = browser.client.active_element().await.unwrap();
@@ -619,10 +491,7 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
 
     // 9. An expired link is refused, and shows nothing of the workspace.
     let short = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/portal"),
-            json!({"ttlSeconds": 1}),
-        )
+        .post(&format!("/admin/v1/workspaces/{ws}/portal"), json!({"ttlSeconds": 1}))
         .await
         .body["data"]["url"]
         .as_str()
@@ -632,10 +501,7 @@ async fn the_settings_journey_in_chromium(db: TestDb) {
     browser.client.goto(&short).await.unwrap();
     assert_eq!(browser.text("h1").await, "This link cannot open Settings");
     let refused = browser.source().await;
-    assert!(
-        !refused.contains(&ws) && !refused.contains("Acme"),
-        "{refused}"
-    );
+    assert!(!refused.contains(&ws) && !refused.contains("Acme"), "{refused}");
     browser.screenshot(backend, "expired-link").await;
 
     browser.close().await;

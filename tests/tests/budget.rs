@@ -37,20 +37,12 @@ async fn statements_per_request_and_per_delivered_event_stay_within_budget() {
         let receiver = Receiver::start().await;
         let admin = Admin::delivering(TestDb::new(backend).await, delivery(&receiver, 3)).await;
         let ws = admin.workspace("STUDIO").await;
-        let created = admin
-            .post(
-                &format!("/admin/v1/workspaces/{ws}/keys"),
-                json!({"name": "Zapier"}),
-            )
-            .await;
+        let created =
+            admin.post(&format!("/admin/v1/workspaces/{ws}/keys"), json!({"name": "Zapier"})).await;
         let key = created.body["data"]["key"].as_str().unwrap().to_owned();
         let hooks = format!("/admin/v1/workspaces/{ws}/hooks");
-        let created = admin
-            .post(
-                &hooks,
-                json!({"url": receiver.url("/in"), "event": "dm.sent"}),
-            )
-            .await;
+        let created =
+            admin.post(&hooks, json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
 
         let before = statements_sent();
@@ -74,9 +66,7 @@ async fn statements_per_request_and_per_delivered_event_stay_within_budget() {
             let emitted = admin.post(&events, json!({"event": "dm.sent"})).await;
             assert_eq!(emitted.status, StatusCode::ACCEPTED, "{}", emitted.body);
         }
-        let received = receiver
-            .wait_for(EVENTS as usize, std::time::Duration::from_secs(60))
-            .await;
+        let received = receiver.wait_for(EVENTS as usize, std::time::Duration::from_secs(60)).await;
         assert_eq!(received.len() as u64, EVENTS);
         // Stopping records what the worker still holds: every outcome counted.
         admin.stop().await;

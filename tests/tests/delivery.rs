@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use hookline_delivery::{DeliveryConfig, EgressProxy, Isolation, Outbox, RetrySchedule, Worker};
 use hookline_domain::{Delivery, DeliveryState};
-use hookline_domain::{EventId, EventName, Plan, TargetPolicy, WebhookHeaders, WebhookSource};
+use hookline_domain::{
+    EventId, EventName, Plan, TargetPolicy, Webhook, WebhookHeaders, WebhookSource, WorkspaceId,
+};
 use hookline_store::{Store, WebhookChange};
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
@@ -24,10 +26,7 @@ struct Running {
 impl Running {
     async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(WAIT, &mut self.worker)
-            .await
-            .unwrap()
-            .unwrap();
+        tokio::time::timeout(WAIT, &mut self.worker).await.unwrap().unwrap();
     }
 }
 
@@ -42,6 +41,21 @@ fn config(receiver: &Receiver) -> DeliveryConfig {
     }
 }
 
+/// [`config`] with `concurrency`, a 1 s timeout, and a breaker that rests a
+/// receiver for `rest` after its first miss.
+fn resting_after_one_miss(
+    receiver: &Receiver,
+    concurrency: usize,
+    rest: Duration,
+) -> DeliveryConfig {
+    let isolation = Isolation {
+        breaker_misses: 1,
+        breaker_rest: rest,
+        ..Isolation::for_concurrency(concurrency)
+    };
+    DeliveryConfig { concurrency, timeout: Duration::from_secs(1), isolation, ..config(receiver) }
+}
+
 fn start(store: &Store, config: DeliveryConfig) -> Running {
     let worker = Worker::new(store.queue(), store.upkeep(), config).unwrap();
     let outbox = worker.outbox(store.events());
@@ -49,11 +63,7 @@ fn start(store: &Store, config: DeliveryConfig) -> Running {
     let worker = tokio::spawn(worker.run(async {
         let _ = stopped.await;
     }));
-    Running {
-        outbox,
-        stop: Some(stop),
-        worker,
-    }
+    Running { outbox, stop: Some(stop), worker }
 }
 
 /// Waits until every delivery of the event satisfies `done`; answers them.
@@ -68,10 +78,7 @@ async fn deliveries_when(
         if !deliveries.is_empty() && deliveries.iter().all(&done) {
             return deliveries;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "deliveries never settled: {deliveries:?}"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "deliveries never settled: {deliveries:?}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -84,11 +91,7 @@ async fn wait_for_path(
 ) -> Vec<hookline_tests::Received> {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let received: Vec<_> = receiver
-            .received()
-            .into_iter()
-            .filter(|r| r.path == path)
-            .collect();
+        let received: Vec<_> = receiver.received().into_iter().filter(|r| r.path == path).collect();
         if received.len() >= count {
             return received;
         }
@@ -128,47 +131,24 @@ backend_tests!(
 async fn a_delivery_is_signed_verifiably_and_logged(db: TestDb) {
     let receiver = Receiver::start().await;
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, secret) = db
-        .webhook(
-            ws,
-            &receiver.url("/in"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, secret) = db.api_webhook(ws, &receiver.url("/in"), &[EventName::DmSent]).await;
     let running = start(db.store(), config(&receiver));
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({"messageId": "m_1"}))
-        .await
-        .unwrap();
+    let emitted =
+        running.outbox.emit(ws, EventName::DmSent, json!({"messageId": "m_1"})).await.unwrap();
 
     let received = receiver.wait_for(1, WAIT).await;
     assert_eq!(received.len(), 1);
     let request = &received[0];
     assert_eq!(request.path, "/in");
-    assert_eq!(
-        request.version,
-        hyper::Version::HTTP_2,
-        "HTTP/2 was offered by ALPN"
-    );
+    assert_eq!(request.version, hyper::Version::HTTP_2, "HTTP/2 was offered by ALPN");
     assert_eq!(
         request.body,
         emitted.payload.to_json().as_bytes(),
         "the body is the stored payload, byte for byte"
     );
     assert_eq!(request.headers["content-type"], "application/json");
-    assert!(
-        request.headers["user-agent"]
-            .to_str()
-            .unwrap()
-            .starts_with("hookline/")
-    );
-    assert_eq!(
-        request.headers["webhook-id"],
-        emitted.payload.id.to_string().as_str()
-    );
+    assert!(request.headers["user-agent"].to_str().unwrap().starts_with("hookline/"));
+    assert_eq!(request.headers["webhook-id"], emitted.payload.id.to_string().as_str());
     let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
     verifier
         .verify(&request.body, &request.headers)
@@ -183,10 +163,7 @@ async fn a_delivery_is_signed_verifiably_and_logged(db: TestDb) {
     assert_eq!(deliveries[0].attempts, 1);
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
     assert_eq!(log.len(), 1);
-    assert_eq!(
-        (log[0].attempt, log[0].status, log[0].error.clone()),
-        (1, Some(200), None)
-    );
+    assert_eq!((log[0].attempt, log[0].status, log[0].error.clone()), (1, Some(200), None));
     assert_eq!(log[0].response_body.as_deref(), Some("answer 200"));
     running.stop().await;
 }
@@ -200,39 +177,14 @@ async fn events_reach_exactly_the_subscribed_enabled_webhooks_of_their_workspace
         ("/b", vec![EventName::DmSent, EventName::LinkClicked]),
         ("/c", vec![EventName::DmSent]),
     ] {
-        db.webhook(ws, &receiver.url(path), &events, WebhookSource::Settings)
-            .await
-            .unwrap();
+        db.webhook(ws, &receiver.url(path), &events, WebhookSource::Settings).await.unwrap();
     }
-    let (off, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/off"),
-            &[EventName::LinkClicked],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    db.store()
-        .webhooks()
-        .set_enabled(off.id, false)
-        .await
-        .unwrap();
-    db.webhook(
-        other,
-        &receiver.url("/other"),
-        &[EventName::LinkClicked],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    let (off, _) = db.api_webhook(ws, &receiver.url("/off"), &[EventName::LinkClicked]).await;
+    db.store().webhooks().set_enabled(off.id, false).await.unwrap();
+    db.api_webhook(other, &receiver.url("/other"), &[EventName::LinkClicked]).await;
 
     let running = start(db.store(), config(&receiver));
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::LinkClicked, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
     deliveries_when(db.store(), emitted.payload.id, settled).await;
     // Stopped (its attempts in flight finished), the worker can send nothing more.
     running.stop().await;
@@ -245,21 +197,9 @@ async fn retries_keep_the_webhook_id_until_a_2xx(db: TestDb) {
     let receiver = Receiver::start().await;
     receiver.script("/flaky", [Reply::status(500), Reply::status(302)]);
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, secret) = db
-        .webhook(
-            ws,
-            &receiver.url("/flaky"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, secret) = db.api_webhook(ws, &receiver.url("/flaky"), &[EventName::DmSent]).await;
     let running = start(db.store(), config(&receiver));
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
     assert_eq!(deliveries[0].state, DeliveryState::Delivered);
     assert_eq!(deliveries[0].attempts, 3);
@@ -268,10 +208,7 @@ async fn retries_keep_the_webhook_id_until_a_2xx(db: TestDb) {
     assert_eq!(received.len(), 3, "a redirect is a failure, never followed");
     let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
     for request in &received {
-        assert_eq!(
-            request.headers["webhook-id"],
-            emitted.payload.id.to_string().as_str()
-        );
+        assert_eq!(request.headers["webhook-id"], emitted.payload.id.to_string().as_str());
         verifier.verify(&request.body, &request.headers).unwrap();
     }
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
@@ -282,81 +219,34 @@ async fn retries_keep_the_webhook_id_until_a_2xx(db: TestDb) {
 
 async fn a_slow_receiver_times_out_and_the_delivery_is_retried(db: TestDb) {
     let receiver = Receiver::start().await;
-    receiver.script(
-        "/slow",
-        [Reply {
-            delay: Duration::from_secs(3),
-            ..Reply::status(200)
-        }],
-    );
+    receiver.script("/slow", [Reply { delay: Duration::from_secs(3), ..Reply::status(200) }]);
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/slow"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, &receiver.url("/slow"), &[EventName::DmSent]).await;
     let running = start(
         db.store(),
-        DeliveryConfig {
-            timeout: Duration::from_millis(500),
-            ..config(&receiver)
-        },
+        DeliveryConfig { timeout: Duration::from_millis(500), ..config(&receiver) },
     );
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
     assert_eq!(deliveries[0].state, DeliveryState::Delivered);
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
     assert_eq!(log.len(), 2);
     assert_eq!(log[1].status, None);
-    assert!(
-        log[1].error.as_deref().unwrap().contains("timed out"),
-        "{:?}",
-        log[1].error
-    );
+    assert!(log[1].error.as_deref().unwrap().contains("timed out"), "{:?}", log[1].error);
     running.stop().await;
 }
 
 async fn at_most_4_kib_of_an_answer_is_kept(db: TestDb) {
     let receiver = Receiver::start().await;
-    receiver.script(
-        "/chatty",
-        [Reply {
-            body: Some("é".repeat(10_000)),
-            ..Reply::status(200)
-        }],
-    );
+    receiver.script("/chatty", [Reply { body: Some("é".repeat(10_000)), ..Reply::status(200) }]);
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/chatty"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, &receiver.url("/chatty"), &[EventName::DmSent]).await;
     let running = start(db.store(), config(&receiver));
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     deliveries_when(db.store(), emitted.payload.id, settled).await;
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
     let kept = log[0].response_body.clone().unwrap();
-    assert!(
-        kept.len() <= hookline_delivery::MAX_KEPT_BODY,
-        "{} bytes kept",
-        kept.len()
-    );
+    assert!(kept.len() <= hookline_delivery::MAX_KEPT_BODY, "{} bytes kept", kept.len());
     assert!(kept.len() >= hookline_delivery::MAX_KEPT_BODY - 4);
     running.stop().await;
 }
@@ -365,69 +255,26 @@ async fn a_delivery_is_given_up_after_the_last_attempt(db: TestDb) {
     let receiver = Receiver::start().await;
     receiver.script("/down", (0..10).map(|_| Reply::status(503)));
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/down"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, &receiver.url("/down"), &[EventName::DmSent]).await;
     let schedule = RetrySchedule::new(vec![Duration::from_millis(100); 2]);
-    let running = start(
-        db.store(),
-        DeliveryConfig {
-            retry_schedule: schedule,
-            ..config(&receiver)
-        },
-    );
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let running =
+        start(db.store(), DeliveryConfig { retry_schedule: schedule, ..config(&receiver) });
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
     assert_eq!(deliveries[0].state, DeliveryState::Failed);
     assert_eq!(deliveries[0].attempts, 3);
     running.stop().await;
     assert_eq!(receiver.received().len(), 3);
-    assert_eq!(
-        db.store()
-            .webhooks()
-            .attempts(hook.id, 10)
-            .await
-            .unwrap()
-            .len(),
-        3
-    );
+    assert_eq!(db.store().webhooks().attempts(hook.id, 10).await.unwrap().len(), 3);
 }
 
 async fn retry_after_of_a_429_is_waited_for(db: TestDb) {
     let receiver = Receiver::start().await;
-    receiver.script(
-        "/busy",
-        [Reply {
-            retry_after: Some(120),
-            ..Reply::status(429)
-        }],
-    );
+    receiver.script("/busy", [Reply { retry_after: Some(120), ..Reply::status(429) }]);
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/busy"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, &receiver.url("/busy"), &[EventName::DmSent]).await;
     let running = start(db.store(), config(&receiver));
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let waiting = deliveries_when(db.store(), emitted.payload.id, |d| d.attempts == 1).await;
     assert_eq!(waiting[0].state, DeliveryState::Pending);
     db.clock().advance(Duration::from_secs(121));
@@ -435,10 +282,7 @@ async fn retry_after_of_a_429_is_waited_for(db: TestDb) {
     assert_eq!(deliveries[0].state, DeliveryState::Delivered);
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
     let waited = log[0].at.unix_millis() - log[1].at.unix_millis();
-    assert!(
-        waited >= 120_000,
-        "retried after {waited} ms despite Retry-After: 120"
-    );
+    assert!(waited >= 120_000, "retried after {waited} ms despite Retry-After: 120");
     running.stop().await;
 }
 
@@ -447,47 +291,18 @@ async fn gone_deletes_an_api_webhook_and_disables_a_settings_one(db: TestDb) {
     receiver.script("/api", [Reply::status(410)]);
     receiver.script("/settings", [Reply::status(410)]);
     let ws = db.workspace(Plan::Studio).await;
-    let (api_hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/api"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (api_hook, _) = db.api_webhook(ws, &receiver.url("/api"), &[EventName::DmSent]).await;
     let (settings_hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/settings"),
-            &[EventName::DmSent],
-            WebhookSource::Settings,
-        )
+        .webhook(ws, &receiver.url("/settings"), &[EventName::DmSent], WebhookSource::Settings)
         .await
         .unwrap();
     let running = start(db.store(), config(&receiver));
-    running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     receiver.wait_for(2, WAIT).await;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let api_gone = db
-            .store()
-            .webhooks()
-            .get(api_hook.id)
-            .await
-            .unwrap()
-            .is_none();
-        let settings = db
-            .store()
-            .webhooks()
-            .get(settings_hook.id)
-            .await
-            .unwrap()
-            .unwrap();
+        let api_gone = db.store().webhooks().get(api_hook.id).await.unwrap().is_none();
+        let settings = db.store().webhooks().get(settings_hook.id).await.unwrap().unwrap();
         if api_gone && !settings.enabled {
             break;
         }
@@ -495,19 +310,8 @@ async fn gone_deletes_an_api_webhook_and_disables_a_settings_one(db: TestDb) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     // No more deliveries for either.
-    let later = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
-    assert_eq!(
-        db.store()
-            .events()
-            .deliveries(later.payload.id)
-            .await
-            .unwrap(),
-        []
-    );
+    let later = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
+    assert_eq!(db.store().events().deliveries(later.payload.id).await.unwrap(), []);
     running.stop().await;
     assert_eq!(receiver.received().len(), 2);
 }
@@ -517,77 +321,27 @@ async fn deleting_or_disabling_a_webhook_cancels_its_retries(db: TestDb) {
     receiver.script("/del", (0..10).map(|_| Reply::status(500)));
     receiver.script("/dis", (0..10).map(|_| Reply::status(500)));
     let ws = db.workspace(Plan::Studio).await;
-    let (deleted, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/del"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (deleted, _) = db.api_webhook(ws, &receiver.url("/del"), &[EventName::DmSent]).await;
     let (disabled, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/dis"),
-            &[EventName::DmSent],
-            WebhookSource::Settings,
-        )
+        .webhook(ws, &receiver.url("/dis"), &[EventName::DmSent], WebhookSource::Settings)
         .await
         .unwrap();
     let schedule = RetrySchedule::new(vec![Duration::from_millis(600); 5]);
-    let running = start(
-        db.store(),
-        DeliveryConfig {
-            retry_schedule: schedule,
-            ..config(&receiver)
-        },
-    );
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let running =
+        start(db.store(), DeliveryConfig { retry_schedule: schedule, ..config(&receiver) });
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     receiver.wait_for(2, WAIT).await;
-    db.store()
-        .webhooks()
-        .delete(deleted.id, None)
-        .await
-        .unwrap();
-    db.store()
-        .webhooks()
-        .set_enabled(disabled.id, false)
-        .await
-        .unwrap();
+    db.store().webhooks().delete(deleted.id, None).await.unwrap();
+    db.store().webhooks().set_enabled(disabled.id, false).await.unwrap();
     // Every retry would be due now; an event to a third webhook, once received,
     // shows the worker claimed after they were.
     db.clock().advance(Duration::from_secs(10));
-    db.webhook(
-        ws,
-        &receiver.url("/later"),
-        &[EventName::LinkClicked],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
-    running
-        .outbox
-        .emit(ws, EventName::LinkClicked, json!({}))
-        .await
-        .unwrap();
+    db.api_webhook(ws, &receiver.url("/later"), &[EventName::LinkClicked]).await;
+    running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
     wait_for_path(&receiver, "/later", 1).await;
     running.stop().await;
-    assert_eq!(
-        receiver.received().len(),
-        3,
-        "a retry went out after delete or disable"
-    );
-    let left = db
-        .store()
-        .events()
-        .deliveries(emitted.payload.id)
-        .await
-        .unwrap();
+    assert_eq!(receiver.received().len(), 3, "a retry went out after delete or disable");
+    let left = db.store().events().deliveries(emitted.payload.id).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].state, DeliveryState::Cancelled);
 }
@@ -596,24 +350,8 @@ async fn private_targets_are_refused_at_delivery(db: TestDb) {
     let receiver = Receiver::start().await;
     let ws = db.workspace(Plan::Studio).await;
     // Made while private targets were allowed; delivered by a worker that refuses them.
-    let (by_name, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/name"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    let (by_ip, _) = db
-        .webhook(
-            ws,
-            &receiver.ip_url("/ip"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (by_name, _) = db.api_webhook(ws, &receiver.url("/name"), &[EventName::DmSent]).await;
+    let (by_ip, _) = db.api_webhook(ws, &receiver.ip_url("/ip"), &[EventName::DmSent]).await;
     let schedule = RetrySchedule::new(vec![]);
     let running = start(
         db.store(),
@@ -623,60 +361,33 @@ async fn private_targets_are_refused_at_delivery(db: TestDb) {
             ..config(&receiver)
         },
     );
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
     assert!(deliveries.iter().all(|d| d.state == DeliveryState::Failed));
     for hook in [by_name.id, by_ip.id] {
         let log = db.store().webhooks().attempts(hook, 10).await.unwrap();
         let error = log[0].error.clone().unwrap();
-        assert!(
-            error.contains("refused") && error.contains("private"),
-            "{error}"
-        );
+        assert!(error.contains("refused") && error.contains("private"), "{error}");
     }
-    assert!(
-        receiver.received().is_empty(),
-        "a private target was reached"
-    );
+    assert!(receiver.received().is_empty(), "a private target was reached");
     running.stop().await;
 }
 
 async fn a_webhooks_own_headers_go_with_each_delivery_and_nowhere_else(db: TestDb) {
     let receiver = Receiver::start().await;
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, secret) = db
-        .webhook(
-            ws,
-            &receiver.url("/in"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, secret) = db.api_webhook(ws, &receiver.url("/in"), &[EventName::DmSent]).await;
     let headers =
         WebhookHeaders::parse([("X-Auth", "n8n-header-secret"), ("x-tenant", "acme")]).unwrap();
-    let change = WebhookChange {
-        headers: Some(&headers),
-        ..WebhookChange::default()
-    };
+    let change = WebhookChange { headers: Some(&headers), ..WebhookChange::default() };
     db.store().webhooks().update(hook.id, change).await.unwrap();
     let running = start(db.store(), config(&receiver));
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let received = receiver.wait_for(1, WAIT).await;
     assert_eq!(received[0].headers["x-auth"], "n8n-header-secret");
     assert_eq!(received[0].headers["x-tenant"], "acme");
     let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
-    verifier
-        .verify(&received[0].body, &received[0].headers)
-        .expect("still verifies");
+    verifier.verify(&received[0].body, &received[0].headers).expect("still verifies");
     deliveries_when(db.store(), emitted.payload.id, settled).await;
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
     assert!(!format!("{log:?}").contains("n8n-header-secret"));
@@ -690,39 +401,18 @@ async fn deliveries_go_through_the_egress_proxy_with_tls_end_to_end(db: TestDb) 
     let receiver = Receiver::start().await;
     let proxy = ConnectProxy::start().await;
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, secret) = db
-        .webhook(
-            ws,
-            &receiver.url("/in"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, secret) = db.api_webhook(ws, &receiver.url("/in"), &[EventName::DmSent]).await;
     let egress_proxy = Some(proxy.url().parse::<EgressProxy>().unwrap());
-    let running = start(
-        db.store(),
-        DeliveryConfig {
-            egress_proxy,
-            ..config(&receiver)
-        },
-    );
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({"messageId": "m_1"}))
-        .await
-        .unwrap();
+    let running = start(db.store(), DeliveryConfig { egress_proxy, ..config(&receiver) });
+    let emitted =
+        running.outbox.emit(ws, EventName::DmSent, json!({"messageId": "m_1"})).await.unwrap();
     // The receiver's own certificate answered through the tunnel: TLS ran end to end.
     let received = receiver.wait_for(1, WAIT).await;
     let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
     verifier
         .verify(&received[0].body, &received[0].headers)
         .expect("standardwebhooks verifies the delivery");
-    assert_eq!(
-        proxy.asked(),
-        [format!("localhost:{}", receiver.addr().port())],
-        "asked by name"
-    );
+    assert_eq!(proxy.asked(), [format!("localhost:{}", receiver.addr().port())], "asked by name");
     let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
     assert_eq!(deliveries[0].state, DeliveryState::Delivered);
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
@@ -730,40 +420,36 @@ async fn deliveries_go_through_the_egress_proxy_with_tls_end_to_end(db: TestDb) 
     running.stop().await;
 }
 
-async fn a_proxy_refusal_is_an_attempt_failure_that_says_so(db: TestDb) {
-    let receiver = Receiver::start().await;
-    let proxy = ConnectProxy::refusing().await;
+/// A new workspace's webhook at the receiver's `/in`, and a config that sends
+/// through `proxy`, once (no retries).
+async fn sent_once_through(
+    db: &TestDb,
+    receiver: &Receiver,
+    proxy: &ConnectProxy,
+) -> (WorkspaceId, Webhook, DeliveryConfig) {
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/in"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, &receiver.url("/in"), &[EventName::DmSent]).await;
     let config = DeliveryConfig {
         egress_proxy: Some(proxy.url().parse().unwrap()),
         retry_schedule: RetrySchedule::new(vec![]),
-        ..config(&receiver)
+        ..config(receiver)
     };
+    (ws, hook, config)
+}
+
+async fn a_proxy_refusal_is_an_attempt_failure_that_says_so(db: TestDb) {
+    let receiver = Receiver::start().await;
+    let proxy = ConnectProxy::refusing().await;
+    let (ws, hook, config) = sent_once_through(&db, &receiver, &proxy).await;
     let running = start(db.store(), config);
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     let deliveries = deliveries_when(db.store(), emitted.payload.id, settled).await;
     assert_eq!(deliveries[0].state, DeliveryState::Failed);
     let log = db.store().webhooks().attempts(hook.id, 10).await.unwrap();
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].status, None, "the receiver never answered");
     let error = log[0].error.clone().unwrap();
-    assert!(
-        error.contains("egress proxy refused") && error.contains("403 Forbidden"),
-        "{error}"
-    );
+    assert!(error.contains("egress proxy refused") && error.contains("403 Forbidden"), "{error}");
     assert_eq!(proxy.asked().len(), 1);
     assert!(receiver.received().is_empty());
     running.stop().await;
@@ -773,41 +459,15 @@ async fn the_guard_checks_the_target_before_the_proxy_is_asked(db: TestDb) {
     let receiver = Receiver::start().await;
     // The proxy listens on a private (loopback) address, which is allowed.
     let proxy = ConnectProxy::start().await;
-    let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/in"),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    let config = DeliveryConfig {
-        egress_proxy: Some(proxy.url().parse().unwrap()),
-        target_policy: TargetPolicy::PublicOnly,
-        retry_schedule: RetrySchedule::new(vec![]),
-        ..config(&receiver)
-    };
+    let (ws, hook, config) = sent_once_through(&db, &receiver, &proxy).await;
+    let config = DeliveryConfig { target_policy: TargetPolicy::PublicOnly, ..config };
     let running = start(db.store(), config);
-    let emitted = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap();
+    let emitted = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap();
     deliveries_when(db.store(), emitted.payload.id, settled).await;
-    let error = db.store().webhooks().attempts(hook.id, 10).await.unwrap()[0]
-        .error
-        .clone()
-        .unwrap();
-    assert!(
-        error.contains("refused") && error.contains("private"),
-        "{error}"
-    );
-    assert!(
-        proxy.asked().is_empty(),
-        "the proxy was asked for a private target"
-    );
+    let error =
+        db.store().webhooks().attempts(hook.id, 10).await.unwrap()[0].error.clone().unwrap();
+    assert!(error.contains("refused") && error.contains("private"), "{error}");
+    assert!(proxy.asked().is_empty(), "the proxy was asked for a private target");
     assert!(receiver.received().is_empty());
     running.stop().await;
 }
@@ -815,68 +475,33 @@ async fn the_guard_checks_the_target_before_the_proxy_is_asked(db: TestDb) {
 // Slow: the receiver's 2 s answers are the point (the other workspace is served meanwhile).
 async fn a_slow_receiver_does_not_hold_up_other_workspaces(db: TestDb) {
     let receiver = Receiver::start().await;
-    let slow_reply = Reply {
-        delay: Duration::from_secs(2),
-        ..Reply::status(200)
-    };
+    let slow_reply = Reply { delay: Duration::from_secs(2), ..Reply::status(200) };
     receiver.script("/slow", vec![slow_reply; 40]);
     let a = db.workspace(Plan::Studio).await;
     let b = db.workspace(Plan::Studio).await;
-    db.webhook(
-        a,
-        &receiver.url("/slow"),
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
-    db.webhook(
-        b,
-        &receiver.url("/healthy"),
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(a, &receiver.url("/slow"), &[EventName::DmSent]).await;
+    db.api_webhook(b, &receiver.url("/healthy"), &[EventName::DmSent]).await;
     // Without lanes, A's backlog would take every one of the 16 slots for
     // two seconds at a time, three rounds long.
     let config = DeliveryConfig {
         concurrency: 16,
-        isolation: Isolation {
-            per_webhook: 8,
-            ..Isolation::for_concurrency(16)
-        },
+        isolation: Isolation { per_webhook: 8, ..Isolation::for_concurrency(16) },
         ..config(&receiver)
     };
     let running = start(db.store(), config);
     for _ in 0..40 {
-        running
-            .outbox
-            .emit(a, EventName::DmSent, json!({}))
-            .await
-            .unwrap();
+        running.outbox.emit(a, EventName::DmSent, json!({})).await.unwrap();
     }
     receiver.wait_for(8, WAIT).await;
     for n in 0..5 {
-        running
-            .outbox
-            .emit(b, EventName::DmSent, json!({"n": n}))
-            .await
-            .unwrap();
+        running.outbox.emit(b, EventName::DmSent, json!({"n": n})).await.unwrap();
         wait_for_path(&receiver, "/healthy", n + 1).await;
     }
     // Counted, not timed: behind A's backlog each of B's deliveries would have
     // waited for a round of A's (eight more requests to /slow); beside it, all
     // five arrive within A's first two rounds.
-    let slow = receiver
-        .received()
-        .iter()
-        .filter(|r| r.path == "/slow")
-        .count();
-    assert!(
-        slow <= 16,
-        "B's five deliveries waited for A's rounds: {slow} of A's arrived first"
-    );
+    let slow = receiver.received().iter().filter(|r| r.path == "/slow").count();
+    assert!(slow <= 16, "B's five deliveries waited for A's rounds: {slow} of A's arrived first");
     // And A's backlog arrives whole, eight at a time.
     assert_eq!(wait_for_path(&receiver, "/slow", 40).await.len(), 40);
     running.stop().await;
@@ -889,72 +514,23 @@ async fn dead_receivers_rest_without_spending_attempts_and_a_probe_brings_them_b
     let down = free_addr();
     let ws = db.workspace(Plan::Studio).await;
     let refusing_url = format!("https://localhost:{}/back", down.port());
-    let (refusing, _) = db
-        .webhook(ws, &refusing_url, &[EventName::DmSent], WebhookSource::Api)
-        .await
-        .unwrap();
-    db.webhook(
-        ws,
-        &hole.url("/hole"),
-        &[EventName::LinkClicked],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
-    db.webhook(
-        ws,
-        &receiver.url("/healthy"),
-        &[EventName::BioSubscribed],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    let (refusing, _) = db.api_webhook(ws, &refusing_url, &[EventName::DmSent]).await;
+    db.api_webhook(ws, &hole.url("/hole"), &[EventName::LinkClicked]).await;
+    db.api_webhook(ws, &receiver.url("/healthy"), &[EventName::BioSubscribed]).await;
     let rest = Duration::from_secs(2);
-    let isolation = Isolation {
-        breaker_misses: 1,
-        breaker_rest: rest,
-        ..Isolation::for_concurrency(16)
-    };
-    let config = DeliveryConfig {
-        concurrency: 16,
-        timeout: Duration::from_secs(1),
-        isolation,
-        ..config(&receiver)
-    };
-    let running = start(db.store(), config);
+    let running = start(db.store(), resting_after_one_miss(&receiver, 16, rest));
     // The first refused attempt opens the breaker; what comes after rests.
-    let first = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap()
-        .payload
-        .id;
+    let first = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap().payload.id;
     deliveries_when(db.store(), first, |delivery| delivery.attempts >= 1).await;
     let mut refused_events = vec![first];
     for _ in 0..9 {
-        refused_events.push(
-            running
-                .outbox
-                .emit(ws, EventName::DmSent, json!({}))
-                .await
-                .unwrap()
-                .payload
-                .id,
-        );
-        running
-            .outbox
-            .emit(ws, EventName::LinkClicked, json!({}))
-            .await
-            .unwrap();
+        refused_events
+            .push(running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap().payload.id);
+        running.outbox.emit(ws, EventName::LinkClicked, json!({})).await.unwrap();
     }
     // Beside a resting receiver and a silent one, a healthy one is served.
     for n in 0..3 {
-        running
-            .outbox
-            .emit(ws, EventName::BioSubscribed, json!({"n": n}))
-            .await
-            .unwrap();
+        running.outbox.emit(ws, EventName::BioSubscribed, json!({"n": n})).await.unwrap();
         wait_for_path(&receiver, "/healthy", n + 1).await;
     }
     // The refusing receiver comes back on its port; after a rest, one probe
@@ -967,12 +543,7 @@ async fn dead_receivers_rest_without_spending_attempts_and_a_probe_brings_them_b
         assert_eq!(delivery[0].state, DeliveryState::Delivered);
         attempts += delivery[0].attempts;
     }
-    let log = db
-        .store()
-        .webhooks()
-        .attempts(refusing.id, 100)
-        .await
-        .unwrap();
+    let log = db.store().webhooks().attempts(refusing.id, 100).await.unwrap();
     let mut missed: Vec<i64> = log
         .iter()
         .filter(|attempt| attempt.status.is_none())
@@ -1001,31 +572,12 @@ async fn a_dead_receivers_backlog_drains_oldest_first_once_it_answers(db: TestDb
     let down = free_addr();
     let ws = db.workspace(Plan::Studio).await;
     let url = format!("https://localhost:{}/back", down.port());
-    db.webhook(ws, &url, &[EventName::DmSent], WebhookSource::Api)
-        .await
-        .unwrap();
+    db.api_webhook(ws, &url, &[EventName::DmSent]).await;
     // One at a time, so that the order sent is the order received.
-    let isolation = Isolation {
-        breaker_misses: 1,
-        breaker_rest: Duration::from_secs(3),
-        ..Isolation::for_concurrency(1)
-    };
-    let config = DeliveryConfig {
-        concurrency: 1,
-        timeout: Duration::from_secs(1),
-        isolation,
-        ..config(&receiver)
-    };
-    let running = start(db.store(), config);
+    let running = start(db.store(), resting_after_one_miss(&receiver, 1, Duration::from_secs(3)));
     // The first delivery is refused: the webhook rests, and a backlog builds
     // behind it. The receiver is back at once, so no probe after the rest misses.
-    let first = running
-        .outbox
-        .emit(ws, EventName::DmSent, json!({}))
-        .await
-        .unwrap()
-        .payload
-        .id;
+    let first = running.outbox.emit(ws, EventName::DmSent, json!({})).await.unwrap().payload.id;
     deliveries_when(db.store(), first, |delivery| delivery.attempts >= 1).await;
     let back = Receiver::start_at(down).await;
     let mut backlog = Vec::new();
@@ -1049,9 +601,7 @@ async fn a_dead_receivers_backlog_drains_oldest_first_once_it_answers(db: TestDb
         .collect();
     assert_eq!(ids, backlog, "the backlog arrived out of order");
     assert!(
-        received
-            .iter()
-            .any(|request| request.headers["webhook-id"] == first.to_string().as_str())
+        received.iter().any(|request| request.headers["webhook-id"] == first.to_string().as_str())
     );
     for event in std::iter::once(first).chain(backlog.iter().map(|id| id.parse().unwrap())) {
         assert_eq!(
@@ -1082,14 +632,9 @@ async fn two_workers_on_postgres_send_each_of_1000_deliveries_once() {
     }
     let outbox = Outbox::new(db.store().events());
     for n in 0..100 {
-        outbox
-            .emit(ws, EventName::LinkClicked, json!({"n": n}))
-            .await
-            .unwrap();
+        outbox.emit(ws, EventName::LinkClicked, json!({"n": n})).await.unwrap();
     }
-    let second_store = Store::connect(&hookline_store::StoreConfig::new(db.url()))
-        .await
-        .unwrap();
+    let second_store = Store::connect(&hookline_store::StoreConfig::new(db.url())).await.unwrap();
     let first = start(db.store(), config(&receiver));
     let second = start(&second_store, config(&receiver));
     receiver.wait_for(1000, Duration::from_secs(60)).await;
@@ -1100,11 +645,7 @@ async fn two_workers_on_postgres_send_each_of_1000_deliveries_once() {
     let mut seen = std::collections::HashSet::new();
     for request in &received {
         let id = request.headers["webhook-id"].to_str().unwrap().to_owned();
-        assert!(
-            seen.insert((id, request.path.clone())),
-            "sent twice: {}",
-            request.path
-        );
+        assert!(seen.insert((id, request.path.clone())), "sent twice: {}", request.path);
     }
     assert_eq!(received.len(), 1000);
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl as _};
 use hookline_delivery::{DeliveryConfig, Outbox, RetrySchedule, Worker};
-use hookline_domain::{EventName, Plan, TargetPolicy, WebhookSource};
+use hookline_domain::{EventName, Plan, TargetPolicy};
 use hookline_testdb::{Backend, TestDb};
 use hookline_tests::Receiver;
 use serde_json::json;
@@ -39,15 +39,8 @@ async fn an_event_emitted_in_the_callers_transaction_commits_or_rolls_back_with_
     let db = TestDb::new(Backend::Postgres).await;
     let ws = db.workspace(Plan::Studio).await;
     let receiver = Receiver::start().await;
-    let (webhook, secret) = db
-        .webhook(
-            ws,
-            &receiver.url("/orders"),
-            &[EventName::LinkClicked],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (webhook, secret) =
+        db.api_webhook(ws, &receiver.url("/orders"), &[EventName::LinkClicked]).await;
     let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
     // The service's own table, beside hookline's.
     diesel::sql_query("CREATE TABLE clicks (id TEXT PRIMARY KEY)")
@@ -113,9 +106,7 @@ async fn an_event_emitted_in_the_callers_transaction_commits_or_rolls_back_with_
     }));
     let received = receiver.wait_for(1, Duration::from_secs(30)).await;
     let verifier = standardwebhooks::Webhook::new(secret.expose()).unwrap();
-    verifier
-        .verify(&received[0].body, &received[0].headers)
-        .unwrap();
+    verifier.verify(&received[0].body, &received[0].headers).unwrap();
     let body: serde_json::Value = serde_json::from_slice(&received[0].body).unwrap();
     assert_eq!(body["id"], emitted.payload.id.to_string());
     assert_eq!(body["data"]["link"]["id"], "c_2");

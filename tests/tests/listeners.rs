@@ -25,11 +25,7 @@ use crate::harness::{Admin, Reply, assert_error, delivery};
 async fn studio_key(admin: &Admin) -> (String, String) {
     let ws = admin.workspace("STUDIO").await;
     let id: WorkspaceId = ws.parse().unwrap();
-    let created = admin
-        .app
-        .create_api_key(id, &KeyName::parse("dev").unwrap())
-        .await
-        .unwrap();
+    let created = admin.app.create_api_key(id, &KeyName::parse("dev").unwrap()).await.unwrap();
     (ws, created.key.expose().to_owned())
 }
 
@@ -47,20 +43,9 @@ async fn public(
 /// Sends one result; its status (a 204 has no body).
 async fn result(admin: &Admin, key: &str, listener: &str, body: Value) -> StatusCode {
     let authorization = format!("Bearer {key}");
-    let headers = [
-        ("content-type", "application/json"),
-        ("authorization", authorization.as_str()),
-    ];
+    let headers = [("content-type", "application/json"), ("authorization", authorization.as_str())];
     let path = format!("/api/v1/listeners/{listener}/results");
-    Admin::exchange(
-        admin.public,
-        Method::POST,
-        &path,
-        &headers,
-        body.to_string(),
-    )
-    .await
-    .0
+    Admin::exchange(admin.public, Method::POST, &path, &headers, body.to_string()).await.0
 }
 
 /// A listener's stream, read event by event.
@@ -72,9 +57,8 @@ struct Stream {
 impl Stream {
     async fn open(addr: SocketAddr, key: &str, listener: &str) -> (Response<()>, Stream) {
         let tcp = TcpStream::connect(addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.unwrap();
         tokio::spawn(connection);
         let request = Request::get(format!("/api/v1/listeners/{listener}/stream"))
             .header("host", "hookline.test")
@@ -83,13 +67,7 @@ impl Stream {
             .unwrap();
         let response = sender.send_request(request).await.unwrap();
         let (parts, body) = response.into_parts();
-        (
-            Response::from_parts(parts, ()),
-            Stream {
-                body,
-                pending: String::new(),
-            },
-        )
+        (Response::from_parts(parts, ()), Stream { body, pending: String::new() })
     }
 
     /// The next event or comment block (up to a blank line); `None` once the
@@ -124,12 +102,7 @@ impl Stream {
             }
             let mut lines = block.lines();
             assert_eq!(lines.next(), Some("event: delivery"), "{block}");
-            let id = lines
-                .next()
-                .unwrap()
-                .strip_prefix("id: ")
-                .unwrap()
-                .to_owned();
+            let id = lines.next().unwrap().strip_prefix("id: ").unwrap().to_owned();
             let data = lines.next().unwrap().strip_prefix("data: ").unwrap();
             assert_eq!(lines.next(), None, "{block}");
             return (id, serde_json::from_str(data).unwrap());
@@ -148,10 +121,7 @@ fn verify(secret: &str, delivery: &Value) {
         );
     }
     let body = delivery["body"].as_str().unwrap();
-    standardwebhooks::Webhook::new(secret)
-        .unwrap()
-        .verify(body.as_bytes(), &headers)
-        .unwrap();
+    standardwebhooks::Webhook::new(secret).unwrap().verify(body.as_bytes(), &headers).unwrap();
 }
 
 backend_tests!(listeners_have_their_own_limit_and_show_their_secret_once);
@@ -190,32 +160,16 @@ async fn listeners_have_their_own_limit_and_show_their_secret_once(db: TestDb) {
     )
     .await;
     assert_eq!(second.body["data"]["events"], json!(["link.clicked"]));
-    public(
-        &admin,
-        &key,
-        Method::POST,
-        "/api/v1/listeners",
-        Some(json!({})),
-    )
-    .await;
+    public(&admin, &key, Method::POST, "/api/v1/listeners", Some(json!({}))).await;
     let fourth = public(&admin, &key, Method::POST, "/api/v1/listeners", None).await;
     assert_error(&fourth, StatusCode::CONFLICT, "already has 3 listeners");
 
     let listed = public(&admin, &key, Method::GET, "/api/v1/listeners", None).await;
     let listed = listed.body["data"].as_array().unwrap().clone();
     assert_eq!(listed.len(), 3);
-    assert!(
-        listed
-            .iter()
-            .all(|listener| listener.get("secret").is_none()),
-        "{listed:?}"
-    );
+    assert!(listed.iter().all(|listener| listener.get("secret").is_none()), "{listed:?}");
     let hooks = public(&admin, &key, Method::GET, "/api/v1/hooks", None).await;
-    assert_eq!(
-        hooks.body["data"].as_array().unwrap().len(),
-        10,
-        "listeners are listed apart"
-    );
+    assert_eq!(hooks.body["data"].as_array().unwrap().len(), 10, "listeners are listed apart");
     // The admin API lists them among the workspace's webhooks.
     let all = admin.get(&format!("/admin/v1/workspaces/{ws}/hooks")).await;
     let sources: Vec<&str> = all.body["data"]
@@ -224,46 +178,21 @@ async fn listeners_have_their_own_limit_and_show_their_secret_once(db: TestDb) {
         .iter()
         .map(|hook| hook["source"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        sources
-            .iter()
-            .filter(|source| **source == "listener")
-            .count(),
-        3,
-        "{sources:?}"
-    );
+    assert_eq!(sources.iter().filter(|source| **source == "listener").count(), 3, "{sources:?}");
 
     let id = data["id"].as_str().unwrap();
-    let deleted = public(
-        &admin,
-        &key,
-        Method::DELETE,
-        &format!("/api/v1/listeners/{id}"),
-        None,
-    )
-    .await;
+    let deleted =
+        public(&admin, &key, Method::DELETE, &format!("/api/v1/listeners/{id}"), None).await;
     assert_eq!(deleted.status, StatusCode::OK);
     assert_eq!(deleted.body, json!({"success": true}));
-    let again = public(
-        &admin,
-        &key,
-        Method::DELETE,
-        &format!("/api/v1/listeners/{id}"),
-        None,
-    )
-    .await;
+    let again =
+        public(&admin, &key, Method::DELETE, &format!("/api/v1/listeners/{id}"), None).await;
     assert_error(&again, StatusCode::NOT_FOUND, "No listener with id");
     // Another workspace's key finds none of them.
     let (_, other) = studio_key(&admin).await;
     let theirs = listed[1]["id"].as_str().unwrap();
-    let foreign = public(
-        &admin,
-        &other,
-        Method::DELETE,
-        &format!("/api/v1/listeners/{theirs}"),
-        None,
-    )
-    .await;
+    let foreign =
+        public(&admin, &other, Method::DELETE, &format!("/api/v1/listeners/{theirs}"), None).await;
     assert_error(&foreign, StatusCode::NOT_FOUND, "No listener with id");
     // A listener is no webhook of the public API's `/hooks`, even by the `wh_…` form
     // of its id: not shown, changed, tested or deleted there.
@@ -271,16 +200,8 @@ async fn listeners_have_their_own_limit_and_show_their_secret_once(db: TestDb) {
     for (method, path, body) in [
         (Method::GET, hook.clone(), None),
         (Method::GET, format!("{hook}/attempts"), None),
-        (
-            Method::PATCH,
-            hook.clone(),
-            Some(json!({"url": "https://a.example.com/"})),
-        ),
-        (
-            Method::POST,
-            format!("{hook}/test"),
-            Some(json!({"event": "dm.sent"})),
-        ),
+        (Method::PATCH, hook.clone(), Some(json!({"url": "https://a.example.com/"}))),
+        (Method::POST, format!("{hook}/test"), Some(json!({"event": "dm.sent"}))),
     ] {
         let reply = public(&admin, &key, method.clone(), &path, body).await;
         assert_error(&reply, StatusCode::NOT_FOUND, "No webhook with id");
@@ -288,12 +209,8 @@ async fn listeners_have_their_own_limit_and_show_their_secret_once(db: TestDb) {
     let unsubscribed = public(&admin, &key, Method::DELETE, &hook, None).await;
     assert_eq!(unsubscribed.status, StatusCode::OK);
     let listed = public(&admin, &key, Method::GET, "/api/v1/listeners", None).await;
-    let ids: Vec<&Value> = listed.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| &l["id"])
-        .collect();
+    let ids: Vec<&Value> =
+        listed.body["data"].as_array().unwrap().iter().map(|l| &l["id"]).collect();
     assert!(ids.contains(&&json!(theirs)), "still there: {ids:?}");
     admin.stop().await;
 }
@@ -306,10 +223,7 @@ async fn bad_devkit_input_is_a_clear_400_and_changes_nothing(db: TestDb) {
     for (body, says) in [
         (json!({"events": "dm.sent"}), "`events` must be an array"),
         (json!({"events": ["dm.read"]}), "unknown event `dm.read`"),
-        (
-            json!({"url": "https://x.example.com"}),
-            "`url` is not a field",
-        ),
+        (json!({"url": "https://x.example.com"}), "`url` is not a field"),
         (json!([]), "must be a JSON object"),
     ] {
         let reply = public(&admin, &key, Method::POST, "/api/v1/listeners", Some(body)).await;
@@ -323,26 +237,14 @@ async fn bad_devkit_input_is_a_clear_400_and_changes_nothing(db: TestDb) {
     let results = format!("/api/v1/listeners/{id}/results");
     let event = hookline_domain::EventId::generate().to_string();
     for (body, says) in [
-        (
-            json!({"attempt": 1, "status": 200, "durationMs": 3}),
-            "`eventId` is required",
-        ),
-        (
-            json!({"eventId": event, "status": 200, "durationMs": 3}),
-            "`attempt` is required",
-        ),
+        (json!({"attempt": 1, "status": 200, "durationMs": 3}), "`eventId` is required"),
+        (json!({"eventId": event, "status": 200, "durationMs": 3}), "`attempt` is required"),
         (
             json!({"eventId": event, "attempt": 1, "status": 99, "durationMs": 3}),
             "`status` must be an HTTP status",
         ),
-        (
-            json!({"eventId": event, "attempt": 1, "durationMs": 3}),
-            "Give `status`",
-        ),
-        (
-            json!({"eventId": event, "attempt": 1, "status": 200}),
-            "`durationMs` is required",
-        ),
+        (json!({"eventId": event, "attempt": 1, "durationMs": 3}), "Give `status`"),
+        (json!({"eventId": event, "attempt": 1, "status": 200}), "`durationMs` is required"),
         (
             json!({"eventId": "evt_1", "attempt": 1, "status": 200, "durationMs": 3}),
             "`eventId` is invalid",
@@ -363,26 +265,13 @@ async fn bad_devkit_input_is_a_clear_400_and_changes_nothing(db: TestDb) {
         Some(json!({"eventId": event, "attempt": 1, "status": 200, "durationMs": 3})),
     )
     .await;
-    assert_error(
-        &not_out,
-        StatusCode::NOT_FOUND,
-        "attempt out on this listener's stream",
-    );
+    assert_error(&not_out, StatusCode::NOT_FOUND, "attempt out on this listener's stream");
 
     let test = format!("/api/v1/listeners/{id}/test");
-    let unknown = public(
-        &admin,
-        &key,
-        Method::POST,
-        &test,
-        Some(json!({"event": "dm.read"})),
-    )
-    .await;
+    let unknown =
+        public(&admin, &key, Method::POST, &test, Some(json!({"event": "dm.read"}))).await;
     assert_error(&unknown, StatusCode::BAD_REQUEST, "unknown event");
-    assert_eq!(
-        unknown.body["events"].as_array().unwrap().len(),
-        EventName::ALL.len()
-    );
+    assert_eq!(unknown.body["events"].as_array().unwrap().len(), EventName::ALL.len());
     let shapeless = public(
         &admin,
         &key,
@@ -396,19 +285,10 @@ async fn bad_devkit_input_is_a_clear_400_and_changes_nothing(db: TestDb) {
         StatusCode::ACCEPTED,
         "a test may send what a receiver must refuse"
     );
-    let not_object = public(
-        &admin,
-        &key,
-        Method::POST,
-        &test,
-        Some(json!({"event": "dm.sent", "data": [1]})),
-    )
-    .await;
-    assert_error(
-        &not_object,
-        StatusCode::BAD_REQUEST,
-        "must be a JSON object",
-    );
+    let not_object =
+        public(&admin, &key, Method::POST, &test, Some(json!({"event": "dm.sent", "data": [1]})))
+            .await;
+    assert_error(&not_object, StatusCode::BAD_REQUEST, "must be a JSON object");
     let other_hook = WebhookId::generate();
     let missing = public(
         &admin,
@@ -428,14 +308,8 @@ async fn bad_devkit_input_is_a_clear_400_and_changes_nothing(db: TestDb) {
     )
     .await;
     assert_error(&stream, StatusCode::NOT_FOUND, "No listener with id");
-    let wrong = public(
-        &admin,
-        &key,
-        Method::PUT,
-        &format!("/api/v1/listeners/{id}/stream"),
-        None,
-    )
-    .await;
+    let wrong =
+        public(&admin, &key, Method::PUT, &format!("/api/v1/listeners/{id}/stream"), None).await;
     assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED);
     admin.stop().await;
 }
@@ -514,13 +388,7 @@ async fn a_stream_carries_signed_attempts_and_their_results_are_the_attempt_log(
     let log = admin.app.attempts(webhook, 10).await.unwrap();
     let seen: Vec<(u32, Option<u16>, Option<&str>)> = log
         .iter()
-        .map(|attempt| {
-            (
-                attempt.attempt,
-                attempt.status,
-                attempt.response_body.as_deref(),
-            )
-        })
+        .map(|attempt| (attempt.attempt, attempt.status, attempt.response_body.as_deref()))
         .collect();
     assert_eq!(seen, [(2, Some(204), None), (1, Some(500), Some("boom"))]);
 
@@ -575,20 +443,13 @@ async fn an_attempt_without_a_result_in_time_is_unanswered_and_retried(db: TestD
         json!({"eventId": event, "attempt": 1, "status": 200, "durationMs": 1}),
     )
     .await;
-    assert_eq!(
-        late,
-        StatusCode::NOT_FOUND,
-        "the first attempt's result came too late"
-    );
+    assert_eq!(late, StatusCode::NOT_FOUND, "the first attempt's result came too late");
     let webhook = WebhookId::of_listener(id.parse().unwrap());
     let log = admin.app.attempts(webhook, 10).await.unwrap();
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(log[0].attempt, 1);
     assert_eq!(log[0].status, None);
-    assert_eq!(
-        log[0].error.as_deref(),
-        Some("no result from hookline listen within 30s")
-    );
+    assert_eq!(log[0].error.as_deref(), Some("no result from hookline listen within 30s"));
     drop(stream);
     admin.stop().await;
 }

@@ -12,10 +12,7 @@ use serde_json::json;
 
 async fn webhook(store: &Store, ws: WorkspaceId, host: &str, events: &[EventName]) -> Webhook {
     let url = format!("https://{host}/hook");
-    create_webhook(store, ws, &url, events, WebhookSource::Api)
-        .await
-        .unwrap()
-        .0
+    create_webhook(store, ws, &url, events, WebhookSource::Api).await.unwrap().0
 }
 
 backend_tests!(
@@ -28,51 +25,25 @@ async fn emit_stores_the_payload_and_one_delivery_per_subscribed_webhook(db: Tes
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let other = db.workspace(Plan::Studio).await;
-    let captured = webhook(
-        store,
-        ws,
-        "a.example.com",
-        &[EventName::ContactEmailCaptured],
-    )
-    .await;
+    let captured = webhook(store, ws, "a.example.com", &[EventName::ContactEmailCaptured]).await;
     let dms = webhook(store, ws, "b.example.com", &[EventName::DmSent]).await;
-    webhook(
-        store,
-        other,
-        "c.example.com",
-        &[EventName::ContactEmailCaptured],
-    )
-    .await;
+    webhook(store, other, "c.example.com", &[EventName::ContactEmailCaptured]).await;
 
     let outbox = Outbox::new(store.events());
     let data = json!({"contact": {"id": "ct_1", "igUserId": "1784", "username": "maria",
         "email": "maria@example.com", "accountId": "acc_1", "automationId": "auto_1"}});
-    let emitted = outbox
-        .emit(ws, EventName::ContactEmailCaptured, data.clone())
-        .await
-        .unwrap();
+    let emitted = outbox.emit(ws, EventName::ContactEmailCaptured, data.clone()).await.unwrap();
     assert_eq!(emitted.webhooks, [captured.id]);
     assert_eq!(emitted.payload.workspace_id, ws);
-    assert_eq!(
-        serde_json::Value::Object(emitted.payload.data.clone()),
-        data
-    );
-    let stored = store
-        .events()
-        .payload(emitted.payload.id)
-        .await
-        .unwrap()
-        .unwrap();
+    assert_eq!(serde_json::Value::Object(emitted.payload.data.clone()), data);
+    let stored = store.events().payload(emitted.payload.id).await.unwrap().unwrap();
     assert_eq!(stored, emitted.payload.to_json());
     let deliveries = store.events().deliveries(emitted.payload.id).await.unwrap();
     assert_eq!(deliveries.len(), 1);
     assert_eq!(deliveries[0].webhook_id, captured.id);
     assert_eq!(deliveries[0].state, DeliveryState::Pending);
 
-    let emitted = outbox
-        .emit(ws, EventName::DmSent, json!({"messageId": "m1"}))
-        .await
-        .unwrap();
+    let emitted = outbox.emit(ws, EventName::DmSent, json!({"messageId": "m1"})).await.unwrap();
     assert_eq!(emitted.webhooks, [dms.id]);
 }
 
@@ -81,32 +52,21 @@ async fn emit_refuses_bad_data_and_unknown_workspaces(db: TestDb) {
     let ws = db.workspace(Plan::Studio).await;
     let outbox = Outbox::new(store.events());
     let bad = outbox
-        .emit(
-            ws,
-            EventName::ContactEmailCaptured,
-            json!({"contact": {"email": "nope"}}),
-        )
+        .emit(ws, EventName::ContactEmailCaptured, json!({"contact": {"email": "nope"}}))
         .await
         .unwrap_err();
     assert!(matches!(bad, Error::Invalid(_)), "{bad}");
-    let not_object = outbox
-        .emit(ws, EventName::DmSent, json!([1, 2]))
-        .await
-        .unwrap_err();
+    let not_object = outbox.emit(ws, EventName::DmSent, json!([1, 2])).await.unwrap_err();
     assert!(matches!(not_object, Error::Invalid(_)), "{not_object}");
-    let unknown = outbox
-        .emit(WorkspaceId::generate(), EventName::DmSent, json!({}))
-        .await
-        .unwrap_err();
+    let unknown =
+        outbox.emit(WorkspaceId::generate(), EventName::DmSent, json!({})).await.unwrap_err();
     assert!(
         matches!(
             unknown,
-            Error::Store(hookline_store::Error::Refused(
-                hookline_domain::Refusal::NotFound {
-                    kind: "workspace",
-                    ..
-                }
-            ))
+            Error::Store(hookline_store::Error::Refused(hookline_domain::Refusal::NotFound {
+                kind: "workspace",
+                ..
+            }))
         ),
         "{unknown}"
     );
@@ -120,24 +80,16 @@ async fn emits_racing_deletes_and_disables_leave_no_orphan(db: TestDb) {
     let mut hooks = Vec::new();
     for i in 0..6 {
         hooks.push(
-            webhook(
-                store,
-                ws,
-                &format!("h{i}.example.com"),
-                &[EventName::LinkClicked],
-            )
-            .await,
+            webhook(store, ws, &format!("h{i}.example.com"), &[EventName::LinkClicked]).await,
         );
     }
     let outbox = Outbox::new(store.events());
     let emits: Vec<_> = (0..40)
         .map(|i| {
             let outbox = outbox.clone();
-            tokio::spawn(async move {
-                outbox
-                    .emit(ws, EventName::LinkClicked, json!({"n": i}))
-                    .await
-            })
+            tokio::spawn(
+                async move { outbox.emit(ws, EventName::LinkClicked, json!({"n": i})).await },
+            )
         })
         .collect();
     let changes: Vec<_> = hooks

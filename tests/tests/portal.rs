@@ -39,11 +39,7 @@ struct Page {
 
 impl Page {
     fn assert_secure(&self) {
-        let header = |name: &str| {
-            self.headers
-                .get(name)
-                .map(|v| v.to_str().unwrap().to_owned())
-        };
+        let header = |name: &str| self.headers.get(name).map(|v| v.to_str().unwrap().to_owned());
         let policy = header("content-security-policy").expect("a CSP on every answer");
         assert!(
             !policy.contains("unsafe-inline") && policy.contains("default-src 'none'"),
@@ -64,11 +60,7 @@ async fn page(
 ) -> Page {
     let (status, headers, bytes) =
         Admin::exchange(admin.public, method, path, headers, body.to_owned()).await;
-    let page = Page {
-        status,
-        headers,
-        html: String::from_utf8(bytes.to_vec()).unwrap(),
-    };
+    let page = Page { status, headers, html: String::from_utf8(bytes.to_vec()).unwrap() };
     page.assert_secure();
     page
 }
@@ -76,9 +68,7 @@ async fn page(
 /// A link to `ws`'s portal, through the admin API.
 async fn link(admin: &Admin, ws: &str, ttl: Option<u64>) -> String {
     let body = ttl.map_or(json!({}), |ttl| json!({"ttlSeconds": ttl}));
-    let reply = admin
-        .post(&format!("/admin/v1/workspaces/{ws}/portal"), body)
-        .await;
+    let reply = admin.post(&format!("/admin/v1/workspaces/{ws}/portal"), body).await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
     reply.body["data"]["url"].as_str().unwrap().to_owned()
 }
@@ -100,26 +90,27 @@ async fn open(admin: &Admin, ws: &str) -> Session {
     let url = link(admin, ws, None).await;
     let opened = page(admin, Method::GET, path_of(&url), &[], "").await;
     assert_eq!(opened.status, StatusCode::OK, "{}", opened.html);
-    let set_cookie = opened.headers["set-cookie"].to_str().unwrap().to_owned();
-    let cookie = set_cookie.split(';').next().unwrap().to_owned();
-    let keys = page(
-        admin,
-        Method::GET,
-        &format!("/settings/{ws}/keys"),
-        &[("cookie", &cookie)],
-        "",
-    )
-    .await;
-    assert_eq!(keys.status, StatusCode::OK, "{}", keys.html);
-    Session {
-        workspace: ws.to_owned(),
-        cookie,
-        csrf: csrf_of(&keys.html),
-        origin: format!("http://{}", admin.public),
-    }
+    Session::of(admin, ws, &opened).await
 }
 
 impl Session {
+    /// The session a link's page (`opened`) started: its cookie, and the form
+    /// token of a page read with it.
+    async fn of(admin: &Admin, ws: &str, opened: &Page) -> Session {
+        let set_cookie = opened.headers["set-cookie"].to_str().unwrap().to_owned();
+        let cookie = set_cookie.split(';').next().unwrap().to_owned();
+        let keys =
+            page(admin, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], "")
+                .await;
+        assert_eq!(keys.status, StatusCode::OK, "{}", keys.html);
+        Session {
+            workspace: ws.to_owned(),
+            cookie,
+            csrf: csrf_of(&keys.html),
+            origin: format!("http://{}", admin.public),
+        }
+    }
+
     async fn get(&self, admin: &Admin, path: &str) -> Page {
         page(
             admin,
@@ -135,8 +126,7 @@ impl Session {
     /// CSRF token, then `fields`.
     async fn post(&self, admin: &Admin, path: &str, fields: &str) -> Page {
         let body = format!("csrf={}&{fields}", self.csrf);
-        self.post_as(admin, path, &[("origin", &self.origin)], &body)
-            .await
+        self.post_as(admin, path, &[("origin", &self.origin)], &body).await
     }
 
     async fn post_as(
@@ -151,30 +141,15 @@ impl Session {
             ("content-type", "application/x-www-form-urlencoded"),
         ];
         all.extend_from_slice(headers);
-        page(
-            admin,
-            Method::POST,
-            &format!("/settings/{}/{path}", self.workspace),
-            &all,
-            body,
-        )
-        .await
+        page(admin, Method::POST, &format!("/settings/{}/{path}", self.workspace), &all, body).await
     }
 }
 
 fn assert_refused(page: &Page, workspace: &str) {
     assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.html);
-    assert!(
-        page.html.contains("This link cannot open Settings"),
-        "{}",
-        page.html
-    );
+    assert!(page.html.contains("This link cannot open Settings"), "{}", page.html);
     for secret in [workspace, "Acme", "csrf", "hookline_portal"] {
-        assert!(
-            !page.html.contains(secret),
-            "the refusal shows {secret}: {}",
-            page.html
-        );
+        assert!(!page.html.contains(secret), "the refusal shows {secret}: {}", page.html);
     }
 }
 
@@ -211,19 +186,12 @@ backend_tests!(
 async fn a_link_opens_a_session_cookie_that_ends_with_it(db: TestDb) {
     let admin = Admin::start(db).await;
     let ws = admin.workspace("STUDIO").await;
-    let made = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/portal"),
-            json!({"ttlSeconds": 600}),
-        )
-        .await;
+    let made =
+        admin.post(&format!("/admin/v1/workspaces/{ws}/portal"), json!({"ttlSeconds": 600})).await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
     let url = made.body["data"]["url"].as_str().unwrap();
     let origin = format!("http://{}", admin.public);
-    assert!(
-        url.starts_with(&format!("{origin}/settings/{ws}/open?token=hlportal_")),
-        "{url}"
-    );
+    assert!(url.starts_with(&format!("{origin}/settings/{ws}/open?token=hlportal_")), "{url}");
     let expires =
         hookline_domain::Timestamp::parse_iso(made.body["data"]["expiresAt"].as_str().unwrap())
             .unwrap();
@@ -236,20 +204,13 @@ async fn a_link_opens_a_session_cookie_that_ends_with_it(db: TestDb) {
         (json!({"ttl": 5}), "`ttl`"),
     ] {
         assert_error(
-            &admin
-                .post(&format!("/admin/v1/workspaces/{ws}/portal"), body)
-                .await,
+            &admin.post(&format!("/admin/v1/workspaces/{ws}/portal"), body).await,
             StatusCode::BAD_REQUEST,
             says,
         );
     }
     assert_error(
-        &admin
-            .post(
-                "/admin/v1/workspaces/ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R/portal",
-                json!({}),
-            )
-            .await,
+        &admin.post("/admin/v1/workspaces/ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R/portal", json!({})).await,
         StatusCode::NOT_FOUND,
         "no workspace",
     );
@@ -257,37 +218,17 @@ async fn a_link_opens_a_session_cookie_that_ends_with_it(db: TestDb) {
     let opened = page(&admin, Method::GET, path_of(url), &[], "").await;
     assert_eq!(opened.status, StatusCode::OK);
     let cookie = opened.headers["set-cookie"].to_str().unwrap();
-    for part in [
-        "HttpOnly",
-        "SameSite=Strict",
-        &format!("Path=/settings/{ws}/"),
-    ] {
+    for part in ["HttpOnly", "SameSite=Strict", &format!("Path=/settings/{ws}/")] {
         assert!(cookie.contains(part), "{cookie}");
     }
-    let max_age: i64 = cookie
-        .split("Max-Age=")
-        .nth(1)
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let max_age: i64 =
+        cookie.split("Max-Age=").nth(1).unwrap().split(';').next().unwrap().parse().unwrap();
     assert!((590..=600).contains(&max_age), "{cookie}");
-    assert!(
-        !cookie.contains("Secure"),
-        "plain http on loopback: no Secure ({cookie})"
-    );
+    assert!(!cookie.contains("Secure"), "plain http on loopback: no Secure ({cookie})");
     assert_eq!(opened.headers["cache-control"], "no-store");
     // A page of the session, and the assets, embedded.
     let session = open(&admin, &ws).await;
-    assert!(
-        session
-            .get(&admin, "hooks")
-            .await
-            .html
-            .contains("Create a webhook")
-    );
+    assert!(session.get(&admin, "hooks").await.html.contains("Create a webhook"));
     let css = page(&admin, Method::GET, "/settings/assets/portal.css", &[], "").await;
     assert_eq!(
         (css.status, css.headers["content-type"].to_str().unwrap()),
@@ -305,65 +246,25 @@ async fn a_link_that_expired_is_forged_or_of_another_workspace_reveals_nothing(d
     // Expired: the link, and the session it opened.
     let short = link(&admin, &ws, Some(1)).await;
     let opened = page(&admin, Method::GET, path_of(&short), &[], "").await;
-    let cookie = opened.headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie =
+        opened.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
     admin.db.clock().advance(Duration::from_secs(2));
+    assert_refused(&page(&admin, Method::GET, path_of(&short), &[], "").await, &ws);
     assert_refused(
-        &page(&admin, Method::GET, path_of(&short), &[], "").await,
-        &ws,
-    );
-    assert_refused(
-        &page(
-            &admin,
-            Method::GET,
-            &format!("/settings/{ws}/keys"),
-            &[("cookie", &cookie)],
-            "",
-        )
-        .await,
+        &page(&admin, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], "")
+            .await,
         &ws,
     );
     // Forged: a well-formed token no link has, a malformed one, none.
     let forged = format!("/settings/{ws}/open?token=hlportal_{}", "A".repeat(43));
     assert_refused(&page(&admin, Method::GET, &forged, &[], "").await, &ws);
     assert_refused(
-        &page(
-            &admin,
-            Method::GET,
-            &format!("/settings/{ws}/open?token=%3Cscript%3E"),
-            &[],
-            "",
-        )
-        .await,
+        &page(&admin, Method::GET, &format!("/settings/{ws}/open?token=%3Cscript%3E"), &[], "")
+            .await,
         &ws,
     );
-    assert_refused(
-        &page(
-            &admin,
-            Method::GET,
-            &format!("/settings/{ws}/open"),
-            &[],
-            "",
-        )
-        .await,
-        &ws,
-    );
-    assert_refused(
-        &page(
-            &admin,
-            Method::GET,
-            &format!("/settings/{ws}/keys"),
-            &[],
-            "",
-        )
-        .await,
-        &ws,
-    );
+    assert_refused(&page(&admin, Method::GET, &format!("/settings/{ws}/open"), &[], "").await, &ws);
+    assert_refused(&page(&admin, Method::GET, &format!("/settings/{ws}/keys"), &[], "").await, &ws);
     assert_refused(
         &page(
             &admin,
@@ -379,14 +280,7 @@ async fn a_link_that_expired_is_forged_or_of_another_workspace_reveals_nothing(d
     let theirs = link(&admin, &other, None).await;
     let token = theirs.split("token=").nth(1).unwrap();
     assert_refused(
-        &page(
-            &admin,
-            Method::GET,
-            &format!("/settings/{ws}/open?token={token}"),
-            &[],
-            "",
-        )
-        .await,
+        &page(&admin, Method::GET, &format!("/settings/{ws}/open?token={token}"), &[], "").await,
         &ws,
     );
     let their_session = open(&admin, &other).await;
@@ -403,14 +297,8 @@ async fn a_link_that_expired_is_forged_or_of_another_workspace_reveals_nothing(d
     );
     // An admin token or an API key is not a portal token.
     assert_refused(
-        &page(
-            &admin,
-            Method::GET,
-            &format!("/settings/{ws}/open?token={}", admin.token),
-            &[],
-            "",
-        )
-        .await,
+        &page(&admin, Method::GET, &format!("/settings/{ws}/open?token={}", admin.token), &[], "")
+            .await,
         &ws,
     );
     admin.stop().await;
@@ -421,10 +309,7 @@ async fn another_workspaces_keys_and_webhooks_are_not_found_and_stay_as_they_are
     let ws = admin.workspace("STUDIO").await;
     let other = admin.workspace("STUDIO").await;
     let key = admin
-        .post(
-            &format!("/admin/v1/workspaces/{other}/keys"),
-            json!({"name": "theirs"}),
-        )
+        .post(&format!("/admin/v1/workspaces/{other}/keys"), json!({"name": "theirs"}))
         .await
         .body["data"]["id"]
         .as_str()
@@ -441,10 +326,7 @@ async fn another_workspaces_keys_and_webhooks_are_not_found_and_stay_as_they_are
         .unwrap()
         .to_owned();
     let mine = open(&admin, &ws).await;
-    assert_eq!(
-        mine.get(&admin, &format!("hooks/{hook}")).await.status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(mine.get(&admin, &format!("hooks/{hook}")).await.status, StatusCode::NOT_FOUND);
     for path in [
         format!("keys/{key}/revoke"),
         format!("hooks/{hook}/delete"),
@@ -452,35 +334,20 @@ async fn another_workspaces_keys_and_webhooks_are_not_found_and_stay_as_they_are
         format!("hooks/{hook}/rotate"),
     ] {
         let answer = mine.post(&admin, &path, "").await;
-        assert_eq!(
-            answer.status,
-            StatusCode::NOT_FOUND,
-            "{path}: {}",
-            answer.html
-        );
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}: {}", answer.html);
         assert!(!answer.html.contains(&other), "{path}");
     }
     let edit = mine
-        .post(
-            &admin,
-            &format!("hooks/{hook}"),
-            "url=https%3A%2F%2Fevil.example%2F&events=dm.sent",
-        )
+        .post(&admin, &format!("hooks/{hook}"), "url=https%3A%2F%2Fevil.example%2F&events=dm.sent")
         .await;
     assert_eq!(edit.status, StatusCode::NOT_FOUND);
     assert_eq!(
-        admin
-            .get(&format!("/admin/v1/workspaces/{other}/keys"))
-            .await
-            .body["data"][0]["status"],
+        admin.get(&format!("/admin/v1/workspaces/{other}/keys")).await.body["data"][0]["status"],
         "active"
     );
     let theirs = admin.get(&format!("/admin/v1/hooks/{hook}")).await.body;
     assert_eq!(
-        (
-            theirs["data"]["enabled"].as_bool(),
-            theirs["data"]["url"].as_str()
-        ),
+        (theirs["data"]["enabled"].as_bool(), theirs["data"]["url"].as_str()),
         (Some(true), Some("https://example.com/in"))
     );
     admin.stop().await;
@@ -493,58 +360,33 @@ async fn every_form_needs_this_sessions_csrf_token_and_origin(db: TestDb) {
     let origin = session.origin.clone();
     let refused = [
         (vec![("origin", origin.as_str())], "name=a".to_owned()),
-        (
-            vec![("origin", origin.as_str())],
-            "csrf=0000&name=b".to_owned(),
-        ),
+        (vec![("origin", origin.as_str())], "csrf=0000&name=b".to_owned()),
         (vec![], format!("csrf={}&name=c", session.csrf)),
-        (
-            vec![("origin", "https://evil.example")],
-            format!("csrf={}&name=d", session.csrf),
-        ),
-        (
-            vec![("origin", "null")],
-            format!("csrf={}&name=e", session.csrf),
-        ),
+        (vec![("origin", "https://evil.example")], format!("csrf={}&name=d", session.csrf)),
+        (vec![("origin", "null")], format!("csrf={}&name=e", session.csrf)),
         (
             vec![("origin", "null"), ("sec-fetch-site", "cross-site")],
             format!("csrf={}&name=g", session.csrf),
         ),
         (
-            vec![
-                ("origin", "https://evil.example"),
-                ("sec-fetch-site", "same-origin"),
-            ],
+            vec![("origin", "https://evil.example"), ("sec-fetch-site", "same-origin")],
             format!("csrf={}&name=h", session.csrf),
         ),
     ];
     for (headers, body) in refused {
         let answer = session.post_as(&admin, "keys", &headers, &body).await;
-        assert_eq!(
-            answer.status,
-            StatusCode::FORBIDDEN,
-            "{headers:?} {body}: {}",
-            answer.html
-        );
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{headers:?} {body}: {}", answer.html);
         assert!(answer.html.contains("nothing was changed"));
     }
     // Another session's token does not pass either.
     let second = open(&admin, &ws).await;
     assert_ne!(second.csrf, session.csrf);
     let crossed = session
-        .post_as(
-            &admin,
-            "keys",
-            &[("origin", &origin)],
-            &format!("csrf={}&name=f", second.csrf),
-        )
+        .post_as(&admin, "keys", &[("origin", &origin)], &format!("csrf={}&name=f", second.csrf))
         .await;
     assert_eq!(crossed.status, StatusCode::FORBIDDEN);
     assert_eq!(
-        admin
-            .get(&format!("/admin/v1/workspaces/{ws}/keys"))
-            .await
-            .body["data"],
+        admin.get(&format!("/admin/v1/workspaces/{ws}/keys")).await.body["data"],
         json!([]),
         "nothing was made"
     );
@@ -553,12 +395,7 @@ async fn every_form_needs_this_sessions_csrf_token_and_origin(db: TestDb) {
     // What a browser sends under `Referrer-Policy: no-referrer`.
     let body = format!("csrf={}&name=Make", session.csrf);
     let no_referrer = session
-        .post_as(
-            &admin,
-            "keys",
-            &[("origin", "null"), ("sec-fetch-site", "same-origin")],
-            &body,
-        )
+        .post_as(&admin, "keys", &[("origin", "null"), ("sec-fetch-site", "same-origin")], &body)
         .await;
     assert_eq!(no_referrer.status, StatusCode::OK, "{}", no_referrer.html);
     admin.stop().await;
@@ -568,9 +405,7 @@ async fn a_key_is_shown_once_and_user_text_is_escaped(db: TestDb) {
     let admin = Admin::start(db).await;
     let ws = admin.workspace("FREE").await;
     let session = open(&admin, &ws).await;
-    let made = session
-        .post(&admin, "keys", &format!("name={}", encoded("<b>Zap</b>")))
-        .await;
+    let made = session.post(&admin, "keys", &format!("name={}", encoded("<b>Zap</b>"))).await;
     assert_eq!(made.status, StatusCode::OK, "{}", made.html);
     assert_eq!(made.headers["cache-control"], "no-store");
     let at = made.html.find("value=\"hl_").unwrap() + "value=\"".len();
@@ -579,30 +414,21 @@ async fn a_key_is_shown_once_and_user_text_is_escaped(db: TestDb) {
     let keys = session.get(&admin, "keys").await;
     assert!(keys.html.contains("&lt;b&gt;Zap&lt;/b&gt;"));
     assert!(!keys.html.contains(key), "the key is never shown again");
-    assert!(
-        keys.html.contains("403 Forbidden") && keys.html.contains("FREE"),
-        "why keys get 403"
-    );
+    assert!(keys.html.contains("403 Forbidden") && keys.html.contains("FREE"), "why keys get 403");
     let plan = session.get(&admin, "plan").await;
     assert!(plan.html.contains("STUDIO plan"), "{}", plan.html);
 
     let script = "<script>alert(1)</script>";
-    let hook = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/hooks"),
+    let (hook, _) = admin
+        .hook(
+            &ws,
             json!({"url": "https://example.com/in", "event": "dm.sent", "description": script}),
         )
         .await;
-    let hook = hook.body["data"]["id"].as_str().unwrap().to_owned();
-    for page in [
-        session.get(&admin, "hooks").await,
-        session.get(&admin, &format!("hooks/{hook}")).await,
-    ] {
-        assert!(
-            page.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
-            "{}",
-            page.html
-        );
+    for page in
+        [session.get(&admin, "hooks").await, session.get(&admin, &format!("hooks/{hook}")).await]
+    {
+        assert!(page.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{}", page.html);
         assert!(!page.html.contains(script));
     }
     admin.stop().await;
@@ -620,62 +446,30 @@ async fn a_form_that_fails_says_why_keeps_what_was_typed_and_changes_nothing(db:
         "{}",
         failed.html
     );
-    assert!(
-        failed
-            .html
-            .contains("value=\"http://hooks.example.com/in\"")
-    );
+    assert!(failed.html.contains("value=\"http://hooks.example.com/in\""));
     assert!(failed.html.contains("value=\"Ops &lt;team&gt;\""));
-    assert!(
-        failed.html.contains("value=\"link.clicked\" checked"),
-        "{}",
-        failed.html
-    );
-    let no_events = session
-        .post(&admin, "hooks", "url=https%3A%2F%2Fhooks.example.com%2Fin")
-        .await;
-    assert!(
-        no_events.html.contains("at least one event"),
-        "{}",
-        no_events.html
-    );
+    assert!(failed.html.contains("value=\"link.clicked\" checked"), "{}", failed.html);
+    let no_events = session.post(&admin, "hooks", "url=https%3A%2F%2Fhooks.example.com%2Fin").await;
+    assert!(no_events.html.contains("at least one event"), "{}", no_events.html);
     assert_eq!(
-        admin
-            .get(&format!("/admin/v1/workspaces/{ws}/hooks"))
-            .await
-            .body["data"],
+        admin.get(&format!("/admin/v1/workspaces/{ws}/hooks")).await.body["data"],
         json!([])
     );
     let blank = session.post(&admin, "keys", "name=+").await;
-    assert_eq!(
-        blank.status,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "{}",
-        blank.html
-    );
+    assert_eq!(blank.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", blank.html);
 
     let made = session
-        .post(
-            &admin,
-            "hooks",
-            "url=https%3A%2F%2Fhooks.example.com%2Fin&events=dm.sent",
-        )
+        .post(&admin, "hooks", "url=https%3A%2F%2Fhooks.example.com%2Fin&events=dm.sent")
         .await;
     assert_eq!(made.status, StatusCode::OK, "{}", made.html);
     assert!(made.html.contains("whsec_"));
-    let hook = admin
-        .get(&format!("/admin/v1/workspaces/{ws}/hooks"))
-        .await
-        .body["data"][0]
-        .clone();
+    let hook = admin.get(&format!("/admin/v1/workspaces/{ws}/hooks")).await.body["data"][0].clone();
     assert_eq!(
         (hook["source"].as_str(), hook["description"].as_str()),
         (Some("settings"), Some("hooks.example.com"))
     );
     let id = hook["id"].as_str().unwrap();
-    let recover = session
-        .post(&admin, &format!("hooks/{id}/recover"), "since=last+week")
-        .await;
+    let recover = session.post(&admin, &format!("hooks/{id}/recover"), "since=last+week").await;
     assert_eq!(recover.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(
         recover.html.contains("value=\"last week\"") && recover.html.contains("is not a time"),
@@ -691,10 +485,7 @@ async fn a_form_that_fails_says_why_keeps_what_was_typed_and_changes_nothing(db:
         .await;
     assert_eq!(
         (saved.status, saved.headers["location"].to_str().unwrap()),
-        (
-            StatusCode::SEE_OTHER,
-            format!("/settings/{ws}/hooks/{id}?notice=saved").as_str()
-        )
+        (StatusCode::SEE_OTHER, format!("/settings/{ws}/hooks/{id}?notice=saved").as_str())
     );
     assert!(
         session
@@ -720,11 +511,7 @@ async fn a_webhooks_headers_are_typed_kept_hidden_replaced_and_removed(db: TestD
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(bad.html.contains("Host is set by hookline"), "{}", bad.html);
-    assert!(
-        bad.html.contains("Host: evil</textarea>"),
-        "what was typed stays: {}",
-        bad.html
-    );
+    assert!(bad.html.contains("Host: evil</textarea>"), "what was typed stays: {}", bad.html);
     assert_eq!(admin.get(&hooks).await.body["data"], json!([]));
     let form = concat!(
         "url=https%3A%2F%2Fhooks.example.com%2Fin&events=dm.sent",
@@ -733,10 +520,7 @@ async fn a_webhooks_headers_are_typed_kept_hidden_replaced_and_removed(db: TestD
     let made = session.post(&admin, "hooks", form).await;
     assert_eq!(made.status, StatusCode::OK, "{}", made.html);
     let hook = admin.get(&hooks).await.body["data"][0].clone();
-    assert_eq!(
-        hook["headers"],
-        json!({"X-Auth": "••••", "X-Tenant": "••••"})
-    );
+    assert_eq!(hook["headers"], json!({"X-Auth": "••••", "X-Tenant": "••••"}));
     let id = hook["id"].as_str().unwrap().to_owned();
     let shown = session.get(&admin, &format!("hooks/{id}")).await;
     assert!(
@@ -751,28 +535,14 @@ async fn a_webhooks_headers_are_typed_kept_hidden_replaced_and_removed(db: TestD
         admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"]["headers"],
         json!({"X-Auth": "••••", "X-Tenant": "••••"})
     );
-    session
-        .post(
-            &admin,
-            &format!("hooks/{id}"),
-            &format!("{fields}&headers=X-Key%3A+k"),
-        )
-        .await;
+    session.post(&admin, &format!("hooks/{id}"), &format!("{fields}&headers=X-Key%3A+k")).await;
     assert_eq!(
         admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"]["headers"],
         json!({"X-Key": "••••"})
     );
-    session
-        .post(
-            &admin,
-            &format!("hooks/{id}"),
-            &format!("{fields}&clear_headers=1"),
-        )
-        .await;
+    session.post(&admin, &format!("hooks/{id}"), &format!("{fields}&clear_headers=1")).await;
     assert!(
-        admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"]
-            .get("headers")
-            .is_none()
+        admin.get(&format!("/admin/v1/hooks/{id}")).await.body["data"].get("headers").is_none()
     );
     admin.stop().await;
 }
@@ -783,13 +553,7 @@ async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(d
     let admin = Admin::delivering(db, delivery(&receiver, 0)).await;
     let ws = admin.workspace("STUDIO").await;
     let session = open(&admin, &ws).await;
-    let made = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/hooks"),
-            json!({"url": receiver.url("/in"), "event": "dm.sent"}),
-        )
-        .await;
-    let hook = made.body["data"]["id"].as_str().unwrap().to_owned();
+    let (hook, _) = admin.hook(&ws, json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
     let quiet = session.get(&admin, "hooks").await;
     assert!(
         quiet.html.contains("Healthy")
@@ -800,12 +564,7 @@ async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(d
     );
     admin
         .app
-        .ingest(
-            ws.parse().unwrap(),
-            hookline_domain::EventName::DmSent,
-            json!({}),
-            None,
-        )
+        .ingest(ws.parse().unwrap(), hookline_domain::EventName::DmSent, json!({}), None)
         .await
         .unwrap();
     attempts(&admin, &hook, 1).await;
@@ -815,22 +574,16 @@ async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(d
         if page.html.contains("Failing since") {
             break page;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never failing: {}",
-            page.html
-        );
+        assert!(tokio::time::Instant::now() < deadline, "never failing: {}", page.html);
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(
-        page.html
-            .contains(r#"aria-label="Last 24 hours: 1 attempts, 0 succeeded, 1 failed""#),
+        page.html.contains(r#"aria-label="Last 24 hours: 1 attempts, 0 succeeded, 1 failed""#),
         "{}",
         page.html
     );
     assert!(
-        page.html
-            .contains("<caption>Last 24 hours: 1 attempts, 0 succeeded, 1 failed</caption>")
+        page.html.contains("<caption>Last 24 hours: 1 attempts, 0 succeeded, 1 failed</caption>")
     );
     assert!(page.html.contains("Recover failed deliveries"));
     let listed = session.get(&admin, "hooks").await;
@@ -839,21 +592,16 @@ async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(d
         "{}",
         listed.html
     );
-    let week = session
-        .get(&admin, &format!("hooks/{hook}?window=7d"))
-        .await;
+    let week = session.get(&admin, &format!("hooks/{hook}?window=7d")).await;
     assert!(
-        week.html
-            .contains(r#"aria-label="Last 7 days: 1 attempts, 0 succeeded, 1 failed""#),
+        week.html.contains(r#"aria-label="Last 7 days: 1 attempts, 0 succeeded, 1 failed""#),
         "{}",
         week.html
     );
 
     // One action: what failed goes again (the receiver answers 200 now), and
     // the run of failures ends.
-    let restored = session
-        .post(&admin, &format!("hooks/{hook}/restore"), "")
-        .await;
+    let restored = session.post(&admin, &format!("hooks/{hook}/restore"), "").await;
     assert_eq!(restored.status, StatusCode::SEE_OTHER, "{}", restored.html);
     assert_eq!(
         restored.headers["location"].to_str().unwrap(),
@@ -861,9 +609,7 @@ async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(d
     );
     let log = attempts(&admin, &hook, 2).await;
     assert_eq!(log[0]["status"].as_u64(), Some(200));
-    let again = session
-        .post(&admin, &format!("hooks/{hook}/restore"), "")
-        .await;
+    let again = session.post(&admin, &format!("hooks/{hook}/restore"), "").await;
     assert_eq!(
         again.status,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -880,54 +626,25 @@ async fn the_events_page_lists_the_catalog_and_sends_a_test_to_a_chosen_webhook(
     let session = open(&admin, &ws).await;
     let none = session.get(&admin, "events").await;
     assert_eq!(none.status, StatusCode::OK);
-    assert!(
-        none.html
-            .contains("Make a webhook to send this event to it as a test.")
-    );
+    assert!(none.html.contains("Make a webhook to send this event to it as a test."));
     for event in hookline_domain::EventName::ALL {
         assert!(
-            none.html
-                .contains(event.description().replace('\'', "&#39;").as_str())
+            none.html.contains(event.description().replace('\'', "&#39;").as_str())
                 || none.html.contains(event.description()),
             "{event}"
         );
     }
-    assert!(
-        none.html.contains("maria.rossi@example.com"),
-        "examples shown"
-    );
-    let made = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/hooks"),
-            json!({"url": receiver.url("/in"), "event": "dm.sent"}),
-        )
-        .await;
-    let hook = made.body["data"]["id"].as_str().unwrap().to_owned();
+    assert!(none.html.contains("maria.rossi@example.com"), "examples shown");
+    let (hook, _) = admin.hook(&ws, json!({"url": receiver.url("/in"), "event": "dm.sent"})).await;
     let page = session.get(&admin, "events").await;
-    assert!(
-        page.html.contains(&format!(r#"<option value="{hook}">"#)),
-        "{}",
-        page.html
-    );
-    let sent = session
-        .post(
-            &admin,
-            "events/test",
-            &format!("event=bio.subscribed&hook={hook}"),
-        )
-        .await;
+    assert!(page.html.contains(&format!(r#"<option value="{hook}">"#)), "{}", page.html);
+    let sent =
+        session.post(&admin, "events/test", &format!("event=bio.subscribed&hook={hook}")).await;
     assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
     let log = attempts(&admin, &hook, 1).await;
-    assert_eq!(
-        log[0]["event"], "bio.subscribed",
-        "any event, to this webhook"
-    );
+    assert_eq!(log[0]["event"], "bio.subscribed", "any event, to this webhook");
     let bad = session
-        .post(
-            &admin,
-            "events/test",
-            "event=dm.read&hook=wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R",
-        )
+        .post(&admin, "events/test", "event=dm.read&hook=wh_01JD3Z6Q8T4X2K9V7B5N1M0C3R")
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
     admin.stop().await;
@@ -937,18 +654,14 @@ async fn a_link_made_on_one_server_opens_on_another_of_the_same_database(db: Tes
     let admin = Admin::start(db).await;
     let ws = admin.workspace("STUDIO").await;
     // A second server, with its own pool on the same database: a replica.
-    let store = Store::connect(&StoreConfig::new(admin.db.url()))
-        .await
-        .unwrap();
+    let store = Store::connect(&StoreConfig::new(admin.db.url())).await.unwrap();
     let app = App::new(&store, Outbox::new(store.events()), AppConfig::default());
     let config = HttpConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         admin_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         ..HttpConfig::default()
     };
-    let replica = Server::bind(config, app, store.key_check(), store.admin_tokens())
-        .await
-        .unwrap();
+    let replica = Server::bind(config, app, store.key_check(), store.admin_tokens()).await.unwrap();
     let replica_addr = replica.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(replica.run(async {
@@ -959,26 +672,11 @@ async fn a_link_made_on_one_server_opens_on_another_of_the_same_database(db: Tes
     let (status, headers, _) =
         Admin::exchange(replica_addr, Method::GET, path_of(&url), &[], String::new()).await;
     assert_eq!(status, StatusCode::OK, "the replica knows the link");
-    let cookie = headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let keys = page(
-        &admin,
-        Method::GET,
-        &format!("/settings/{ws}/keys"),
-        &[("cookie", &cookie)],
-        "",
-    )
-    .await;
-    assert_eq!(
-        keys.status,
-        StatusCode::OK,
-        "and the first server its session"
-    );
+    let cookie = headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let keys =
+        page(&admin, Method::GET, &format!("/settings/{ws}/keys"), &[("cookie", &cookie)], "")
+            .await;
+    assert_eq!(keys.status, StatusCode::OK, "and the first server its session");
     let (status, _, _) = Admin::exchange(
         replica_addr,
         Method::GET,
@@ -998,27 +696,7 @@ async fn signing_out_ends_the_session_and_its_link(db: TestDb) {
     let ws = admin.workspace("STUDIO").await;
     let url = link(&admin, &ws, None).await;
     let opened = page(&admin, Method::GET, path_of(&url), &[], "").await;
-    let cookie = opened.headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let keys = page(
-        &admin,
-        Method::GET,
-        &format!("/settings/{ws}/keys"),
-        &[("cookie", &cookie)],
-        "",
-    )
-    .await;
-    let session = Session {
-        workspace: ws.clone(),
-        cookie: cookie.clone(),
-        csrf: csrf_of(&keys.html),
-        origin: format!("http://{}", admin.public),
-    };
+    let session = Session::of(&admin, &ws, &opened).await;
     let other = open(&admin, &ws).await;
     let out = session.post(&admin, "sign-out", "").await;
     assert_eq!(out.status, StatusCode::OK, "{}", out.html);
@@ -1031,10 +709,7 @@ async fn signing_out_ends_the_session_and_its_link(db: TestDb) {
         "{cleared}"
     );
     assert_refused(&session.get(&admin, "keys").await, &ws);
-    assert_refused(
-        &page(&admin, Method::GET, path_of(&url), &[], "").await,
-        &ws,
-    );
+    assert_refused(&page(&admin, Method::GET, path_of(&url), &[], "").await, &ws);
     assert_eq!(
         other.get(&admin, "keys").await.status,
         StatusCode::OK,
@@ -1048,21 +723,11 @@ async fn the_attempt_log_is_paged_newest_first(db: TestDb) {
     let receiver = Receiver::start().await;
     let admin = Admin::delivering(db, delivery(&receiver, 1)).await;
     let ws = admin.workspace("STUDIO").await;
-    let hook = admin
-        .post(
-            &format!("/admin/v1/workspaces/{ws}/hooks"),
-            json!({"url": receiver.url("/log"), "event": "dm.sent"}),
-        )
-        .await;
-    let hook = hook.body["data"]["id"].as_str().unwrap().to_owned();
+    let (hook, _) = admin.hook(&ws, json!({"url": receiver.url("/log"), "event": "dm.sent"})).await;
     let mut events = Vec::new();
     for _ in 0..21 {
-        let sent = admin
-            .post(
-                &format!("/admin/v1/hooks/{hook}/test"),
-                json!({"event": "dm.sent"}),
-            )
-            .await;
+        let sent =
+            admin.post(&format!("/admin/v1/hooks/{hook}/test"), json!({"event": "dm.sent"})).await;
         events.push(sent.body["data"]["eventId"].as_str().unwrap().to_owned());
         // One at a time, so that the log's order is the order sent.
         attempts(&admin, &hook, events.len()).await;
@@ -1075,40 +740,20 @@ async fn the_attempt_log_is_paged_newest_first(db: TestDb) {
     let older = first.html.find(&format!("Resend {}", events[19])).unwrap();
     assert!(newest < older, "newest first");
     assert!(!first.html.contains(&format!("Resend {}", events[0])));
-    let at = first
-        .html
-        .find("?before=")
-        .expect("a link to older attempts");
+    let at = first.html.find("?before=").expect("a link to older attempts");
     let cursor = &first.html[at + "?before=".len()..];
     let cursor = &cursor[..cursor.find('"').unwrap()];
-    let second = session
-        .get(&admin, &format!("hooks/{hook}?before={cursor}"))
-        .await;
+    let second = session.get(&admin, &format!("hooks/{hook}?before={cursor}")).await;
     assert_eq!(rows(&second.html), 1);
     assert!(
         second.html.contains(&format!("Resend {}", events[0])) && second.html.contains(">Newest<")
     );
-    assert!(
-        !second.html.contains("?before="),
-        "the oldest page links no further"
-    );
+    assert!(!second.html.contains("?before="), "the oldest page links no further");
     // A cursor that is not one shows the newest page.
-    assert_eq!(
-        rows(
-            &session
-                .get(&admin, &format!("hooks/{hook}?before=nonsense"))
-                .await
-                .html
-        ),
-        20
-    );
+    assert_eq!(rows(&session.get(&admin, &format!("hooks/{hook}?before=nonsense")).await.html), 20);
     // Resend one event from the log: a new attempt of it.
     let resent = session
-        .post(
-            &admin,
-            &format!("hooks/{hook}/resend"),
-            &format!("event={}", events[0]),
-        )
+        .post(&admin, &format!("hooks/{hook}/resend"), &format!("event={}", events[0]))
         .await;
     assert_eq!(resent.status, StatusCode::SEE_OTHER, "{}", resent.html);
     let log = attempts(&admin, &hook, 22).await;
@@ -1117,60 +762,21 @@ async fn the_attempt_log_is_paged_newest_first(db: TestDb) {
 }
 
 async fn the_cookie_is_secure_when_the_public_url_is_not_plain_loopback(db: TestDb) {
-    let admin = Admin::with_public_url(
-        db,
-        PublicUrl::parse("https://settings.example.com").unwrap(),
-    )
-    .await;
+    let admin =
+        Admin::with_public_url(db, PublicUrl::parse("https://settings.example.com").unwrap()).await;
     let ws = admin.workspace("STUDIO").await;
     let url = link(&admin, &ws, None).await;
     assert!(
-        url.starts_with(&format!(
-            "https://settings.example.com/settings/{ws}/open?token="
-        )),
+        url.starts_with(&format!("https://settings.example.com/settings/{ws}/open?token=")),
         "{url}"
     );
     let opened = page(&admin, Method::GET, path_of(&url), &[], "").await;
-    assert!(
-        opened.headers["set-cookie"]
-            .to_str()
-            .unwrap()
-            .ends_with("; Secure")
-    );
+    assert!(opened.headers["set-cookie"].to_str().unwrap().ends_with("; Secure"));
     // Forms are taken only from that origin.
-    let cookie = opened.headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let keys = page(
-        &admin,
-        Method::GET,
-        &format!("/settings/{ws}/keys"),
-        &[("cookie", &cookie)],
-        "",
-    )
-    .await;
-    let session = Session {
-        workspace: ws.clone(),
-        cookie,
-        csrf: csrf_of(&keys.html),
-        origin: format!("http://{}", admin.public),
-    };
-    assert_eq!(
-        session.post(&admin, "keys", "name=a").await.status,
-        StatusCode::FORBIDDEN
-    );
-    let from_public = Session {
-        origin: "https://settings.example.com".to_owned(),
-        ..session
-    };
-    assert_eq!(
-        from_public.post(&admin, "keys", "name=a").await.status,
-        StatusCode::OK
-    );
+    let session = Session::of(&admin, &ws, &opened).await;
+    assert_eq!(session.post(&admin, "keys", "name=a").await.status, StatusCode::FORBIDDEN);
+    let from_public = Session { origin: "https://settings.example.com".to_owned(), ..session };
+    assert_eq!(from_public.post(&admin, "keys", "name=a").await.status, StatusCode::OK);
     admin.stop().await;
 }
 
@@ -1180,26 +786,13 @@ async fn unknown_pages_and_methods_answer_in_the_portals_words() {
     let missing = page(&admin, Method::GET, "/settings/nope", &[], "").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert!(missing.html.contains("Not found"));
-    let wrong = page(
-        &admin,
-        Method::DELETE,
-        "/settings/ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R/keys",
-        &[],
-        "",
-    )
-    .await;
+    let wrong =
+        page(&admin, Method::DELETE, "/settings/ws_01JD3Z6Q8T4X2K9V7B5N1M0C3R/keys", &[], "").await;
     assert_eq!(
         (wrong.status, wrong.headers["allow"].to_str().unwrap()),
         (StatusCode::METHOD_NOT_ALLOWED, "GET, POST")
     );
-    let bad_ws = page(
-        &admin,
-        Method::GET,
-        "/settings/not-a-workspace/keys",
-        &[],
-        "",
-    )
-    .await;
+    let bad_ws = page(&admin, Method::GET, "/settings/not-a-workspace/keys", &[], "").await;
     assert_eq!(bad_ws.status, StatusCode::NOT_FOUND);
     admin.stop().await;
 }
@@ -1216,10 +809,7 @@ async fn a_listener_is_listed_as_hookline_listen_with_its_log_and_nothing_to_edi
     assert_eq!(list.status, StatusCode::OK);
     let shown = format!("hookline listen (listener {})", listener.id.as_listener());
     assert!(list.html.contains(&shown), "{}", list.html);
-    assert!(
-        !list.html.contains("listener.invalid"),
-        "the placeholder URL is not shown"
-    );
+    assert!(!list.html.contains("listener.invalid"), "the placeholder URL is not shown");
     let own = session.get(&admin, &format!("hooks/{}", listener.id)).await;
     assert_eq!(own.status, StatusCode::OK);
     assert!(own.html.contains(&shown));

@@ -76,10 +76,7 @@ async fn verify_accepts_a_delivery_as_signed() {
     let (out, json) = verify(BODY, &[]).await;
     assert!(out.status.success(), "{out:?}");
     assert_eq!(json["valid"], true);
-    assert_eq!(
-        json["reason"],
-        "a signature matches and the timestamp is 1m old"
-    );
+    assert_eq!(json["reason"], "a signature matches and the timestamp is 1m old");
     assert!(json["matched"].as_str().unwrap().starts_with("v1,"));
 }
 
@@ -87,26 +84,10 @@ async fn verify_accepts_a_delivery_as_signed() {
 async fn verify_says_why_a_delivery_does_not_verify() {
     let changed = r#"{"type":"dm.sent","data":{"messageId":"m_2"}}"#;
     let cases: [(&str, &[&str], &str); 4] = [
-        (
-            changed,
-            &[],
-            "matches none of the 1 given: the body, id, timestamp or secret differ",
-        ),
-        (
-            BODY,
-            &["--secret", "whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCBrZXk="],
-            "matches none",
-        ),
-        (
-            BODY,
-            &["--now", "1764003600"],
-            "the timestamp is 1h old, more than the tolerance of 5m",
-        ),
-        (
-            BODY,
-            &["--signature", "v1,???"],
-            "the webhook-signature header is malformed",
-        ),
+        (changed, &[], "matches none of the 1 given: the body, id, timestamp or secret differ"),
+        (BODY, &["--secret", "whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCBrZXk="], "matches none"),
+        (BODY, &["--now", "1764003600"], "the timestamp is 1h old, more than the tolerance of 5m"),
+        (BODY, &["--signature", "v1,???"], "the webhook-signature header is malformed"),
     ];
     for (body, args, reason) in cases {
         let (out, json) = verify(body, args).await;
@@ -115,10 +96,7 @@ async fn verify_says_why_a_delivery_does_not_verify() {
         let said = json["reason"].as_str().unwrap();
         assert!(said.contains(reason), "{args:?}: {said}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.starts_with("error: the delivery does not verify"),
-            "{stderr}"
-        );
+        assert!(stderr.starts_with("error: the delivery does not verify"), "{stderr}");
     }
 }
 
@@ -129,18 +107,8 @@ async fn verify_reads_the_body_from_a_file_and_a_wider_tolerance() {
     let file = dir.join("body.json");
     std::fs::write(&file, BODY).unwrap();
     let path = file.to_str().unwrap();
-    let (out, json) = verify(
-        "",
-        &[
-            "--body-file",
-            path,
-            "--now",
-            "1764003600",
-            "--tolerance",
-            "2h",
-        ],
-    )
-    .await;
+    let (out, json) =
+        verify("", &["--body-file", path, "--now", "1764003600", "--tolerance", "2h"]).await;
     assert!(out.status.success(), "{out:?}");
     assert_eq!(json["valid"], true);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -229,10 +197,8 @@ impl LocalState {
         let headers = request.headers().clone();
         let body = request.into_body().collect().await.unwrap().to_bytes();
         let secret = self.secret.lock().unwrap().clone().unwrap();
-        let verified = standardwebhooks::Webhook::new(&secret)
-            .unwrap()
-            .verify(&body, &headers)
-            .is_ok();
+        let verified =
+            standardwebhooks::Webhook::new(&secret).unwrap().verify(&body, &headers).is_ok();
         let mut payload: Value = serde_json::from_slice(&body).unwrap();
         payload["verified"] = verified.into();
         self.received.lock().unwrap().push(payload);
@@ -241,9 +207,8 @@ impl LocalState {
             let _ = self.release.acquire().await.unwrap();
         }
         let status = if verified { 200 } else { 400 };
-        let mut response = hyper::Response::new(http_body_util::Full::new(
-            hyper::body::Bytes::from_static(b"ok"),
-        ));
+        let mut response =
+            hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from_static(b"ok")));
         *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
         response
     }
@@ -274,9 +239,7 @@ impl Served {
 
     /// The proxy's CA, for the client to trust.
     fn ca_file(&self) -> Option<&std::path::Path> {
-        self.proxy
-            .as_ref()
-            .map(hookline_tests::TlsTerminator::ca_file)
+        self.proxy.as_ref().map(hookline_tests::TlsTerminator::ca_file)
     }
 }
 
@@ -309,22 +272,14 @@ async fn serve_at(db: &TestDb, listen: &str) -> Served {
     .await
     .unwrap();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Served {
-        child,
-        url: format!("http://{addr}"),
-        proxy: None,
-    }
+    Served { child, url: format!("http://{addr}"), proxy: None }
 }
 
 /// A STUDIO workspace and an API key of it.
 async fn studio_key(db: &TestDb) -> (WorkspaceId, String) {
     let ws = db.workspace(Plan::Studio).await;
     let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default()).unwrap();
-    db.store()
-        .api_keys()
-        .create(ws, &KeyName::parse("dev").unwrap(), &hash)
-        .await
-        .unwrap();
+    db.store().api_keys().create(ws, &KeyName::parse("dev").unwrap(), &hash).await.unwrap();
     (ws, key.expose().to_owned())
 }
 
@@ -405,11 +360,7 @@ impl Listening {
 /// Emits `event` in `ws` as the product does (the CLI); its id.
 async fn emit(db: &TestDb, ws: WorkspaceId, event: EventName, n: u32) -> String {
     let emitted = hookline_delivery::Outbox::new(db.store().events())
-        .emit(
-            ws,
-            event,
-            serde_json::json!({"messageId": format!("m_{n}"), "text": "hi"}),
-        )
+        .emit(ws, event, serde_json::json!({"messageId": format!("m_{n}"), "text": "hi"}))
         .await
         .unwrap();
     emitted.payload.id.to_string()
@@ -432,10 +383,7 @@ async fn listen_forwards_verified_deliveries_and_resumes_after_a_kill(db: TestDb
     assert_eq!(line["status"], 200);
     assert!(line["durationMs"].is_u64(), "{line}");
     let received = receiver.wait_for(1).await;
-    assert_eq!(
-        received[0]["verified"], true,
-        "the receiver's own check passes"
-    );
+    assert_eq!(received[0]["verified"], true, "the receiver's own check passes");
     assert_eq!(received[0]["id"], event.as_str());
 
     // Killed outright: what is emitted meanwhile waits for the listener.
@@ -448,11 +396,7 @@ async fn listen_forwards_verified_deliveries_and_resumes_after_a_kill(db: TestDb
         Listening::start(&served, &key, &receiver.url(), &["--listener", &listener]).await;
     let first = resumed.next().await;
     assert_eq!(first["listener"], listener.as_str());
-    assert_eq!(
-        first["secret"],
-        Value::Null,
-        "a secret is shown once, when made"
-    );
+    assert_eq!(first["secret"], Value::Null, "a secret is shown once, when made");
     let mut forwarded = Vec::new();
     for _ in 0..3 {
         let line = resumed.next().await;
@@ -467,11 +411,7 @@ async fn listen_forwards_verified_deliveries_and_resumes_after_a_kill(db: TestDb
     let webhook = WebhookId::of_listener(listener.parse::<ListenerId>().unwrap());
     let attempts = db.store().webhooks().attempts(webhook, 10).await.unwrap();
     assert_eq!(attempts.len(), 4, "{attempts:?}");
-    assert!(
-        attempts
-            .iter()
-            .all(|attempt| attempt.status == Some(200) && attempt.attempt == 1)
-    );
+    assert!(attempts.iter().all(|attempt| attempt.status == Some(200) && attempt.attempt == 1));
     resumed.kill().await;
 }
 
@@ -484,36 +424,21 @@ async fn a_stream_cut_mid_delivery_sends_the_attempt_again(db: TestDb) {
     let (listening, listener) = Listening::new_listener(&served, &key, &receiver, &[]).await;
 
     // The receiver holds its answer; listen is killed while it waits.
-    receiver
-        .state
-        .hold
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    receiver.state.hold.store(true, std::sync::atomic::Ordering::SeqCst);
     let event = emit(&db, ws, EventName::LinkClicked, 0).await;
     receiver.wait_for(1).await;
     listening.kill().await;
-    receiver
-        .state
-        .hold
-        .store(false, std::sync::atomic::Ordering::SeqCst);
+    receiver.state.hold.store(false, std::sync::atomic::Ordering::SeqCst);
     receiver.state.release.add_permits(1);
 
     let mut resumed =
         Listening::start(&served, &key, &receiver.url(), &["--listener", &listener]).await;
     resumed.next().await;
     let line = resumed.next().await;
-    assert_eq!(
-        line["eventId"],
-        event.as_str(),
-        "the cut attempt comes again"
-    );
+    assert_eq!(line["eventId"], event.as_str(), "the cut attempt comes again");
     assert_eq!(line["status"], 200);
     let webhook = WebhookId::of_listener(listener.parse::<ListenerId>().unwrap());
-    let deliveries = db
-        .store()
-        .events()
-        .deliveries(event.parse().unwrap())
-        .await
-        .unwrap();
+    let deliveries = db.store().events().deliveries(event.parse().unwrap()).await.unwrap();
     assert_eq!(deliveries.len(), 1);
     assert_eq!(deliveries[0].webhook_id, webhook);
     assert_eq!(deliveries[0].state, DeliveryState::Delivered);
@@ -564,10 +489,7 @@ async fn trigger_sends_the_example_with_data_merged_in(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("401"),
-        "{refused:?}"
-    );
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("401"), "{refused:?}");
     listening.kill().await;
 }
 
@@ -582,13 +504,7 @@ async fn listen_and_trigger_work_through_a_tls_terminating_proxy(db: TestDb) {
     let trigger = |roots: Option<String>| {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"));
         command
-            .args([
-                "trigger",
-                "bio.subscribed",
-                "--listener",
-                &listener,
-                "--json",
-            ])
+            .args(["trigger", "bio.subscribed", "--listener", &listener, "--json"])
             .args(["--api-url", &served.url, "--api-key", &key])
             .env_remove("HOOKLINE_TLS_EXTRA_ROOTS");
         if let Some(roots) = roots {
@@ -598,10 +514,7 @@ async fn listen_and_trigger_work_through_a_tls_terminating_proxy(db: TestDb) {
     };
     let untrusted = trigger(None).await.unwrap();
     assert_eq!(untrusted.status.code(), Some(1), "{untrusted:?}");
-    assert!(
-        String::from_utf8_lossy(&untrusted.stderr).contains("cannot reach"),
-        "{untrusted:?}"
-    );
+    assert!(String::from_utf8_lossy(&untrusted.stderr).contains("cannot reach"), "{untrusted:?}");
     let sent = trigger(Some(ca_file)).await.unwrap();
     assert!(sent.status.success(), "{sent:?}");
     let sent: Value = serde_json::from_slice(&sent.stdout).unwrap();
@@ -629,24 +542,11 @@ async fn listen_reconnects_by_itself_when_the_server_comes_back(db: TestDb) {
     let back = serve_at(&db, &addr).await;
     let after = emit(&db, ws, EventName::DmSent, 2).await;
     let line = listening.next().await;
-    assert_eq!(
-        line["eventId"],
-        after.as_str(),
-        "forwarded after the reconnect"
-    );
+    assert_eq!(line["eventId"], after.as_str(), "forwarded after the reconnect");
     assert_eq!(line["status"], 200);
     let said = listening.said();
-    assert!(
-        said.iter().any(|line| line.contains("reconnecting in")),
-        "{said:?}"
-    );
-    assert!(
-        said.iter()
-            .filter(|line| line.starts_with("connected: "))
-            .count()
-            >= 2,
-        "{said:?}"
-    );
+    assert!(said.iter().any(|line| line.contains("reconnecting in")), "{said:?}");
+    assert!(said.iter().filter(|line| line.starts_with("connected: ")).count() >= 2, "{said:?}");
     listening.kill().await;
     drop(back);
 }
@@ -658,13 +558,7 @@ async fn listen_without_json_says_it_for_people(db: TestDb) {
     let (ws, key) = studio_key(&db).await;
     let receiver = LocalReceiver::start().await;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
-        .args([
-            "listen",
-            "--forward-to",
-            &receiver.url(),
-            "--events",
-            "link.clicked",
-        ])
+        .args(["listen", "--forward-to", &receiver.url(), "--events", "link.clicked"])
         .args(["--api-url", &served.url, "--api-key", &key])
         .env_remove("HOOKLINE_TLS_EXTRA_ROOTS")
         .stdout(Stdio::piped())
@@ -682,13 +576,7 @@ async fn listen_without_json_says_it_for_people(db: TestDb) {
     };
     let first = next().await;
     assert!(first.starts_with("listener lsn_"), "{first}");
-    let secret = first
-        .split("signing secret ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap();
+    let secret = first.split("signing secret ").nth(1).unwrap().split_whitespace().next().unwrap();
     assert!(secret.starts_with("whsec_"), "{first}");
     *receiver.state.secret.lock().unwrap() = Some(secret.to_owned());
     let event = emit(&db, ws, EventName::LinkClicked, 0).await;

@@ -24,17 +24,9 @@ struct Served {
 /// Starts `hookline serve` on a free port; answers once it listens.
 async fn serve(db: &TestDb, rate_limit: u32) -> Served {
     let rate_limit = rate_limit.to_string();
-    let (child, line) = start(
-        db,
-        "serve",
-        &[("HOOKLINE_RATE_LIMIT", &rate_limit)],
-        "listening on ",
-    )
-    .await;
-    Served {
-        child,
-        addr: listening_addr(&line),
-    }
+    let (child, line) =
+        start(db, "serve", &[("HOOKLINE_RATE_LIMIT", &rate_limit)], "listening on ").await;
+    Served { child, addr: listening_addr(&line) }
 }
 
 /// Starts `hookline COMMAND` with `env`, and waits for a log line holding `ready`;
@@ -92,11 +84,7 @@ type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 /// The lines of `log` that hold `text`.
 fn logged(log: &Log, text: &str) -> Vec<String> {
     let lines = log.lock().unwrap();
-    lines
-        .iter()
-        .filter(|line| line.contains(text))
-        .cloned()
-        .collect()
+    lines.iter().filter(|line| line.contains(text)).cloned().collect()
 }
 
 /// The lines of `log` that hold `text`, once there is one; fails after 30 s.
@@ -107,10 +95,7 @@ async fn wait_logged(log: &Log, text: &str) -> Vec<String> {
         if !lines.is_empty() {
             return lines;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no log line holds {text:?}"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "no log line holds {text:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -162,14 +147,9 @@ async fn request(
     body: &str,
 ) -> std::io::Result<(u16, String)> {
     let answer = exchange(addr, method, path, key, body).await?;
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok());
+    let status = answer.split_whitespace().nth(1).and_then(|code| code.parse().ok());
     let status = status.ok_or_else(|| std::io::Error::other("no complete answer"))?;
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned());
+    let body = answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned());
     Ok((status, body.unwrap_or_default()))
 }
 
@@ -215,12 +195,8 @@ async fn get(addr: SocketAddr, path: &str, key: &str) -> std::io::Result<String>
 async fn studio_key(db: &TestDb) -> (String, String) {
     let ws = db.workspace(Plan::Studio).await;
     let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default()).unwrap();
-    let record = db
-        .store()
-        .api_keys()
-        .create(ws, &KeyName::parse("k").unwrap(), &hash)
-        .await
-        .unwrap();
+    let record =
+        db.store().api_keys().create(ws, &KeyName::parse("k").unwrap(), &hash).await.unwrap();
     (record.id.to_string(), key.expose().to_owned())
 }
 
@@ -231,11 +207,7 @@ async fn terminate(served: Served) -> std::process::ExitStatus {
 /// Sends `signal` to the process and waits for it to end.
 async fn signal(mut child: Child, signal: &str) -> std::process::ExitStatus {
     let pid = child.id().unwrap().to_string();
-    let sent = Command::new("kill")
-        .args([signal, &pid])
-        .status()
-        .await
-        .unwrap();
+    let sent = Command::new("kill").args([signal, &pid]).status().await.unwrap();
     assert!(sent.success());
     tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
@@ -247,20 +219,14 @@ async fn signal(mut child: Child, signal: &str) -> std::process::ExitStatus {
 fn delivery_env(receiver: &Receiver) -> Vec<(&'static str, String)> {
     vec![
         ("HOOKLINE_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
-        (
-            "HOOKLINE_TLS_EXTRA_ROOTS",
-            receiver.ca_file().display().to_string(),
-        ),
+        ("HOOKLINE_TLS_EXTRA_ROOTS", receiver.ca_file().display().to_string()),
         ("HOOKLINE_DELIVERY_TIMEOUT", "3s".to_owned()),
         ("HOOKLINE_RETRY_SCHEDULE", "500ms,500ms,500ms".to_owned()),
     ]
 }
 
 fn as_env<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    pairs
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect()
+    pairs.iter().map(|(name, value)| (*name, value.as_str())).collect()
 }
 
 backend_tests!(serve_answers_and_stops_cleanly_on_sigterm);
@@ -278,19 +244,12 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: TestDb) {
         .output()
         .await
         .unwrap();
-    assert!(
-        revoke.status.success(),
-        "{}",
-        String::from_utf8_lossy(&revoke.stderr)
-    );
+    assert!(revoke.status.success(), "{}", String::from_utf8_lossy(&revoke.stderr));
     assert_eq!(status(served.addr, "/api/v1/me", &key).await, 401);
     let addr = served.addr;
     let exit = terminate(served).await;
     assert!(exit.success(), "exit status {exit}");
-    assert!(
-        TcpStream::connect(addr).await.is_err(),
-        "still listening after exit"
-    );
+    assert!(TcpStream::connect(addr).await.is_err(), "still listening after exit");
 }
 
 // Slow: three `hookline serve` processes are started.
@@ -299,11 +258,7 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: TestDb) {
 async fn servers_on_one_postgres_database_share_each_keys_window() {
     let db = TestDb::new(Backend::Postgres).await;
     let (_, key) = studio_key(&db).await;
-    let servers = [
-        serve(&db, 10).await,
-        serve(&db, 10).await,
-        serve(&db, 10).await,
-    ];
+    let servers = [serve(&db, 10).await, serve(&db, 10).await, serve(&db, 10).await];
     let mut ok = 0;
     for n in 0..30 {
         if status(servers[n % 3].addr, "/api/v1/me", &key).await == 200 {
@@ -330,55 +285,28 @@ async fn an_emit_from_the_cli_reaches_a_receiver_through_serve(db: TestDb) {
     let ws = db.workspace(Plan::Studio).await.to_string();
     let cli = |args: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
-        command
-            .args(args)
-            .env("DATABASE_URL", db.url())
-            .envs(env.iter().copied());
+        command.args(args).env("DATABASE_URL", db.url()).envs(env.iter().copied());
         command
     };
-    let created = cli(&[
-        "hook",
-        "create",
-        &ws,
-        "--url",
-        &receiver.url("/cli"),
-        "--event",
-        "dm.sent",
-    ])
-    .output()
-    .await
-    .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
+    let created =
+        cli(&["hook", "create", &ws, "--url", &receiver.url("/cli"), "--event", "dm.sent"])
+            .output()
+            .await
+            .unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let (child, _) = start(&db, "serve", &env, "delivery worker started").await;
 
-    let emitted = cli(&[
-        "event",
-        "emit",
-        &ws,
-        "dm.sent",
-        "--data",
-        r#"{"messageId":"m_9"}"#,
-        "--json",
-    ])
-    .output()
-    .await
-    .unwrap();
+    let emitted =
+        cli(&["event", "emit", &ws, "dm.sent", "--data", r#"{"messageId":"m_9"}"#, "--json"])
+            .output()
+            .await
+            .unwrap();
     assert!(emitted.status.success());
     let payload: serde_json::Value = serde_json::from_slice(&emitted.stdout).unwrap();
     let received = receiver.wait_for(1, Duration::from_secs(20)).await;
     assert_eq!(received.len(), 1, "the emit never arrived");
-    assert_eq!(
-        received[0].headers["webhook-id"],
-        payload["id"].as_str().unwrap()
-    );
-    assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(&received[0].body).unwrap(),
-        payload
-    );
+    assert_eq!(received[0].headers["webhook-id"], payload["id"].as_str().unwrap());
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&received[0].body).unwrap(), payload);
     assert!(signal(child, "-TERM").await.success());
 }
 
@@ -389,30 +317,16 @@ async fn an_emit_from_the_cli_reaches_a_receiver_through_serve(db: TestDb) {
 #[allow(clippy::print_stdout)]
 async fn after_a_kill_delivery_resumes_within_seconds(db: TestDb) {
     let receiver = Receiver::start().await;
-    let slow = Reply {
-        delay: Duration::from_secs(1),
-        ..Reply::status(200)
-    };
+    let slow = Reply { delay: Duration::from_secs(1), ..Reply::status(200) };
     receiver.script("/slow", std::iter::repeat_n(slow, 200));
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        &receiver.url("/slow"),
-        &[hookline_domain::EventName::DmSent],
-        hookline_domain::WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent]).await;
     let outbox = hookline_delivery::Outbox::new(db.store().events());
     let mut events = Vec::new();
     for n in 0..40 {
         events.push(
             outbox
-                .emit(
-                    ws,
-                    hookline_domain::EventName::DmSent,
-                    serde_json::json!({"n": n}),
-                )
+                .emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({"n": n}))
                 .await
                 .unwrap()
                 .payload
@@ -436,10 +350,7 @@ async fn after_a_kill_delivery_resumes_within_seconds(db: TestDb) {
     for event in &events {
         loop {
             let deliveries = db.store().events().deliveries(*event).await.unwrap();
-            if deliveries
-                .iter()
-                .all(|d| d.state == DeliveryState::Delivered)
-            {
+            if deliveries.iter().all(|d| d.state == DeliveryState::Delivered) {
                 break;
             }
             assert!(
@@ -456,10 +367,8 @@ async fn after_a_kill_delivery_resumes_within_seconds(db: TestDb) {
         .filter_map(|request| request.at.duration_since(restarted_at).ok())
         .min()
         .unwrap();
-    let unique: std::collections::HashSet<String> = received
-        .iter()
-        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
-        .collect();
+    let unique: std::collections::HashSet<String> =
+        received.iter().map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned()).collect();
     let duplicates = received.len() - unique.len();
     let before_kill = received.iter().filter(|r| r.at <= ready_at).count();
     println!(
@@ -518,10 +427,7 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
     // Killed once the clients are well under way (whatever the machine's pace).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while answers.load(std::sync::atomic::Ordering::Relaxed) < 40 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the clients barely ran"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the clients barely ran");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(!signal(served.child, "-KILL").await.success());
@@ -534,10 +440,7 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
         uncertain.extend(u);
         answered += a;
     }
-    assert!(
-        deleted.len() >= 4,
-        "the clients barely ran: {answered} answers"
-    );
+    assert!(deleted.len() >= 4, "the clients barely ran: {answered} answers");
 
     // Every answered request was counted before it was answered.
     let key_id: hookline_domain::ApiKeyId = key_id.parse().unwrap();
@@ -547,16 +450,10 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
         .count_requests(&[(key_id, 0)], hookline_domain::Timestamp::now(), 60_000)
         .await
         .unwrap();
-    assert!(
-        windows[0].count >= answered,
-        "{} counted, {answered} answered",
-        windows[0].count
-    );
+    assert!(windows[0].count >= answered, "{} counted, {answered} answered", windows[0].count);
     // A restarted server lists each hook acknowledged as created and not as deleted.
     let served = serve(&db, 1_000_000).await;
-    let (code, listed) = request(served.addr, "GET", "/api/v1/hooks", &key, "")
-        .await
-        .unwrap();
+    let (code, listed) = request(served.addr, "GET", "/api/v1/hooks", &key, "").await.unwrap();
     assert_eq!(code, 200);
     let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
     let listed: Vec<&str> = listed["data"]
@@ -566,11 +463,7 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
         .map(|hook| hook["id"].as_str().unwrap())
         .collect();
     for id in created.iter().filter(|id| !uncertain.contains(id)) {
-        assert_eq!(
-            listed.contains(&id.as_str()),
-            !deleted.contains(id),
-            "{id}: listed {listed:?}"
-        );
+        assert_eq!(listed.contains(&id.as_str()), !deleted.contains(id), "{id}: listed {listed:?}");
     }
     // At most the one in flight per client survives unacknowledged.
     assert!(listed.len() <= 4, "{listed:?}");
@@ -580,29 +473,12 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
 // Slow: the attempt in flight takes the receiver's 2 s, which SIGTERM must wait for.
 async fn sigterm_lets_an_attempt_in_flight_finish(db: TestDb) {
     let receiver = Receiver::start().await;
-    receiver.script(
-        "/slow",
-        [Reply {
-            delay: Duration::from_secs(2),
-            ..Reply::status(200)
-        }],
-    );
+    receiver.script("/slow", [Reply { delay: Duration::from_secs(2), ..Reply::status(200) }]);
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        &receiver.url("/slow"),
-        &[hookline_domain::EventName::DmSent],
-        hookline_domain::WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(ws, &receiver.url("/slow"), &[hookline_domain::EventName::DmSent]).await;
     let outbox = hookline_delivery::Outbox::new(db.store().events());
     let event = outbox
-        .emit(
-            ws,
-            hookline_domain::EventName::DmSent,
-            serde_json::json!({}),
-        )
+        .emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({}))
         .await
         .unwrap()
         .payload
@@ -625,34 +501,14 @@ async fn a_410_says_what_it_did_to_which_webhook_and_nothing_more(db: TestDb) {
     // Every attempt in flight together meets the 410.
     receiver.script(
         "/gone",
-        vec![
-            Reply {
-                delay: Duration::from_millis(300),
-                ..Reply::status(410)
-            };
-            20
-        ],
+        vec![Reply { delay: Duration::from_millis(300), ..Reply::status(410) }; 20],
     );
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            &receiver.url("/gone"),
-            &[hookline_domain::EventName::DmSent],
-            hookline_domain::WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) =
+        db.api_webhook(ws, &receiver.url("/gone"), &[hookline_domain::EventName::DmSent]).await;
     let outbox = hookline_delivery::Outbox::new(db.store().events());
     for _ in 0..10 {
-        outbox
-            .emit(
-                ws,
-                hookline_domain::EventName::DmSent,
-                serde_json::json!({}),
-            )
-            .await
-            .unwrap();
+        outbox.emit(ws, hookline_domain::EventName::DmSent, serde_json::json!({})).await.unwrap();
     }
     let env = delivery_env(&receiver);
     let mut worker = Command::new(env!("CARGO_BIN_EXE_hookline"))
@@ -675,46 +531,29 @@ async fn a_410_says_what_it_did_to_which_webhook_and_nothing_more(db: TestDb) {
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while db.store().webhooks().get(hook.id).await.unwrap().is_some() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the 410 never deleted the webhook"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the 410 never deleted the webhook");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // A stopping worker lets its attempts in flight come back and records them.
     assert!(signal(worker, "-TERM").await.success());
     let log = log.await.unwrap();
-    let gone: Vec<&String> = log
-        .iter()
-        .filter(|line| line.contains("410 Gone"))
-        .collect();
+    let gone: Vec<&String> = log.iter().filter(|line| line.contains("410 Gone")).collect();
     assert_eq!(gone.len(), 1, "{log:#?}");
     assert!(
         gone[0].contains("webhook deleted") && gone[0].contains(&hook.id.to_string()),
         "{}",
         gone[0]
     );
+    assert!(!log.iter().any(|line| line.contains("claim ran out")), "{log:#?}");
     assert!(
-        !log.iter().any(|line| line.contains("claim ran out")),
-        "{log:#?}"
-    );
-    assert!(
-        !log.iter()
-            .any(|line| line.contains("RetryAt(") || line.contains("Timestamp(")),
+        !log.iter().any(|line| line.contains("RetryAt(") || line.contains("Timestamp(")),
         "{log:#?}"
     );
 }
 
 /// The address in a `listening on <addr>` line.
 fn listening_addr(line: &str) -> SocketAddr {
-    line.split("listening on ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    line.split("listening on ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
 }
 
 backend_tests!(
@@ -733,14 +572,10 @@ async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db: Test
     for _ in 0..1_100 {
         idle.push(TcpStream::connect(addr).await.unwrap());
     }
-    let answered = tokio::time::timeout(
-        Duration::from_secs(5),
-        request(addr, "GET", "/api/v1/me", &key, ""),
-    )
-    .await;
-    let (status, _) = answered
-        .expect("a client got through the idle crowd")
-        .unwrap();
+    let answered =
+        tokio::time::timeout(Duration::from_secs(5), request(addr, "GET", "/api/v1/me", &key, ""))
+            .await;
+    let (status, _) = answered.expect("a client got through the idle crowd").unwrap();
     assert_eq!(status, 200);
     // Each idle connection is closed by its first-request deadline or to make
     // room, and the server never ran out of files.
@@ -756,15 +591,9 @@ async fn idle_connections_never_crowd_out_a_client_nor_run_out_of_files(db: Test
     assert_eq!(closed, 1_100, "every idle connection was closed");
     let mut child = child;
     let pid = child.id().unwrap().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+    let status =
+        tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
     assert!(status.success());
 }
 
@@ -785,17 +614,11 @@ async fn a_stalled_body_is_answered_408_and_its_connection_closed(db: TestDb) {
         tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut answer)).await;
     read.expect("the server answered and closed").unwrap();
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(
-        answer.to_lowercase().contains("connection: close"),
-        "{answer}"
-    );
+    assert!(answer.to_lowercase().contains("connection: close"), "{answer}");
     let body: serde_json::Value =
         serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
     assert_eq!(body["success"], false);
-    assert!(
-        body["error"].as_str().unwrap().contains("did not arrive"),
-        "{body}"
-    );
+    assert!(body["error"].as_str().unwrap().contains("did not arrive"), "{body}");
     assert!(signal(child, "-TERM").await.success());
 }
 
@@ -839,10 +662,7 @@ async fn log_of_requests(
         let mut listening = Some(listening);
         while let Ok(Some(line)) = lines.next_line().await {
             if let Some(rest) = line.split("listening on ").nth(1) {
-                let addr = rest
-                    .split(|c: char| c.is_whitespace() || c == '"')
-                    .next()
-                    .unwrap();
+                let addr = rest.split(|c: char| c.is_whitespace() || c == '"').next().unwrap();
                 if let (Some(tell), Ok(addr)) = (listening.take(), addr.parse()) {
                     let _ = tell.send(addr);
                 }
@@ -860,11 +680,7 @@ async fn log_of_requests(
         statuses.push(status(addr, "/api/v1/me", key).await);
     }
     let pid = child.id().unwrap().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
+    Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
     tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
         .expect("serve did not stop")
@@ -876,11 +692,7 @@ async fn log_of_requests(
 async fn a_429_is_logged_with_its_key_workspace_and_request_id() {
     let db = TestDb::new(Backend::Sqlite).await;
     let (key_id, key) = studio_key(&db).await;
-    let env = [
-        ("HOOKLINE_LOG_FORMAT", "json"),
-        ("RUST_LOG", "info"),
-        ("HOOKLINE_RATE_LIMIT", "1"),
-    ];
+    let env = [("HOOKLINE_LOG_FORMAT", "json"), ("RUST_LOG", "info"), ("HOOKLINE_RATE_LIMIT", "1")];
     let (statuses, logged) = log_of_requests(&db, &env, &key, 2).await;
     assert_eq!(statuses, [200, 429]);
     let limited = logged
@@ -890,18 +702,9 @@ async fn a_429_is_logged_with_its_key_workspace_and_request_id() {
         .unwrap_or_else(|| panic!("no 429 line in {logged:#?}"));
     let span = &limited["span"];
     assert_eq!(span["key_id"].as_str(), Some(key_id.as_str()), "{limited}");
-    assert!(
-        span["workspace"].as_str().unwrap().starts_with("ws_"),
-        "{limited}"
-    );
-    assert!(
-        span["request_id"].as_str().unwrap().starts_with("req_"),
-        "{limited}"
-    );
-    assert!(
-        !logged.iter().any(|line| line.contains(&key)),
-        "the key was logged"
-    );
+    assert!(span["workspace"].as_str().unwrap().starts_with("ws_"), "{limited}");
+    assert!(span["request_id"].as_str().unwrap().starts_with("req_"), "{limited}");
+    assert!(!logged.iter().any(|line| line.contains(&key)), "the key was logged");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -911,17 +714,12 @@ async fn rust_log_debug_shows_debug_lines() {
     for spec in ["debug", "trace", "warn,hookline=info,hookline_http=debug"] {
         let logged = log_of_a_refused_request(&db, &[("RUST_LOG", spec)]).await;
         assert!(
-            logged
-                .iter()
-                .any(|line| line.contains("DEBUG") && line.contains("request refused")),
+            logged.iter().any(|line| line.contains("DEBUG") && line.contains("request refused")),
             "RUST_LOG={spec}: no DEBUG line for the 401 in {logged:#?}"
         );
     }
     let logged = log_of_a_refused_request(&db, &[("RUST_LOG", "info")]).await;
-    assert!(
-        !logged.iter().any(|line| line.contains("DEBUG")),
-        "{logged:#?}"
-    );
+    assert!(!logged.iter().any(|line| line.contains("DEBUG")), "{logged:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -934,10 +732,7 @@ async fn json_logs_are_one_object_per_line_without_secrets() {
     for line in &logged {
         let object: serde_json::Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
-        assert!(
-            object["level"].is_string() && object["timestamp"].is_string(),
-            "{line}"
-        );
+        assert!(object["level"].is_string() && object["timestamp"].is_string(), "{line}");
         refused |= object["message"] == "request refused";
         assert!(!line.contains("hl_AAAA"), "a key was logged: {line}");
     }
@@ -946,9 +741,7 @@ async fn json_logs_are_one_object_per_line_without_secrets() {
 
 /// The value of the series `name` (with its labels, as rendered) in a scrape.
 fn series(scrape: &str, name: &str) -> Option<f64> {
-    scrape
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    scrape.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
 backend_tests!(probes_answer_and_metrics_move);
@@ -965,11 +758,7 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
     .await
     .unwrap();
     let (token, hash) = hookline_auth::generate_admin_token().unwrap();
-    db.store()
-        .admin_tokens()
-        .create(&KeyName::parse("ops").unwrap(), &hash)
-        .await
-        .unwrap();
+    db.store().admin_tokens().create(&KeyName::parse("ops").unwrap(), &hash).await.unwrap();
     let env = delivery_env(&receiver);
     let (child, line) = start(&db, "serve", &as_env(&env), "admin API listening on ").await;
     let admin: SocketAddr = listening_addr(&line);
@@ -978,10 +767,7 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
         request(admin, "GET", "/healthz", "", "").await.unwrap(),
         (200, r#"{"status":"ok"}"#.to_owned())
     );
-    assert_eq!(
-        request(admin, "GET", "/readyz", "", "").await.unwrap().0,
-        200
-    );
+    assert_eq!(request(admin, "GET", "/readyz", "", "").await.unwrap().0, 200);
     let scrape = || async { request(admin, "GET", "/metrics", "", "").await.unwrap().1 };
     let before = scrape().await;
     assert!(before.contains("hookline_delivery_queue_due"), "{before}");
@@ -990,15 +776,10 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
     assert_eq!(series(&before, &emitted), None);
 
     let path = format!("/admin/v1/workspaces/{ws}/events");
-    let (status, _) = request(
-        admin,
-        "POST",
-        &path,
-        token.expose(),
-        r#"{"event":"dm.sent","data":{}}"#,
-    )
-    .await
-    .unwrap();
+    let (status, _) =
+        request(admin, "POST", &path, token.expose(), r#"{"event":"dm.sent","data":{}}"#)
+            .await
+            .unwrap();
     assert_eq!(status, 202);
     receiver.wait_for(1, Duration::from_secs(20)).await;
     // The outcome is counted once the attempt is made, and the queue empties
@@ -1020,10 +801,7 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
         "{after}"
     );
     assert_eq!(
-        series(
-            &after,
-            "hookline_http_requests_total{route=\"GET /healthz\",status=\"200\"}"
-        ),
+        series(&after, "hookline_http_requests_total{route=\"GET /healthz\",status=\"200\"}"),
         Some(1.0),
         "{after}"
     );
@@ -1033,11 +811,7 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
         series(&after, "hookline_delivery_attempt_duration_seconds_count").is_some(),
         "{after}"
     );
-    assert_eq!(
-        series(&after, "hookline_delivery_queue_due"),
-        Some(0.0),
-        "{after}"
-    );
+    assert_eq!(series(&after, "hookline_delivery_queue_due"), Some(0.0), "{after}");
     assert!(!after.contains(token.expose()));
     terminate(Served { child, addr: admin }).await;
 }
@@ -1051,19 +825,11 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     let env = delivery_env(&receiver);
     let cli = |args: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
-        command
-            .args(args)
-            .arg("--json")
-            .env("DATABASE_URL", &url)
-            .envs(as_env(&env));
+        command.args(args).arg("--json").env("DATABASE_URL", &url).envs(as_env(&env));
         let shown = format!("{args:?}");
         async move {
             let out = command.output().await.unwrap();
-            assert!(
-                out.status.success(),
-                "{shown}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "{shown}: {}", String::from_utf8_lossy(&out.stderr));
             serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
         }
     };
@@ -1071,20 +837,9 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
         .as_str()
         .unwrap()
         .to_owned();
-    let key = cli(&["key", "create", &ws, "--name", "k"]).await["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let hook = cli(&[
-        "hook",
-        "create",
-        &ws,
-        "--url",
-        &receiver.url("/in"),
-        "--event",
-        "dm.sent",
-    ])
-    .await["id"]
+    let key = cli(&["key", "create", &ws, "--name", "k"]).await["key"].as_str().unwrap().to_owned();
+    let hook = cli(&["hook", "create", &ws, "--url", &receiver.url("/in"), "--event", "dm.sent"])
+        .await["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -1097,14 +852,8 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     ]);
     let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
     program.arg("serve");
-    let (child, _, log) = start_logged(
-        program,
-        &url,
-        "serve",
-        &serve_env,
-        "delivery worker started",
-    )
-    .await;
+    let (child, _, log) =
+        start_logged(program, &url, "serve", &serve_env, "delivery worker started").await;
     // `dm.sent` through the CLI once per number, with `{"n": number}`.
     let emit_numbered = async |numbers: std::ops::Range<u32>| {
         for n in numbers {
@@ -1116,26 +865,15 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     assert_eq!(receiver.wait_for(3, Duration::from_secs(20)).await.len(), 3);
     // Their outcomes recorded (an attempt in flight at the outage is made again).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while cli(&["hook", "deliveries", &hook])
-        .await
-        .as_array()
-        .map(Vec::len)
-        != Some(3)
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "3 attempts not recorded"
-        );
+    while cli(&["hook", "deliveries", &hook]).await.as_array().map(Vec::len) != Some(3) {
+        assert!(tokio::time::Instant::now() < deadline, "3 attempts not recorded");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     cluster.stop();
     // The API says so, at once and in the envelope; the probe says not ready.
     let answer = unavailable_within(public, &key, Duration::from_secs(25)).await;
-    assert!(
-        answer.contains(r#""success":false"#) && answer.contains("not answering"),
-        "{answer}"
-    );
+    assert!(answer.contains(r#""success":false"#) && answer.contains("not answering"), "{answer}");
     let ready = get(admin, "/readyz", "").await.unwrap();
     assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
     for _ in 0..20 {
@@ -1159,18 +897,11 @@ async fn postgres_stopped_under_load_answers_503_and_everything_resumes_when_it_
     let started = logged(&log, "the database is not answering requests:");
     assert_eq!(started.len(), 1, "{started:?}");
     assert!(logged(&log, "not answering; answered 503").is_empty());
-    assert!(
-        get(admin, "/readyz", "")
-            .await
-            .unwrap()
-            .starts_with("HTTP/1.1 200")
-    );
+    assert!(get(admin, "/readyz", "").await.unwrap().starts_with("HTTP/1.1 200"));
     emit_numbered(3..6).await;
     let received = receiver.wait_for(6, Duration::from_secs(30)).await;
-    let ids: std::collections::HashSet<String> = received
-        .iter()
-        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned())
-        .collect();
+    let ids: std::collections::HashSet<String> =
+        received.iter().map(|r| r.headers["webhook-id"].to_str().unwrap().to_owned()).collect();
     assert_eq!(
         (ids.len(), received.len()),
         (6, 6),
@@ -1189,12 +920,7 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
     program.arg("serve");
     let (child, line, log) = start_logged(program, db.url(), "serve", &[], "listening on ").await;
     let addr = listening_addr(&line);
-    assert!(
-        get(addr, "/api/v1/me", &key)
-            .await
-            .unwrap()
-            .starts_with("HTTP/1.1 200")
-    );
+    assert!(get(addr, "/api/v1/me", &key).await.unwrap().starts_with("HTTP/1.1 200"));
     // Another program takes the database's write lock and keeps it until told to
     // let go: however long hookline's own writers queue before this request's turn,
     // the lock is still held when it comes.
@@ -1225,12 +951,7 @@ async fn a_sqlite_file_locked_by_another_program_answers_503_then_recovers_intac
     release.write_all(b"release\n").await.unwrap();
     drop(release);
     assert!(locker.wait().await.unwrap().success());
-    assert!(
-        get(addr, "/api/v1/me", &key)
-            .await
-            .unwrap()
-            .starts_with("HTTP/1.1 200")
-    );
+    assert!(get(addr, "/api/v1/me", &key).await.unwrap().starts_with("HTTP/1.1 200"));
     // The outage is logged when it starts and when it ends, with the count of
     // refused requests; not once per request.
     let ended = wait_logged(&log, "the database answers requests again").await;
@@ -1333,12 +1054,7 @@ async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
     program.arg("serve");
     let env = [("HOOKLINE_LISTEN", public_text.as_str())];
     let (child, _) = start_program(program, &url, "serve", &env, "listening on ").await;
-    assert!(
-        get(public, "/api/v1/me", &key)
-            .await
-            .unwrap()
-            .starts_with("HTTP/1.1 200")
-    );
+    assert!(get(public, "/api/v1/me", &key).await.unwrap().starts_with("HTTP/1.1 200"));
 
     partition.freeze(true);
     unavailable_within(public, &key, Duration::from_secs(30)).await;

@@ -3,9 +3,9 @@
 
 use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
 use hookline_domain::{
-    AccountId, ApiKeyId, ApiKeyStatus, ClaimedDelivery, DeliveryAttempt, DeliveryState, EventName,
-    EventPayload, Finished, KeyHash, KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook,
-    WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, ApiKeyRecord, ApiKeyStatus, ClaimedDelivery, DeliveryAttempt,
+    DeliveryState, EventName, EventPayload, Finished, KeyHash, KeyName, Outcome, Plan, Refusal,
+    Timestamp, Username, Webhook, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
 };
 use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store};
 use hookline_testdb::TestDb;
@@ -14,6 +14,27 @@ use serde_json::json;
 
 fn key_hash(seed: u8) -> KeyHash {
     KeyHash::from_digest([seed; 32])
+}
+
+/// A new API key of `ws` named `name`, its hash made of `seed`.
+async fn api_key(store: &Store, ws: WorkspaceId, name: &str, seed: u8) -> ApiKeyRecord {
+    store.api_keys().create(ws, &KeyName::parse(name).unwrap(), &key_hash(seed)).await.unwrap()
+}
+
+/// Of racing creations, how many succeeded; each other one must be the limit's refusal.
+async fn created_under_a_limit<T>(
+    tasks: Vec<tokio::task::JoinHandle<Result<T, Error>>>,
+    is_the_limit: fn(&Refusal) -> bool,
+) -> usize {
+    let mut created = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => created += 1,
+            Err(Error::Refused(refusal)) if is_the_limit(&refusal) => {}
+            Err(other) => panic!("unexpected failure: {other}"),
+        }
+    }
+    created
 }
 
 async fn webhook(
@@ -29,10 +50,7 @@ async fn webhook(
 
 /// The outbox write of an event without an idempotency key: the webhooks it reaches.
 async fn record(store: &Store, payload: &EventPayload) -> hookline_store::Result<Vec<WebhookId>> {
-    let new = NewEvent {
-        payload: payload.clone(),
-        idempotency_key: None,
-    };
+    let new = NewEvent { payload: payload.clone(), idempotency_key: None };
     match store.events().record(new).await? {
         Recorded::Stored(webhooks) => Ok(webhooks),
         Recorded::Replayed(_) => panic!("an event without a key was replayed"),
@@ -74,11 +92,7 @@ async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, a
         duration_ms: 1,
         response_body: None,
     };
-    let finished = [Finished {
-        claimed: claimed.clone(),
-        attempt,
-        outcome: Outcome::Delivered,
-    }];
+    let finished = [Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }];
     assert_eq!(
         store.queue().finish(&finished).await.unwrap(),
         [hookline_store::Recording::Recorded]
@@ -89,22 +103,14 @@ async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, a
 fn rows_read(plan: &[String]) -> Vec<(u64, u64)> {
     let number = |line: &str, key: &str| -> Option<u64> {
         let rest = &line[line.find(key)? + key.len()..];
-        rest.split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
     };
-    plan.iter()
-        .filter_map(|line| Some((number(line, "rows=")?, number(line, "loops=")?)))
-        .collect()
+    plan.iter().filter_map(|line| Some((number(line, "rows=")?, number(line, "loops=")?))).collect()
 }
 
 /// `N` of a plan line's `Rows Removed by Filter: N`.
 fn rows_removed(line: &str) -> u64 {
-    line.rsplit(": ")
-        .next()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(u64::MAX)
+    line.rsplit(": ").next().and_then(|n| n.trim().parse().ok()).unwrap_or(u64::MAX)
 }
 
 /// Claims up to 10 due deliveries, with no per-webhook limit and nothing skipped.
@@ -148,11 +154,7 @@ async fn assert_claim_reads_at_most(
 ) -> Vec<String> {
     let plan = store.queue().explain_claim(request).await.unwrap();
     let read = rows_read(&plan);
-    assert!(
-        read.iter().all(|&(rows, loops)| rows * loops <= most),
-        "{}",
-        plan.join("\n")
-    );
+    assert!(read.iter().all(|&(rows, loops)| rows * loops <= most), "{}", plan.join("\n"));
     plan
 }
 
@@ -201,13 +203,7 @@ async fn claims_take_a_few_of_each_webhook_and_skip_what_they_are_told(db: TestD
     let mut hooks = Vec::new();
     for host in ["a", "b", "c"] {
         let url = format!("https://{host}.example.com/");
-        hooks.push(
-            db.webhook(ws, &url, &[EventName::DmSent], WebhookSource::Api)
-                .await
-                .unwrap()
-                .0
-                .id,
-        );
+        hooks.push(db.api_webhook(ws, &url, &[EventName::DmSent]).await.0.id);
     }
     // Six events: each reaches all three webhooks; the first webhook's six
     // deliveries are as old as anyone's.
@@ -227,27 +223,14 @@ async fn claims_take_a_few_of_each_webhook_and_skip_what_they_are_told(db: TestD
     };
     let claimed = store.queue().claim(&request).await.unwrap();
     let count = |hook: WebhookId| claimed.iter().filter(|c| c.webhook_id == hook).count();
-    assert_eq!(
-        (count(hooks[0]), count(hooks[1]), count(hooks[2])),
-        (0, 2, 2)
-    );
+    assert_eq!((count(hooks[0]), count(hooks[1]), count(hooks[2])), (0, 2, 2));
     // A limit smaller than the webhooks' shares takes each one's oldest first.
-    let request = ClaimRequest {
-        limit: 3,
-        per_webhook: 4,
-        skip: &[],
-        ..request
-    };
+    let request = ClaimRequest { limit: 3, per_webhook: 4, skip: &[], ..request };
     let claimed = store.queue().claim(&request).await.unwrap();
     assert_eq!(claimed.len(), 3);
     // A webhook known to be fast is not limited to its share.
     let fast = [hooks[2]];
-    let request = ClaimRequest {
-        limit: 100,
-        per_webhook: 1,
-        fast: &fast,
-        ..request
-    };
+    let request = ClaimRequest { limit: 100, per_webhook: 1, fast: &fast, ..request };
     let claimed = store.queue().claim(&request).await.unwrap();
     let count = |hook: WebhookId| claimed.iter().filter(|c| c.webhook_id == hook).count();
     assert_eq!(
@@ -255,30 +238,14 @@ async fn claims_take_a_few_of_each_webhook_and_skip_what_they_are_told(db: TestD
         (1, 1, 3),
         "all the fast one has left"
     );
-    let request = ClaimRequest {
-        limit: 100,
-        per_webhook: 100,
-        fast: &[],
-        ..request
-    };
-    assert_eq!(
-        store.queue().claim(&request).await.unwrap().len(),
-        18 - 4 - 3 - 5
-    );
+    let request = ClaimRequest { limit: 100, per_webhook: 100, fast: &[], ..request };
+    assert_eq!(store.queue().claim(&request).await.unwrap().len(), 18 - 4 - 3 - 5);
 }
 
 async fn an_attempt_ending_after_its_webhook_was_disabled_leaves_the_delivery_stopped(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            "https://a.example.com/",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     let event = emit(store, ws, EventName::DmSent).await.0;
     let now = Timestamp::now().plus_millis(1);
     let claimed = claim(store, now, now.plus_millis(60_000), "t").await;
@@ -306,11 +273,7 @@ async fn an_attempt_ending_after_its_webhook_was_disabled_leaves_the_delivery_st
         [hookline_store::Recording::Stopped]
     );
     let deliveries = store.events().deliveries(event.id).await.unwrap();
-    assert_eq!(
-        deliveries[0].state,
-        DeliveryState::Cancelled,
-        "the retry did not bring it back"
-    );
+    assert_eq!(deliveries[0].state, DeliveryState::Cancelled, "the retry did not bring it back");
 }
 
 async fn workspaces_are_created_read_and_moved_between_plans(db: TestDb) {
@@ -318,39 +281,15 @@ async fn workspaces_are_created_read_and_moved_between_plans(db: TestDb) {
     let name = WorkspaceName::parse("  Studio Maria ").unwrap();
     let created = store.workspaces().create(&name, Plan::Free).await.unwrap();
     assert_eq!(created.name.as_str(), "Studio Maria");
-    assert_eq!(
-        store.workspaces().get(created.id).await.unwrap(),
-        Some(created.clone())
-    );
+    assert_eq!(store.workspaces().get(created.id).await.unwrap(), Some(created.clone()));
 
-    let moved = store
-        .workspaces()
-        .set_plan(created.id, Plan::Studio)
-        .await
-        .unwrap()
-        .unwrap();
+    let moved = store.workspaces().set_plan(created.id, Plan::Studio).await.unwrap().unwrap();
     assert_eq!(moved.plan, Plan::Studio);
-    assert_eq!(
-        store
-            .workspaces()
-            .get(created.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .plan,
-        Plan::Studio
-    );
+    assert_eq!(store.workspaces().get(created.id).await.unwrap().unwrap().plan, Plan::Studio);
 
     let unknown = WorkspaceId::generate();
     assert_eq!(store.workspaces().get(unknown).await.unwrap(), None);
-    assert_eq!(
-        store
-            .workspaces()
-            .set_plan(unknown, Plan::Studio)
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(store.workspaces().set_plan(unknown, Plan::Studio).await.unwrap(), None);
 }
 
 async fn accounts_connect_disconnect_and_reconnect_with_the_same_id(db: TestDb) {
@@ -359,42 +298,17 @@ async fn accounts_connect_disconnect_and_reconnect_with_the_same_id(db: TestDb) 
     let maria = Username::parse("@Maria").unwrap();
     let account = store.accounts().connect(ws, &maria).await.unwrap();
     assert_eq!(account.username.as_str(), "maria");
-    let shop = store
-        .accounts()
-        .connect(ws, &Username::parse("shop").unwrap())
-        .await
-        .unwrap();
-    assert_eq!(
-        store.accounts().connected(ws).await.unwrap(),
-        [account.clone(), shop.clone()]
-    );
+    let shop = store.accounts().connect(ws, &Username::parse("shop").unwrap()).await.unwrap();
+    assert_eq!(store.accounts().connected(ws).await.unwrap(), [account.clone(), shop.clone()]);
 
     let again = store.accounts().connect(ws, &maria).await.unwrap_err();
-    assert!(
-        matches!(again, Error::Refused(Refusal::AlreadyConnected { .. })),
-        "{again}"
-    );
+    assert!(matches!(again, Error::Refused(Refusal::AlreadyConnected { .. })), "{again}");
 
-    let gone = store
-        .accounts()
-        .disconnect(account.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let gone = store.accounts().disconnect(account.id).await.unwrap().unwrap();
     assert_eq!(gone.id, account.id);
-    assert_eq!(
-        store.accounts().connected(ws).await.unwrap(),
-        std::slice::from_ref(&shop)
-    );
+    assert_eq!(store.accounts().connected(ws).await.unwrap(), std::slice::from_ref(&shop));
     // Disconnecting twice is harmless.
-    assert!(
-        store
-            .accounts()
-            .disconnect(account.id)
-            .await
-            .unwrap()
-            .is_some()
-    );
+    assert!(store.accounts().disconnect(account.id).await.unwrap().is_some());
 
     let back = store.accounts().connect(ws, &maria).await.unwrap();
     assert_eq!(back.id, account.id);
@@ -405,80 +319,32 @@ async fn accounts_connect_disconnect_and_reconnect_with_the_same_id(db: TestDb) 
     let theirs = store.accounts().connect(other, &maria).await.unwrap();
     assert_ne!(theirs.id, account.id);
 
-    assert_eq!(
-        store
-            .accounts()
-            .disconnect(AccountId::generate())
-            .await
-            .unwrap(),
-        None
-    );
-    let err = store
-        .accounts()
-        .connect(WorkspaceId::generate(), &maria)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Refused(Refusal::NotFound {
-                kind: "workspace",
-                ..
-            })
-        ),
-        "{err}"
-    );
+    assert_eq!(store.accounts().disconnect(AccountId::generate()).await.unwrap(), None);
+    let err = store.accounts().connect(WorkspaceId::generate(), &maria).await.unwrap_err();
+    assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
 }
 
 async fn api_keys_are_kept_by_hash_and_revoked_once(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let name = KeyName::parse("Zapier").unwrap();
-    let key = store
-        .api_keys()
-        .create(ws, &name, &key_hash(1))
-        .await
-        .unwrap();
+    let key = store.api_keys().create(ws, &name, &key_hash(1)).await.unwrap();
     assert_eq!(key.status(), ApiKeyStatus::Active);
     assert_eq!(key.last_used_at, None);
-    assert_eq!(
-        store.api_keys().list(ws).await.unwrap(),
-        std::slice::from_ref(&key)
-    );
+    assert_eq!(store.api_keys().list(ws).await.unwrap(), std::slice::from_ref(&key));
 
     let revoked = store.api_keys().revoke(key.id).await.unwrap().unwrap();
     assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
     let first_revocation = revoked.revoked_at;
     let again = store.api_keys().revoke(key.id).await.unwrap().unwrap();
     assert_eq!(again.revoked_at, first_revocation);
-    assert_eq!(
-        store.api_keys().revoke(ApiKeyId::generate()).await.unwrap(),
-        None
-    );
+    assert_eq!(store.api_keys().revoke(ApiKeyId::generate()).await.unwrap(), None);
 
     // The same key (hash) cannot be recorded twice.
-    assert!(
-        store
-            .api_keys()
-            .create(ws, &name, &key_hash(1))
-            .await
-            .is_err()
-    );
-    let err = store
-        .api_keys()
-        .create(WorkspaceId::generate(), &name, &key_hash(2))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Refused(Refusal::NotFound {
-                kind: "workspace",
-                ..
-            })
-        ),
-        "{err}"
-    );
+    assert!(store.api_keys().create(ws, &name, &key_hash(1)).await.is_err());
+    let err =
+        store.api_keys().create(WorkspaceId::generate(), &name, &key_hash(2)).await.unwrap_err();
+    assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
 }
 
 async fn at_most_ten_active_keys_and_revoking_frees_a_place(db: TestDb) {
@@ -487,43 +353,19 @@ async fn at_most_ten_active_keys_and_revoking_frees_a_place(db: TestDb) {
     let name = KeyName::parse("k").unwrap();
     let mut keys = Vec::new();
     for seed in 0..MAX_ACTIVE_API_KEYS as u8 {
-        keys.push(
-            store
-                .api_keys()
-                .create(ws, &name, &key_hash(seed))
-                .await
-                .unwrap(),
-        );
+        keys.push(store.api_keys().create(ws, &name, &key_hash(seed)).await.unwrap());
     }
-    let err = store
-        .api_keys()
-        .create(ws, &name, &key_hash(100))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Refused(Refusal::TooManyApiKeys { limit: 10, .. })
-        ),
-        "{err}"
-    );
+    let err = store.api_keys().create(ws, &name, &key_hash(100)).await.unwrap_err();
+    assert!(matches!(err, Error::Refused(Refusal::TooManyApiKeys { limit: 10, .. })), "{err}");
     assert!(err.to_string().contains("revoke one"), "{err}");
     assert_eq!(store.api_keys().list(ws).await.unwrap().len(), 10);
 
     store.api_keys().revoke(keys[3].id).await.unwrap();
-    store
-        .api_keys()
-        .create(ws, &name, &key_hash(101))
-        .await
-        .unwrap();
+    store.api_keys().create(ws, &name, &key_hash(101)).await.unwrap();
     assert_eq!(store.api_keys().list(ws).await.unwrap().len(), 11);
     // Another workspace has its own ten.
     let other = db.workspace(Plan::Studio).await;
-    store
-        .api_keys()
-        .create(other, &name, &key_hash(102))
-        .await
-        .unwrap();
+    store.api_keys().create(other, &name, &key_hash(102)).await.unwrap();
 }
 
 async fn key_limit_holds_under_concurrent_creation(db: TestDb) {
@@ -538,19 +380,11 @@ async fn key_limit_holds_under_concurrent_creation(db: TestDb) {
             })
         })
         .collect();
-    let mut created = 0;
-    for task in tasks {
-        match task.await.unwrap() {
-            Ok(_) => created += 1,
-            Err(Error::Refused(Refusal::TooManyApiKeys { .. })) => {}
-            Err(other) => panic!("unexpected failure: {other}"),
-        }
-    }
+    let created =
+        created_under_a_limit(tasks, |refusal| matches!(refusal, Refusal::TooManyApiKeys { .. }))
+            .await;
     assert_eq!(created, MAX_ACTIVE_API_KEYS);
-    assert_eq!(
-        store.api_keys().list(ws).await.unwrap().len(),
-        MAX_ACTIVE_API_KEYS
-    );
+    assert_eq!(store.api_keys().list(ws).await.unwrap().len(), MAX_ACTIVE_API_KEYS);
 }
 
 async fn webhooks_are_listed_oldest_first_without_their_secret(db: TestDb) {
@@ -565,105 +399,48 @@ async fn webhooks_are_listed_oldest_first_without_their_secret(db: TestDb) {
     )
     .await
     .unwrap();
-    let second = webhook(
-        store,
-        ws,
-        "https://b.example.com/2",
-        &[EventName::LinkClicked, EventName::DmSent],
-    )
-    .await
-    .unwrap();
+    let second =
+        webhook(store, ws, "https://b.example.com/2", &[EventName::LinkClicked, EventName::DmSent])
+            .await
+            .unwrap();
     assert!(first.enabled);
     assert_eq!(first.source, WebhookSource::Api);
     assert_eq!(second.events, [EventName::LinkClicked, EventName::DmSent]);
-    assert_eq!(
-        store.webhooks().list(ws).await.unwrap(),
-        [first.clone(), second.clone()]
-    );
-    assert_eq!(
-        store.webhooks().get(second.id).await.unwrap(),
-        Some(second.clone())
-    );
+    assert_eq!(store.webhooks().list(ws).await.unwrap(), [first.clone(), second.clone()]);
+    assert_eq!(store.webhooks().get(second.id).await.unwrap(), Some(second.clone()));
     let secret = store.webhooks().secret(first.id).await.unwrap().unwrap();
     assert_eq!(secret, first_secret);
 
     let other = db.workspace(Plan::Studio).await;
     assert!(store.webhooks().list(other).await.unwrap().is_empty());
-    assert_eq!(
-        store.webhooks().get(WebhookId::generate()).await.unwrap(),
-        None
-    );
-    assert_eq!(
-        store
-            .webhooks()
-            .secret(WebhookId::generate())
+    assert_eq!(store.webhooks().get(WebhookId::generate()).await.unwrap(), None);
+    assert_eq!(store.webhooks().secret(WebhookId::generate()).await.unwrap(), None);
+    let err =
+        webhook(store, WorkspaceId::generate(), "https://x.example.com", &[EventName::DmSent])
             .await
-            .unwrap(),
-        None
-    );
-    let err = webhook(
-        store,
-        WorkspaceId::generate(),
-        "https://x.example.com",
-        &[EventName::DmSent],
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Refused(Refusal::NotFound {
-                kind: "workspace",
-                ..
-            })
-        ),
-        "{err}"
-    );
+            .unwrap_err();
+    assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
 }
 
 async fn at_most_ten_webhooks_enabled_or_not(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     for i in 0..MAX_WEBHOOKS {
-        let hook = webhook(
-            store,
-            ws,
-            &format!("https://h{i}.example.com/"),
-            &[EventName::DmSent],
-        )
-        .await
-        .unwrap();
+        let hook = webhook(store, ws, &format!("https://h{i}.example.com/"), &[EventName::DmSent])
+            .await
+            .unwrap();
         if i % 2 == 0 {
             store.webhooks().set_enabled(hook.id, false).await.unwrap();
         }
     }
-    let err = webhook(
-        store,
-        ws,
-        "https://eleven.example.com/",
-        &[EventName::DmSent],
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Refused(Refusal::TooManyWebhooks { limit: 10, .. })
-        ),
-        "{err}"
-    );
+    let err =
+        webhook(store, ws, "https://eleven.example.com/", &[EventName::DmSent]).await.unwrap_err();
+    assert!(matches!(err, Error::Refused(Refusal::TooManyWebhooks { limit: 10, .. })), "{err}");
     assert_eq!(store.webhooks().list(ws).await.unwrap().len(), MAX_WEBHOOKS);
 
     let first = store.webhooks().list(ws).await.unwrap()[0].id;
     assert!(store.webhooks().delete(first, None).await.unwrap());
-    webhook(
-        store,
-        ws,
-        "https://eleven.example.com/",
-        &[EventName::DmSent],
-    )
-    .await
-    .unwrap();
+    webhook(store, ws, "https://eleven.example.com/", &[EventName::DmSent]).await.unwrap();
 }
 
 async fn webhook_limit_holds_under_concurrent_creation(db: TestDb) {
@@ -673,24 +450,14 @@ async fn webhook_limit_holds_under_concurrent_creation(db: TestDb) {
         .map(|i| {
             let store = store.clone();
             tokio::spawn(async move {
-                webhook(
-                    &store,
-                    ws,
-                    &format!("https://r{i}.example.com/"),
-                    &[EventName::DmSent],
-                )
-                .await
+                webhook(&store, ws, &format!("https://r{i}.example.com/"), &[EventName::DmSent])
+                    .await
             })
         })
         .collect();
-    let mut created = 0;
-    for task in tasks {
-        match task.await.unwrap() {
-            Ok(_) => created += 1,
-            Err(Error::Refused(Refusal::TooManyWebhooks { .. })) => {}
-            Err(other) => panic!("unexpected failure: {other}"),
-        }
-    }
+    let created =
+        created_under_a_limit(tasks, |refusal| matches!(refusal, Refusal::TooManyWebhooks { .. }))
+            .await;
     assert_eq!(created, MAX_WEBHOOKS);
     assert_eq!(store.webhooks().list(ws).await.unwrap().len(), MAX_WEBHOOKS);
 }
@@ -699,9 +466,7 @@ async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db: TestDb
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let other = db.workspace(Plan::Studio).await;
-    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent])
-        .await
-        .unwrap();
+    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
     let (payload, reached) = emit(store, ws, EventName::DmSent).await;
     assert_eq!(reached, [hook.id]);
 
@@ -710,14 +475,7 @@ async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db: TestDb
     assert!(store.webhooks().delete(hook.id, Some(ws)).await.unwrap());
     assert!(!store.webhooks().delete(hook.id, Some(ws)).await.unwrap());
     assert_eq!(store.webhooks().get(hook.id).await.unwrap(), None);
-    assert!(
-        store
-            .events()
-            .deliveries(payload.id)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.events().deliveries(payload.id).await.unwrap().is_empty());
     // The event itself stays: samples are made of it.
     assert!(store.events().payload(payload.id).await.unwrap().is_some());
 }
@@ -726,9 +484,7 @@ async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: T
     let store = db.store();
     let ws = db.workspace(Plan::Free).await;
     let other = db.workspace(Plan::Studio).await;
-    let dm = webhook(store, ws, "https://dm.example.com/", &[EventName::DmSent])
-        .await
-        .unwrap();
+    let dm = webhook(store, ws, "https://dm.example.com/", &[EventName::DmSent]).await.unwrap();
     let both = webhook(
         store,
         ws,
@@ -737,30 +493,12 @@ async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: T
     )
     .await
     .unwrap();
-    let links = webhook(
-        store,
-        ws,
-        "https://links.example.com/",
-        &[EventName::LinkClicked],
-    )
-    .await
-    .unwrap();
-    let disabled = webhook(store, ws, "https://off.example.com/", &[EventName::DmSent])
-        .await
-        .unwrap();
-    store
-        .webhooks()
-        .set_enabled(disabled.id, false)
-        .await
-        .unwrap();
-    webhook(
-        store,
-        other,
-        "https://other.example.com/",
-        &[EventName::DmSent],
-    )
-    .await
-    .unwrap();
+    let links =
+        webhook(store, ws, "https://links.example.com/", &[EventName::LinkClicked]).await.unwrap();
+    let disabled =
+        webhook(store, ws, "https://off.example.com/", &[EventName::DmSent]).await.unwrap();
+    store.webhooks().set_enabled(disabled.id, false).await.unwrap();
+    webhook(store, other, "https://other.example.com/", &[EventName::DmSent]).await.unwrap();
 
     let (payload, reached) = emit(store, ws, EventName::DmSent).await;
     let mut expected = vec![dm.id, both.id];
@@ -778,10 +516,7 @@ async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: T
         assert_eq!(delivery.attempts, 0);
         assert_eq!(delivery.next_attempt_at, payload.occurred_at);
     }
-    assert_eq!(
-        store.events().payload(payload.id).await.unwrap(),
-        Some(payload.to_json())
-    );
+    assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
 
     let (_, reached) = emit(store, ws, EventName::LinkClicked).await;
     assert_eq!(reached.len(), 2);
@@ -795,14 +530,7 @@ async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: T
 async fn payloads_are_stored_byte_for_byte(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        "https://a.example.com/",
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     let data = json!({
         "text": "quote \" backslash \\ slash / newline \n tab \t nul \u{0} é 🎉 \u{2028}",
         "numbers": [1.5e300, -0.0, 12345678901234567890u64],
@@ -810,110 +538,48 @@ async fn payloads_are_stored_byte_for_byte(db: TestDb) {
     });
     let payload = EventPayload::new(EventName::DmSent, ws, data).unwrap();
     record(store, &payload).await.unwrap();
-    assert_eq!(
-        store.events().payload(payload.id).await.unwrap(),
-        Some(payload.to_json())
-    );
+    assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
 }
 
 async fn an_event_for_an_unknown_workspace_writes_nothing(db: TestDb) {
     let store = db.store();
     let payload = EventPayload::new(EventName::DmSent, WorkspaceId::generate(), json!({})).unwrap();
     let err = record(store, &payload).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Refused(Refusal::NotFound {
-                kind: "workspace",
-                ..
-            })
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
     assert_eq!(store.events().payload(payload.id).await.unwrap(), None);
 }
 
 async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent])
-        .await
-        .unwrap();
+    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
     let (payload, _) = emit(store, ws, EventName::DmSent).await;
 
-    let disabled = store
-        .webhooks()
-        .set_enabled(hook.id, false)
-        .await
-        .unwrap()
-        .unwrap();
+    let disabled = store.webhooks().set_enabled(hook.id, false).await.unwrap().unwrap();
     assert!(!disabled.enabled);
-    assert_eq!(
-        disabled.disabled_reason,
-        Some(hookline_domain::DisabledReason::Manual)
-    );
-    let states: Vec<_> = store
-        .events()
-        .deliveries(payload.id)
-        .await
-        .unwrap()
-        .iter()
-        .map(|d| d.state)
-        .collect();
+    assert_eq!(disabled.disabled_reason, Some(hookline_domain::DisabledReason::Manual));
+    let states: Vec<_> =
+        store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
     assert_eq!(states, [DeliveryState::Cancelled]);
     let (while_disabled, reached) = emit(store, ws, EventName::DmSent).await;
     assert!(reached.is_empty());
-    assert!(
-        store
-            .events()
-            .deliveries(while_disabled.id)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.events().deliveries(while_disabled.id).await.unwrap().is_empty());
 
-    let enabled = store
-        .webhooks()
-        .set_enabled(hook.id, true)
-        .await
-        .unwrap()
-        .unwrap();
+    let enabled = store.webhooks().set_enabled(hook.id, true).await.unwrap().unwrap();
     assert!(enabled.enabled);
     assert_eq!(enabled.disabled_reason, None);
-    let states: Vec<_> = store
-        .events()
-        .deliveries(payload.id)
-        .await
-        .unwrap()
-        .iter()
-        .map(|d| d.state)
-        .collect();
+    let states: Vec<_> =
+        store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
     assert_eq!(states, [DeliveryState::Cancelled]);
-    assert_eq!(
-        store
-            .webhooks()
-            .set_enabled(WebhookId::generate(), false)
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(store.webhooks().set_enabled(WebhookId::generate(), false).await.unwrap(), None);
 }
 
 async fn attempts_are_logged_newest_first(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent])
-        .await
-        .unwrap();
+    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
     let (payload, _) = emit(store, ws, EventName::DmSent).await;
-    assert!(
-        store
-            .webhooks()
-            .attempts(hook.id, 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.webhooks().attempts(hook.id, 100).await.unwrap().is_empty());
     let at = Timestamp::now();
     let failed = DeliveryAttempt {
         event_id: payload.id,
@@ -936,31 +602,16 @@ async fn attempts_are_logged_newest_first(db: TestDb) {
         response_body: Some("{\"ok\":true}\r\n\u{1}é ✓ 𝄞 [1,2]\\".into()),
         ..failed.clone()
     };
-    db.record_attempt(&failed, Outcome::RetryAt(delivered.at))
-        .await;
+    db.record_attempt(&failed, Outcome::RetryAt(delivered.at)).await;
     db.record_attempt(&delivered, Outcome::Delivered).await;
-    assert_eq!(
-        store.webhooks().attempts(hook.id, 100).await.unwrap(),
-        [delivered.clone(), failed]
-    );
-    assert_eq!(
-        store.webhooks().attempts(hook.id, 1).await.unwrap(),
-        [delivered]
-    );
+    assert_eq!(store.webhooks().attempts(hook.id, 100).await.unwrap(), [delivered.clone(), failed]);
+    assert_eq!(store.webhooks().attempts(hook.id, 1).await.unwrap(), [delivered]);
 }
 
 async fn concurrent_emits_share_transactions_and_fail_alone(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            "https://a.example.com/h",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/h", &[EventName::DmSent]).await;
     let unknown = WorkspaceId::generate();
     let tasks: Vec<_> = (0..60)
         .map(|n| {
@@ -979,24 +630,15 @@ async fn concurrent_emits_share_transactions_and_fail_alone(db: TestDb) {
             assert!(
                 matches!(
                     recorded,
-                    Err(Error::Refused(Refusal::NotFound {
-                        kind: "workspace",
-                        ..
-                    }))
+                    Err(Error::Refused(Refusal::NotFound { kind: "workspace", .. }))
                 ),
                 "{recorded:?}"
             );
             assert_eq!(store.events().payload(payload.id).await.unwrap(), None);
         } else {
             assert_eq!(recorded.unwrap(), [hook.id]);
-            assert_eq!(
-                store.events().payload(payload.id).await.unwrap(),
-                Some(payload.to_json())
-            );
-            assert_eq!(
-                store.events().deliveries(payload.id).await.unwrap().len(),
-                1
-            );
+            assert_eq!(store.events().payload(payload.id).await.unwrap(), Some(payload.to_json()));
+            assert_eq!(store.events().deliveries(payload.id).await.unwrap().len(), 1);
         }
     }
 }
@@ -1009,16 +651,8 @@ async fn keys_are_found_by_hash_with_their_workspace(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Creator).await;
     let name = KeyName::parse("n8n").unwrap();
-    let key = store
-        .api_keys()
-        .create(ws, &name, &key_hash(7))
-        .await
-        .unwrap();
-    let found = store
-        .key_check()
-        .by_hash(&[key_hash(7), key_hash(8), key_hash(7)])
-        .await
-        .unwrap();
+    let key = store.api_keys().create(ws, &name, &key_hash(7)).await.unwrap();
+    let found = store.key_check().by_hash(&[key_hash(7), key_hash(8), key_hash(7)]).await.unwrap();
     let (first, workspace) = found[0].clone().unwrap();
     assert_eq!(first, key);
     assert_eq!(workspace.id, ws);
@@ -1028,62 +662,29 @@ async fn keys_are_found_by_hash_with_their_workspace(db: TestDb) {
     assert!(store.key_check().by_hash(&[]).await.unwrap().is_empty());
 
     store.api_keys().revoke(key.id).await.unwrap();
-    let (revoked, _) = store.key_check().by_hash(&[key_hash(7)]).await.unwrap()[0]
-        .clone()
-        .unwrap();
+    let (revoked, _) = store.key_check().by_hash(&[key_hash(7)]).await.unwrap()[0].clone().unwrap();
     assert_eq!(revoked.status(), ApiKeyStatus::Revoked);
 }
 
 async fn last_use_is_kept_to_the_minute(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let key = store
-        .api_keys()
-        .create(ws, &KeyName::parse("k").unwrap(), &key_hash(1))
-        .await
-        .unwrap();
-    let other = store
-        .api_keys()
-        .create(ws, &KeyName::parse("o").unwrap(), &key_hash(2))
-        .await
-        .unwrap();
+    let key = api_key(store, ws, "k", 1).await;
+    let other = api_key(store, ws, "o", 2).await;
     let last_used = async |hash| {
-        store.key_check().by_hash(&[hash]).await.unwrap()[0]
-            .clone()
-            .unwrap()
-            .0
-            .last_used_at
+        store.key_check().by_hash(&[hash]).await.unwrap()[0].clone().unwrap().0.last_used_at
     };
     let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
-    store
-        .key_check()
-        .touch_keys(&[key.id, other.id], at)
-        .await
-        .unwrap();
+    store.key_check().touch_keys(&[key.id, other.id], at).await.unwrap();
     let touched = last_used(key_hash(1)).await;
     assert_eq!(touched.unwrap().to_string(), "2026-11-22T10:04:00.000Z");
     assert_eq!(last_used(key_hash(2)).await, touched);
     // Later in the same minute: nothing changes. An older record never moves it back.
-    store
-        .key_check()
-        .touch_keys(&[key.id], at.plus_millis(30_000))
-        .await
-        .unwrap();
-    store
-        .key_check()
-        .touch_keys(&[key.id], at.plus_millis(-120_000))
-        .await
-        .unwrap();
+    store.key_check().touch_keys(&[key.id], at.plus_millis(30_000)).await.unwrap();
+    store.key_check().touch_keys(&[key.id], at.plus_millis(-120_000)).await.unwrap();
     assert_eq!(last_used(key_hash(1)).await, touched);
-    store
-        .key_check()
-        .touch_keys(&[key.id], at.plus_millis(60_000))
-        .await
-        .unwrap();
-    assert_eq!(
-        last_used(key_hash(1)).await.unwrap().to_string(),
-        "2026-11-22T10:05:00.000Z"
-    );
+    store.key_check().touch_keys(&[key.id], at.plus_millis(60_000)).await.unwrap();
+    assert_eq!(last_used(key_hash(1)).await.unwrap().to_string(), "2026-11-22T10:05:00.000Z");
     assert_eq!(last_used(key_hash(2)).await, touched);
     store.key_check().touch_keys(&[], at).await.unwrap();
 }
@@ -1091,22 +692,10 @@ async fn last_use_is_kept_to_the_minute(db: TestDb) {
 async fn rate_windows_count_per_key_and_restart_after_they_end(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let a = store
-        .api_keys()
-        .create(ws, &KeyName::parse("a").unwrap(), &key_hash(1))
-        .await
-        .unwrap();
-    let b = store
-        .api_keys()
-        .create(ws, &KeyName::parse("b").unwrap(), &key_hash(2))
-        .await
-        .unwrap();
+    let a = api_key(store, ws, "a", 1).await;
+    let b = api_key(store, ws, "b", 2).await;
     let count = async |requests: &[(ApiKeyId, u32)], at: Timestamp| {
-        store
-            .key_check()
-            .count_requests(requests, at, 60_000)
-            .await
-            .unwrap()
+        store.key_check().count_requests(requests, at, 60_000).await.unwrap()
     };
     let t0 = Timestamp::from_unix_millis(1_795_341_845_000).unwrap();
     let first = count(&[(a.id, 1)], t0).await;
@@ -1115,10 +704,7 @@ async fn rate_windows_count_per_key_and_restart_after_they_end(db: TestDb) {
     assert_eq!((second[0].started_at, second[0].count), (t0, 4));
     // Each key has its own window, answered in the order asked.
     let both = count(&[(b.id, 2), (a.id, 1)], t0.plus_millis(59_999)).await;
-    assert_eq!(
-        (both[0].started_at, both[0].count),
-        (t0.plus_millis(59_999), 2)
-    );
+    assert_eq!((both[0].started_at, both[0].count), (t0.plus_millis(59_999), 2));
     assert_eq!((both[1].started_at, both[1].count), (t0, 5));
     // The window ends one minute after its first request; the batch starts the next.
     let t1 = t0.plus_millis(60_000);
@@ -1131,97 +717,35 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let creator = db.workspace(Plan::Creator).await;
-    let a = store
-        .api_keys()
-        .create(ws, &KeyName::parse("a").unwrap(), &key_hash(1))
-        .await
-        .unwrap();
-    let b = store
-        .api_keys()
-        .create(ws, &KeyName::parse("b").unwrap(), &key_hash(2))
-        .await
-        .unwrap();
-    let c = store
-        .api_keys()
-        .create(creator, &KeyName::parse("c").unwrap(), &key_hash(3))
-        .await
-        .unwrap();
-    let revoked = store
-        .api_keys()
-        .create(ws, &KeyName::parse("r").unwrap(), &key_hash(4))
-        .await
-        .unwrap();
+    let a = api_key(store, ws, "a", 1).await;
+    let b = api_key(store, ws, "b", 2).await;
+    let c = api_key(store, creator, "c", 3).await;
+    let revoked = api_key(store, ws, "r", 4).await;
     store.api_keys().revoke(revoked.id).await.unwrap();
     let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
     let keys = store.key_check();
-    let asked = [
-        key_hash(1),
-        key_hash(9),
-        key_hash(2),
-        key_hash(1),
-        key_hash(3),
-        key_hash(4),
-    ];
+    let asked = [key_hash(1), key_hash(9), key_hash(2), key_hash(1), key_hash(3), key_hash(4)];
     let used = keys.use_keys(&asked, at, 60_000).await.unwrap();
     // Found in the order asked, with their workspaces.
-    let ids: Vec<_> = used
-        .iter()
-        .map(|entry| entry.as_ref().map(|used| used.key.id))
-        .collect();
-    assert_eq!(
-        ids,
-        [
-            Some(a.id),
-            None,
-            Some(b.id),
-            Some(a.id),
-            Some(c.id),
-            Some(revoked.id)
-        ]
-    );
+    let ids: Vec<_> = used.iter().map(|entry| entry.as_ref().map(|used| used.key.id)).collect();
+    assert_eq!(ids, [Some(a.id), None, Some(b.id), Some(a.id), Some(c.id), Some(revoked.id)]);
     assert_eq!(used[0].as_ref().unwrap().workspace.id, ws);
     assert_eq!(used[4].as_ref().unwrap().workspace.plan, Plan::Creator);
     // Active keys on STUDIO are counted, each request once; the others nowhere.
-    let windows: Vec<_> = used
-        .iter()
-        .map(|entry| entry.as_ref().and_then(|used| used.window))
-        .collect();
-    let counts: Vec<_> = windows
-        .iter()
-        .map(|window| window.map(|w| (w.started_at, w.count)))
-        .collect();
-    assert_eq!(
-        counts,
-        [
-            Some((at, 2)),
-            None,
-            Some((at, 1)),
-            Some((at, 2)),
-            None,
-            None
-        ]
-    );
+    let windows: Vec<_> =
+        used.iter().map(|entry| entry.as_ref().and_then(|used| used.window)).collect();
+    let counts: Vec<_> =
+        windows.iter().map(|window| window.map(|w| (w.started_at, w.count))).collect();
+    assert_eq!(counts, [Some((at, 2)), None, Some((at, 1)), Some((at, 2)), None, None]);
     // Active keys are marked used, to the minute, and answered as marked.
     let minute = "2026-11-22T10:04:00.000Z";
     for entry in [&used[0], &used[2], &used[4]] {
-        assert_eq!(
-            entry
-                .as_ref()
-                .unwrap()
-                .key
-                .last_used_at
-                .unwrap()
-                .to_string(),
-            minute
-        );
+        assert_eq!(entry.as_ref().unwrap().key.last_used_at.unwrap().to_string(), minute);
     }
     assert_eq!(used[5].as_ref().unwrap().key.last_used_at, None);
     let stored = keys.by_hash(&asked).await.unwrap();
     for (stored, used) in stored.iter().zip(&used) {
-        assert_eq!(
-            stored.as_ref().map(|(key, _)| key),
-            used.as_ref().map(|used| &used.key)
-        );
+        assert_eq!(stored.as_ref().map(|(key, _)| key), used.as_ref().map(|used| &used.key));
     }
     // The counts carry on through the plain step; an empty batch writes nothing.
     let next = keys.count_requests(&[(a.id, 1)], at, 60_000).await.unwrap();
@@ -1232,16 +756,8 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
 async fn concurrent_counts_are_exact(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let key = store
-        .api_keys()
-        .create(ws, &KeyName::parse("k").unwrap(), &key_hash(1))
-        .await
-        .unwrap();
-    let other = store
-        .api_keys()
-        .create(ws, &KeyName::parse("o").unwrap(), &key_hash(2))
-        .await
-        .unwrap();
+    let key = api_key(store, ws, "k", 1).await;
+    let other = api_key(store, ws, "o", 2).await;
     let now = Timestamp::now();
     // Batches of both keys in either order: exact, and no deadlock on PostgreSQL.
     let tasks: Vec<_> = (0..300u32)
@@ -1253,16 +769,9 @@ async fn concurrent_counts_are_exact(db: TestDb) {
                 [(other.id, 2), (key.id, 1)]
             };
             tokio::spawn(async move {
-                let windows = store
-                    .key_check()
-                    .count_requests(&requests, now, 60_000)
-                    .await
-                    .unwrap();
-                if n % 2 == 0 {
-                    windows[0].count
-                } else {
-                    windows[1].count
-                }
+                let windows =
+                    store.key_check().count_requests(&requests, now, 60_000).await.unwrap();
+                if n % 2 == 0 { windows[0].count } else { windows[1].count }
             })
         })
         .collect();
@@ -1272,11 +781,7 @@ async fn concurrent_counts_are_exact(db: TestDb) {
     }
     counts.sort_unstable();
     assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
-    let last = store
-        .key_check()
-        .count_requests(&[(other.id, 1)], now, 60_000)
-        .await
-        .unwrap();
+    let last = store.key_check().count_requests(&[(other.id, 1)], now, 60_000).await.unwrap();
     assert_eq!(last[0].count, 601);
 }
 
@@ -1284,14 +789,7 @@ async fn samples_are_the_last_three_payloads_newest_first(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let other = db.workspace(Plan::Studio).await;
-    assert!(
-        store
-            .events()
-            .recent_payloads(ws, EventName::DmSent, 3)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.events().recent_payloads(ws, EventName::DmSent, 3).await.unwrap().is_empty());
     let mut sent = Vec::new();
     for _ in 0..5 {
         sent.push(emit(store, ws, EventName::DmSent).await.0.to_json());
@@ -1299,25 +797,14 @@ async fn samples_are_the_last_three_payloads_newest_first(db: TestDb) {
     }
     emit(store, ws, EventName::DmFailed).await;
     emit(store, other, EventName::DmSent).await;
-    let recent = store
-        .events()
-        .recent_payloads(ws, EventName::DmSent, 3)
-        .await
-        .unwrap();
+    let recent = store.events().recent_payloads(ws, EventName::DmSent, 3).await.unwrap();
     assert_eq!(recent, [sent[4].clone(), sent[3].clone(), sent[2].clone()]);
 }
 
 async fn unstarted_claims_are_handed_back_one_by_one(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        "https://a.example.com/",
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     for _ in 0..3 {
         emit(store, ws, EventName::DmSent).await;
     }
@@ -1329,11 +816,8 @@ async fn unstarted_claims_are_handed_back_one_by_one(db: TestDb) {
     // Two are handed back and due again at once; the third stays leased.
     assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 2);
     let again = claim(store, now, lease, "other").await;
-    let keys = |c: &[ClaimedDelivery]| {
-        c.iter()
-            .map(|d| (d.event_id, d.webhook_id))
-            .collect::<Vec<_>>()
-    };
+    let keys =
+        |c: &[ClaimedDelivery]| c.iter().map(|d| (d.event_id, d.webhook_id)).collect::<Vec<_>>();
     assert_eq!(keys(&again), keys(&claimed[..2]));
     // A claim since taken over is not released by its old holder.
     assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 0);
@@ -1343,14 +827,7 @@ async fn unstarted_claims_are_handed_back_one_by_one(db: TestDb) {
 async fn a_full_queue_never_analyzed_gets_statistics_once(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        "https://a.example.com/",
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     assert!(
         !store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0,
         "an empty queue needs none"
@@ -1371,10 +848,7 @@ async fn a_full_queue_never_analyzed_gets_statistics_once(db: TestDb) {
         analyzed = store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0;
     }
     assert_eq!(analyzed, wanted);
-    assert!(
-        !store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0,
-        "once is enough"
-    );
+    assert!(!store.upkeep().analyze_if_never_analyzed().await.unwrap() > 0, "once is enough");
 }
 
 async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db: TestDb) {
@@ -1382,38 +856,17 @@ async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db:
     let upkeep = store.upkeep();
     let postgres = db.backend() == Backend::Postgres;
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            "https://a.example.com/",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    let (contacts_hook, _) = db
-        .webhook(
-            ws,
-            "https://b.example.com/",
-            &[EventName::ContactCreated],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let (contacts_hook, _) =
+        db.api_webhook(ws, "https://b.example.com/", &[EventName::ContactCreated]).await;
     let now = Timestamp::now();
     let day = 86_400_000;
     // PostgreSQL: partitions for the days from ten days back (and three after),
     // none for fifteen days back, whose events fall into the default partition.
-    let made = upkeep
-        .prepare_partitions(now.plus_millis(-11 * day))
-        .await
-        .unwrap();
+    let made = upkeep.prepare_partitions(now.plus_millis(-11 * day)).await.unwrap();
     assert_eq!(made, if postgres { 4 } else { 0 });
     assert_eq!(
-        upkeep
-            .prepare_partitions(now.plus_millis(-11 * day))
-            .await
-            .unwrap(),
+        upkeep.prepare_partitions(now.plus_millis(-11 * day)).await.unwrap(),
         0,
         "made once"
     );
@@ -1424,23 +877,11 @@ async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db:
     for n in 0..4 {
         dms.push(emit_at(store, ws, EventName::DmSent, now.plus_millis(-10 * day + n)).await);
     }
-    let bio = emit_at(
-        store,
-        ws,
-        EventName::BioSubscribed,
-        now.plus_millis(-10 * day),
-    )
-    .await;
+    let bio = emit_at(store, ws, EventName::BioSubscribed, now.plus_millis(-10 * day)).await;
     let mut contacts = Vec::new();
     for n in 0..4 {
         contacts.push(
-            emit_at(
-                store,
-                ws,
-                EventName::ContactCreated,
-                now.plus_millis(-15 * day + n),
-            )
-            .await,
+            emit_at(store, ws, EventName::ContactCreated, now.plus_millis(-15 * day + n)).await,
         );
     }
     let recent = emit(store, ws, EventName::DmFailed).await.0;
@@ -1449,10 +890,8 @@ async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db:
     for claimed in claimed.iter().filter(|c| c.event_id != pending.id) {
         deliver(store, claimed, claimed.webhook_id, now).await;
     }
-    let unfinished: Vec<ClaimedDelivery> = claimed
-        .into_iter()
-        .filter(|c| c.event_id == pending.id)
-        .collect();
+    let unfinished: Vec<ClaimedDelivery> =
+        claimed.into_iter().filter(|c| c.event_id == pending.id).collect();
     assert_eq!(store.queue().release(&unfinished).await.unwrap(), 1);
 
     let forgotten = upkeep.forget_history(now.plus_millis(-day)).await.unwrap();
@@ -1462,47 +901,23 @@ async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db:
         // Ten days back dropped whole, and the two empty days after it; eleven
         // kept for its pending delivery; the default partition's contacts
         // deleted row by row.
-        assert_eq!(
-            (forgotten.days, forgotten.days_held, forgotten.events),
-            (3, 1, 4)
-        );
+        assert_eq!((forgotten.days, forgotten.days_held, forgotten.events), (3, 1, 4));
     } else {
-        assert_eq!(
-            (forgotten.days, forgotten.days_held, forgotten.events),
-            (0, 0, 9)
-        );
+        assert_eq!((forgotten.days, forgotten.days_held, forgotten.events), (0, 0, 9));
     }
     assert!(forgotten.turns >= 1);
-    assert!(
-        store.events().payload(pending.id).await.unwrap().is_some(),
-        "pending kept"
-    );
+    assert!(store.events().payload(pending.id).await.unwrap().is_some(), "pending kept");
     for gone in dms.iter().chain([&bio]).chain(&contacts) {
-        assert!(
-            store.events().payload(gone.id).await.unwrap().is_none(),
-            "forgotten"
-        );
+        assert!(store.events().payload(gone.id).await.unwrap().is_none(), "forgotten");
     }
-    assert!(
-        store.events().payload(recent.id).await.unwrap().is_some(),
-        "within retention"
-    );
+    assert!(store.events().payload(recent.id).await.unwrap().is_some(), "within retention");
     for forgotten_hook in [hook.id, contacts_hook.id] {
-        let attempts = store
-            .webhooks()
-            .attempts(forgotten_hook, 100)
-            .await
-            .unwrap();
+        let attempts = store.webhooks().attempts(forgotten_hook, 100).await.unwrap();
         assert!(attempts.is_empty(), "attempts go with their events");
     }
     for contact in &contacts {
         assert!(
-            store
-                .events()
-                .deliveries(contact.id)
-                .await
-                .unwrap()
-                .is_empty(),
+            store.events().deliveries(contact.id).await.unwrap().is_empty(),
             "deliveries go with their events"
         );
     }
@@ -1511,14 +926,8 @@ async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db:
         |events: &[&EventPayload]| events.iter().map(|e| e.to_json()).collect::<Vec<_>>();
     let events = store.events();
     let samples = |name| events.recent_payloads(ws, name, 3);
-    assert_eq!(
-        samples(EventName::DmSent).await.unwrap(),
-        payloads(&[&dms[3], &dms[2], &dms[1]])
-    );
-    assert_eq!(
-        samples(EventName::BioSubscribed).await.unwrap(),
-        payloads(&[&bio])
-    );
+    assert_eq!(samples(EventName::DmSent).await.unwrap(), payloads(&[&dms[3], &dms[2], &dms[1]]));
+    assert_eq!(samples(EventName::BioSubscribed).await.unwrap(), payloads(&[&bio]));
     assert_eq!(
         samples(EventName::ContactCreated).await.unwrap(),
         payloads(&[&contacts[3], &contacts[2], &contacts[1]])
@@ -1536,10 +945,7 @@ async fn retention_forgets_whole_days_keeps_the_samples_and_anything_pending(db:
         if postgres { (1, 0, 0) } else { (0, 0, 1) }
     );
     assert!(store.events().payload(pending.id).await.unwrap().is_none());
-    assert_eq!(
-        samples(EventName::DmSent).await.unwrap(),
-        payloads(&[&dms[3], &dms[2], &dms[1]])
-    );
+    assert_eq!(samples(EventName::DmSent).await.unwrap(), payloads(&[&dms[3], &dms[2], &dms[1]]));
 }
 
 async fn the_backlog_counts_due_deliveries_up_to_a_cap_and_finds_the_oldest(db: TestDb) {
@@ -1547,48 +953,17 @@ async fn the_backlog_counts_due_deliveries_up_to_a_cap_and_finds_the_oldest(db: 
     let ws = db.workspace(Plan::Studio).await;
     let now = Timestamp::now();
     let hour = 3_600_000;
-    let (dead, _) = db
-        .webhook(
-            ws,
-            "https://dead.example.com/",
-            &[EventName::BioSubscribed],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    let (later, _) = db
-        .webhook(
-            ws,
-            "https://later.example.com/",
-            &[EventName::LinkClicked],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (dead, _) =
+        db.api_webhook(ws, "https://dead.example.com/", &[EventName::BioSubscribed]).await;
+    let (later, _) =
+        db.api_webhook(ws, "https://later.example.com/", &[EventName::LinkClicked]).await;
     let backlog = |webhook, from: Timestamp, due_at| {
         hookline_testdb::History::pending(ws, vec![webhook], 300, from, due_at)
     };
     // 300 due for an hour, 300 retries due in an hour, 2 fresh ones.
-    db.write_history(&backlog(
-        dead.id,
-        now.plus_millis(-2 * hour),
-        now.plus_millis(-hour),
-    ))
-    .await;
-    db.write_history(&backlog(
-        later.id,
-        now.plus_millis(-hour),
-        now.plus_millis(hour),
-    ))
-    .await;
-    db.webhook(
-        ws,
-        "https://a.example.com/",
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.write_history(&backlog(dead.id, now.plus_millis(-2 * hour), now.plus_millis(-hour))).await;
+    db.write_history(&backlog(later.id, now.plus_millis(-hour), now.plus_millis(hour))).await;
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     emit(store, ws, EventName::DmSent).await;
     emit(store, ws, EventName::DmSent).await;
     let at = Timestamp::now();
@@ -1602,43 +977,23 @@ async fn the_backlog_counts_due_deliveries_up_to_a_cap_and_finds_the_oldest(db: 
         "capped"
     );
     // Before anything was due: none, and no oldest.
-    assert_eq!(
-        store
-            .events()
-            .backlog(now.plus_millis(-3 * hour), 1_000)
-            .await
-            .unwrap(),
-        (0, None)
-    );
+    assert_eq!(store.events().backlog(now.plus_millis(-3 * hour), 1_000).await.unwrap(), (0, None));
 }
 
 async fn a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let dm = [EventName::DmSent];
-    let (resting, _) = db
-        .webhook(
-            ws,
-            "https://resting.example.com/",
-            &[EventName::BioSubscribed],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (resting, _) =
+        db.api_webhook(ws, "https://resting.example.com/", &[EventName::BioSubscribed]).await;
     let now = Timestamp::now();
     // The resting webhook's backlog: 20,000 deliveries due for an hour.
     let hour_ago = now.plus_millis(-3_600_000);
     let history =
         hookline_testdb::History::pending(ws, vec![resting.id], 20_000, hour_ago, hour_ago);
     db.write_history(&history).await;
-    let (a, _) = db
-        .webhook(ws, "https://a.example.com/", &dm, WebhookSource::Api)
-        .await
-        .unwrap();
-    let (b, _) = db
-        .webhook(ws, "https://b.example.com/", &dm, WebhookSource::Api)
-        .await
-        .unwrap();
+    let (a, _) = db.api_webhook(ws, "https://a.example.com/", &dm).await;
+    let (b, _) = db.api_webhook(ws, "https://b.example.com/", &dm).await;
     for _ in 0..5 {
         emit(store, ws, EventName::DmSent).await;
     }
@@ -1651,19 +1006,11 @@ async fn a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes(db: TestD
         let plan = assert_claim_reads_at_most(store, &request, 10 + 3).await;
         // Each webhook's rows are a range of the due-index.
         let by_webhook = "Index Cond: ((webhook_id = hooks_1.id) AND (next_attempt_at <=";
-        assert!(
-            plan.iter().any(|line| line.contains(by_webhook)),
-            "{}",
-            plan.join("\n")
-        );
+        assert!(plan.iter().any(|line| line.contains(by_webhook)), "{}", plan.join("\n"));
     } else {
         let claimed = store.queue().claim(&request).await.unwrap();
         assert_eq!(claimed.len(), 10);
-        assert!(
-            claimed
-                .iter()
-                .all(|c| c.webhook_id == a.id || c.webhook_id == b.id)
-        );
+        assert!(claimed.iter().all(|c| c.webhook_id == a.id || c.webhook_id == b.id));
     }
     // Once the receiver answers, its backlog is taken oldest first, and fills
     // only what the other webhooks leave of a claim, though theirs are newer.
@@ -1680,23 +1027,11 @@ async fn a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes(db: TestD
     let others_due = 10;
     let mut taken: Vec<String> = Vec::new();
     for round in 0..3 {
-        let claimed = store
-            .queue()
-            .claim(&ClaimRequest {
-                lease_token: "u",
-                ..later
-            })
-            .await
-            .unwrap();
+        let claimed =
+            store.queue().claim(&ClaimRequest { lease_token: "u", ..later }).await.unwrap();
         if round == 0 {
-            let others = claimed
-                .iter()
-                .filter(|c| c.webhook_id != resting.id)
-                .count();
-            assert_eq!(
-                others, others_due,
-                "the other webhooks' due rows are not crowded out"
-            );
+            let others = claimed.iter().filter(|c| c.webhook_id != resting.id).count();
+            assert_eq!(others, others_due, "the other webhooks' due rows are not crowded out");
         }
         let mut ids: Vec<String> = claimed
             .iter()
@@ -1710,35 +1045,16 @@ async fn a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes(db: TestD
     let mut sorted = taken.clone();
     sorted.sort();
     assert_eq!(taken, sorted, "each claim takes the next oldest");
-    assert!(
-        taken[0].ends_with("0000000000000001"),
-        "the oldest first: {}",
-        taken[0]
-    );
+    assert!(taken[0].ends_with("0000000000000001"), "the oldest first: {}", taken[0]);
 }
 
 async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     // Made first, so the smallest id: the first webhook a claim's walk meets.
-    let (drained, _) = db
-        .webhook(
-            ws,
-            "https://drained.example.com/",
-            &[EventName::BioSubscribed],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
-    let (busy, _) = db
-        .webhook(
-            ws,
-            "https://busy.example.com/",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (drained, _) =
+        db.api_webhook(ws, "https://drained.example.com/", &[EventName::BioSubscribed]).await;
+    let (busy, _) = db.api_webhook(ws, "https://busy.example.com/", &[EventName::DmSent]).await;
     let now = Timestamp::now();
     let backlog = |webhook, hours_ago: i64| {
         hookline_testdb::History::pending(
@@ -1776,15 +1092,7 @@ async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
 async fn the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace(db: TestDb) {
     let busy = db.workspace(Plan::Studio).await;
     let quiet = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            busy,
-            "https://a.example.com/",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(busy, "https://a.example.com/", &[EventName::DmSent]).await;
     let now = Timestamp::now();
     // A day held by one workspace: by its statistics, every row matches any
     // workspace.
@@ -1796,21 +1104,12 @@ async fn the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspac
     );
     db.write_history(&history).await;
     db.analyze().await;
-    let plan = db
-        .store()
-        .upkeep()
-        .explain_samples(now, &[quiet, busy])
-        .await
-        .unwrap();
+    let plan = db.store().upkeep().explain_samples(now, &[quiet, busy]).await.unwrap();
     if db.backend() == Backend::Postgres {
         // The busy workspace's three of its one name, and nothing walked for the
         // other pairs (each name of each workspace).
         let read = rows_read(&plan);
-        assert!(
-            read.iter().all(|&(rows, loops)| rows * loops <= 2 * 7 + 3),
-            "{}",
-            plan.join("\n")
-        );
+        assert!(read.iter().all(|&(rows, loops)| rows * loops <= 2 * 7 + 3), "{}", plan.join("\n"));
         assert!(
             plan.iter()
                 .all(|line| !line.contains("Rows Removed by Filter") || rows_removed(line) <= 3),
@@ -1823,15 +1122,7 @@ async fn the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspac
 async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let (hook, _) = db
-        .webhook(
-            ws,
-            "https://a.example.com/",
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await
-        .unwrap();
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     // One chunk of history: every attempt at the same instant, so the cursor's
     // event id and number are all that orders them.
     let at = Timestamp::now().plus_millis(-60_000);
@@ -1841,24 +1132,14 @@ async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db:
     let mut pages = Vec::new();
     let mut before = None;
     loop {
-        let page = store
-            .webhooks()
-            .attempts_before(hook.id, before, 20)
-            .await
-            .unwrap();
+        let page = store.webhooks().attempts_before(hook.id, before, 20).await.unwrap();
         let Some(last) = page.last() else { break };
         before = Some((last.event_id, last.attempt));
         pages.push(page);
     }
-    assert_eq!(
-        pages.iter().map(Vec::len).collect::<Vec<_>>(),
-        [20, 20, 20, 20, 15]
-    );
-    let ids: Vec<hookline_domain::EventId> = pages
-        .iter()
-        .flatten()
-        .map(|attempt| attempt.event_id)
-        .collect();
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [20, 20, 20, 20, 15]);
+    let ids: Vec<hookline_domain::EventId> =
+        pages.iter().flatten().map(|attempt| attempt.event_id).collect();
     let mut newest_first = ids.clone();
     newest_first.sort_unstable_by(|a, b| b.cmp(a));
     newest_first.dedup();
@@ -1875,11 +1156,8 @@ async fn forgetting_goes_in_turns_of_a_bounded_number_of_events(db: TestDb) {
     }
     // On PostgreSQL no partition holds those days: they are in the default
     // partition, forgotten row by row like SQLite's.
-    let forgotten = store
-        .upkeep()
-        .forget_history(Timestamp::now().plus_millis(-86_400_000))
-        .await
-        .unwrap();
+    let forgotten =
+        store.upkeep().forget_history(Timestamp::now().plus_millis(-86_400_000)).await.unwrap();
     assert_eq!(forgotten.events, events as u64);
     // Turns start at 50 events and at most double: 50 + 100 + 200 < 450.
     assert!(forgotten.turns >= 4, "{forgotten:?}");
@@ -1889,22 +1167,13 @@ async fn forgetting_goes_in_turns_of_a_bounded_number_of_events(db: TestDb) {
     );
     assert_eq!(forgotten.samples, 3);
     assert_eq!(
-        store
-            .events()
-            .recent_payloads(ws, EventName::LinkClicked, 10)
-            .await
-            .unwrap()
-            .len(),
+        store.events().recent_payloads(ws, EventName::LinkClicked, 10).await.unwrap().len(),
         3
     );
     let reclaimed = store.upkeep().reclaim_space().await.unwrap();
     if db.backend() == Backend::Sqlite {
         assert!(reclaimed > 0, "the freed pages go back");
-        assert_eq!(
-            store.upkeep().reclaim_space().await.unwrap(),
-            0,
-            "all of them at once"
-        );
+        assert_eq!(store.upkeep().reclaim_space().await.unwrap(), 0, "all of them at once");
     } else {
         assert_eq!(reclaimed, 0);
     }
@@ -1912,33 +1181,17 @@ async fn forgetting_goes_in_turns_of_a_bounded_number_of_events(db: TestDb) {
 
 async fn an_idempotency_key_stores_one_event_across_stores_and_batches(db: TestDb) {
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
-        ws,
-        "https://a.example.com/",
-        &[EventName::DmSent],
-        WebhookSource::Api,
-    )
-    .await
-    .unwrap();
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     // Two stores (two pools, two coalescing tasks), as two processes would be.
-    let other = Store::connect(&hookline_store::StoreConfig::new(db.url()))
-        .await
-        .unwrap();
+    let other = Store::connect(&hookline_store::StoreConfig::new(db.url())).await.unwrap();
     let key = hookline_domain::IdempotencyKey::parse("order-1").unwrap();
     let tasks: Vec<_> = (0..20)
         .map(|n| {
-            let store = if n % 2 == 0 {
-                db.store().clone()
-            } else {
-                other.clone()
-            };
+            let store = if n % 2 == 0 { db.store().clone() } else { other.clone() };
             let key = key.clone();
             tokio::spawn(async move {
                 let payload = EventPayload::new(EventName::DmSent, ws, json!({"n": n})).unwrap();
-                let new = NewEvent {
-                    payload: payload.clone(),
-                    idempotency_key: Some(key),
-                };
+                let new = NewEvent { payload: payload.clone(), idempotency_key: Some(key) };
                 (payload, store.events().record(new).await.unwrap())
             })
         })
@@ -1956,48 +1209,25 @@ async fn an_idempotency_key_stores_one_event_across_stores_and_batches(db: TestD
     let first = stored[0].0.to_json();
     assert_eq!(replayed.len(), 19);
     assert!(replayed.iter().all(|payload| *payload == first));
-    let samples = db
-        .store()
-        .events()
-        .recent_payloads(ws, EventName::DmSent, 10)
-        .await
-        .unwrap();
+    let samples = db.store().events().recent_payloads(ws, EventName::DmSent, 10).await.unwrap();
     assert_eq!(samples, [first]);
     // A day later the key is free again, and the upkeep removes it.
-    let later = Timestamp::now()
-        .plus(hookline_domain::IdempotencyKey::WINDOW)
-        .plus_millis(1);
-    assert_eq!(
-        db.store()
-            .upkeep()
-            .delete_ended_idempotency_keys(later)
-            .await
-            .unwrap(),
-        1
-    );
+    let later = Timestamp::now().plus(hookline_domain::IdempotencyKey::WINDOW).plus_millis(1);
+    assert_eq!(db.store().upkeep().delete_ended_idempotency_keys(later).await.unwrap(), 1);
 }
 
 async fn portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired(db: TestDb) {
     let links = db.store().portal_links();
     let ws = db.workspace(Plan::Studio).await;
     let now = Timestamp::now();
-    links
-        .create(ws, &key_hash(1), now.plus_millis(-1))
-        .await
-        .unwrap();
-    links
-        .create(ws, &key_hash(2), now.plus_millis(3_600_000))
-        .await
-        .unwrap();
+    links.create(ws, &key_hash(1), now.plus_millis(-1)).await.unwrap();
+    links.create(ws, &key_hash(2), now.plus_millis(3_600_000)).await.unwrap();
     // The workspace comes with the link, read in the same query.
     let by_id = |found: Option<(hookline_domain::Workspace, Timestamp)>| {
         found.map(|(workspace, at)| (workspace.id, at))
     };
     let found = links.find(&key_hash(2)).await.unwrap();
-    assert_eq!(
-        found.as_ref().map(|(workspace, _)| workspace.plan),
-        Some(Plan::Studio)
-    );
+    assert_eq!(found.as_ref().map(|(workspace, _)| workspace.plan), Some(Plan::Studio));
     assert_eq!(by_id(found), Some((ws, now.plus_millis(3_600_000))));
     assert_eq!(
         by_id(links.find(&key_hash(1)).await.unwrap()),
@@ -2005,18 +1235,9 @@ async fn portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired(db:
         "expired, kept until the upkeep"
     );
     assert_eq!(links.find(&key_hash(3)).await.unwrap(), None);
-    let unknown = links
-        .create(WorkspaceId::generate(), &key_hash(4), now)
-        .await;
+    let unknown = links.create(WorkspaceId::generate(), &key_hash(4), now).await;
     assert!(unknown.is_err(), "a link needs its workspace");
-    assert_eq!(
-        db.store()
-            .upkeep()
-            .delete_expired_portal_links(now)
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(db.store().upkeep().delete_expired_portal_links(now).await.unwrap(), 1);
     assert_eq!(links.find(&key_hash(1)).await.unwrap(), None);
     assert!(links.find(&key_hash(2)).await.unwrap().is_some());
 }
@@ -2025,44 +1246,21 @@ async fn a_workspace_update_sets_what_it_is_given_at_once(db: TestDb) {
     let workspaces = db.store().workspaces();
     let ws = db.workspace(Plan::Free).await;
     let name = WorkspaceName::parse("Acme Inc").unwrap();
-    let both = workspaces
-        .update(ws, Some(&name), Some(Plan::Studio))
-        .await
-        .unwrap()
-        .unwrap();
+    let both = workspaces.update(ws, Some(&name), Some(Plan::Studio)).await.unwrap().unwrap();
     assert_eq!((both.name.as_str(), both.plan), ("Acme Inc", Plan::Studio));
     let nothing = workspaces.update(ws, None, None).await.unwrap().unwrap();
     assert_eq!(nothing, both);
-    let plan_only = workspaces
-        .update(ws, None, Some(Plan::Creator))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (plan_only.name.as_str(), plan_only.plan),
-        ("Acme Inc", Plan::Creator)
-    );
-    assert_eq!(
-        workspaces
-            .update(WorkspaceId::generate(), Some(&name), None)
-            .await
-            .unwrap(),
-        None
-    );
+    let plan_only = workspaces.update(ws, None, Some(Plan::Creator)).await.unwrap().unwrap();
+    assert_eq!((plan_only.name.as_str(), plan_only.plan), ("Acme Inc", Plan::Creator));
+    assert_eq!(workspaces.update(WorkspaceId::generate(), Some(&name), None).await.unwrap(), None);
 }
 
 /// A PostgreSQL database with a Studio workspace and its webhook for `dm.sent`.
 async fn postgres_with_a_hook() -> (hookline_testdb::TestDb, WorkspaceId, Webhook) {
     let db = hookline_testdb::TestDb::new(Backend::Postgres).await;
     let ws = db.workspace(Plan::Studio).await;
-    let hook = webhook(
-        db.store(),
-        ws,
-        "https://a.example.com/",
-        &[EventName::DmSent],
-    )
-    .await
-    .unwrap();
+    let hook =
+        webhook(db.store(), ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
     (db, ws, hook)
 }
 
@@ -2083,10 +1281,8 @@ async fn an_existing_postgres_database_is_partitioned_with_its_rows() {
     for claimed in claimed.iter().filter(|c| c.event_id != recent.id) {
         deliver(store, claimed, hook.id, now).await;
     }
-    let unfinished: Vec<ClaimedDelivery> = claimed
-        .into_iter()
-        .filter(|c| c.event_id == recent.id)
-        .collect();
+    let unfinished: Vec<ClaimedDelivery> =
+        claimed.into_iter().filter(|c| c.event_id == recent.id).collect();
     store.queue().release(&unfinished).await.unwrap();
 
     store.unpartition_history().await.unwrap();
@@ -2101,27 +1297,17 @@ async fn an_existing_postgres_database_is_partitioned_with_its_rows() {
             "rows kept"
         );
     }
-    assert_eq!(
-        store.webhooks().attempts(hook.id, 10).await.unwrap().len(),
-        2,
-        "attempts kept"
-    );
+    assert_eq!(store.webhooks().attempts(hook.id, 10).await.unwrap().len(), 2, "attempts kept");
     let pending = store.events().deliveries(recent.id).await.unwrap();
     assert_eq!(pending[0].state, DeliveryState::Pending);
     // The days from the oldest event on are partitions: the two old days (and the
     // empty days up to the cutoff) are dropped whole; the recent one stays.
-    let forgotten = store
-        .upkeep()
-        .forget_history(now.plus_millis(-30 * day))
-        .await
-        .unwrap();
+    let forgotten = store.upkeep().forget_history(now.plus_millis(-30 * day)).await.unwrap();
     assert!(forgotten.days >= 2, "{forgotten:?}");
     assert_eq!(forgotten.events, 0, "nothing in the default partition");
     assert!(store.events().payload(old.id).await.unwrap().is_none());
     assert_eq!(
-        claim(store, Timestamp::now(), now.plus_millis(60_000), "u")
-            .await
-            .len(),
+        claim(store, Timestamp::now(), now.plus_millis(60_000), "u").await.len(),
         1,
         "the pending delivery is due"
     );
@@ -2139,11 +1325,7 @@ async fn a_partitioned_database_with_the_old_foreign_key_loses_it_on_migrate() {
     let (db, ws, hook) = postgres_with_a_hook().await;
     let store = db.store();
     let (now, day) = (Timestamp::now(), 86_400_000);
-    store
-        .upkeep()
-        .prepare_partitions(now.plus_millis(-40 * day))
-        .await
-        .unwrap();
+    store.upkeep().prepare_partitions(now.plus_millis(-40 * day)).await.unwrap();
     let old = emit_at(store, ws, EventName::DmSent, now.plus_millis(-40 * day)).await;
     for claimed in claim(store, now, now.plus_millis(60_000), "t").await {
         deliver(store, &claimed, hook.id, now).await;
@@ -2155,11 +1337,7 @@ async fn a_partitioned_database_with_the_old_foreign_key_loses_it_on_migrate() {
     .await;
 
     store.migrate().await.unwrap();
-    let forgotten = store
-        .upkeep()
-        .forget_history(now.plus_millis(-30 * day))
-        .await
-        .unwrap();
+    let forgotten = store.upkeep().forget_history(now.plus_millis(-30 * day)).await.unwrap();
     assert!(forgotten.days >= 1, "{forgotten:?}");
     assert!(store.events().payload(old.id).await.unwrap().is_none());
 }
@@ -2169,9 +1347,7 @@ backend_tests!(listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle)
 async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent])
-        .await
-        .unwrap();
+    let hook = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
     let (listener, _) = hookline_testdb::create_webhook(
         store,
         ws,
@@ -2182,11 +1358,7 @@ async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db: Te
     .await
     .unwrap();
     let payload = EventPayload::new(EventName::DmSent, ws, json!({})).unwrap();
-    assert_eq!(
-        record(store, &payload).await.unwrap().len(),
-        2,
-        "a listener is fanned out to"
-    );
+    assert_eq!(record(store, &payload).await.unwrap().len(), 2, "a listener is fanned out to");
 
     // The worker's claim takes the webhook's delivery, never the listener's.
     let now = Timestamp::now();
@@ -2208,30 +1380,14 @@ async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db: Te
     // The stream's claim takes the listener's, under its attempt's token.
     let streamed = store
         .queue()
-        .claim_streamed(
-            listener.id,
-            now,
-            now.plus(std::time::Duration::from_secs(30)),
-            10,
-        )
+        .claim_streamed(listener.id, now, now.plus(std::time::Duration::from_secs(30)), 10)
         .await
         .unwrap();
     assert_eq!(streamed.len(), 1);
     assert_eq!(streamed[0].lease_token, "listener:1");
-    let found = store
-        .queue()
-        .streamed(listener.id, payload.id, 1)
-        .await
-        .unwrap();
+    let found = store.queue().streamed(listener.id, payload.id, 1).await.unwrap();
     assert_eq!(found.map(|delivery| delivery.event_id), Some(payload.id));
-    assert!(
-        store
-            .queue()
-            .streamed(listener.id, payload.id, 2)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.queue().streamed(listener.id, payload.id, 2).await.unwrap().is_none());
 
     // Streamed a moment ago: kept; idle past the cut-off: forgotten, with its
     // deliveries; the webhook stays.
@@ -2253,8 +1409,5 @@ async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db: Te
     assert!(store.webhooks().get(listener.id).await.unwrap().is_none());
     assert!(store.webhooks().get(hook.id).await.unwrap().is_some());
     let deliveries = store.events().deliveries(payload.id).await.unwrap();
-    assert_eq!(
-        deliveries.iter().map(|d| d.webhook_id).collect::<Vec<_>>(),
-        [hook.id]
-    );
+    assert_eq!(deliveries.iter().map(|d| d.webhook_id).collect::<Vec<_>>(), [hook.id]);
 }

@@ -196,6 +196,19 @@ impl TestDb {
             .id
     }
 
+    /// A new webhook of the public API's source and its secret, the setup most
+    /// tests need: [`TestDb::webhook`], which must succeed.
+    pub async fn api_webhook(
+        &self,
+        workspace: WorkspaceId,
+        url: &str,
+        events: &[EventName],
+    ) -> (Webhook, WebhookSecret) {
+        self.webhook(workspace, url, events, WebhookSource::Api)
+            .await
+            .expect("create webhook")
+    }
+
     /// A new webhook and its secret: [`create_webhook`] in this database.
     pub async fn webhook(
         &self,

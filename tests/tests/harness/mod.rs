@@ -34,10 +34,7 @@ pub(crate) fn delivery(receiver: &Receiver, retries: usize) -> DeliveryConfig {
 pub(crate) async fn attempts(admin: &Admin, hook: &str, count: usize) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let log = admin
-            .get(&format!("/admin/v1/hooks/{hook}/attempts"))
-            .await
-            .body["data"]
+        let log = admin.get(&format!("/admin/v1/hooks/{hook}/attempts")).await.body["data"]
             .as_array()
             .cloned()
             .unwrap();
@@ -61,10 +58,7 @@ pub(crate) struct Admin {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<()>,
     /// A worker delivering beside the server, when the test has one.
-    worker: Option<(
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    )>,
+    worker: Option<(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
     pub(crate) db: TestDb,
 }
 
@@ -106,15 +100,9 @@ impl Admin {
             Some(_) => TargetPolicy::AllowPrivate,
             None => TargetPolicy::PublicOnly,
         };
-        let app_config = AppConfig {
-            target_policy,
-            ..AppConfig::default()
-        };
+        let app_config = AppConfig { target_policy, ..AppConfig::default() };
         let (app, worker) = match delivery {
-            None => (
-                App::new(&store, Outbox::new(store.events()), app_config),
-                None,
-            ),
+            None => (App::new(&store, Outbox::new(store.events()), app_config), None),
             Some(delivery) => {
                 let worker = Worker::new(store.queue(), store.upkeep(), delivery).unwrap();
                 let app = App::new(&store, worker.outbox(store.events()), app_config)
@@ -141,16 +129,7 @@ impl Admin {
             .token
             .expose()
             .to_owned();
-        Admin {
-            public,
-            admin,
-            app,
-            token,
-            stop: Some(stop),
-            served,
-            worker,
-            db,
-        }
+        Admin { public, admin, app, token, stop: Some(stop), served, worker, db }
     }
 
     pub(crate) async fn stop(mut self) {
@@ -173,21 +152,16 @@ impl Admin {
         body: String,
     ) -> (StatusCode, HeaderMap, Bytes) {
         let stream = TcpStream::connect(addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", "hookline.test");
+        let mut request =
+            Request::builder().method(method).uri(path).header("host", "hookline.test");
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = sender
-            .send_request(request.body(Full::new(Bytes::from(body))).unwrap())
-            .await
-            .unwrap();
+        let response =
+            sender.send_request(request.body(Full::new(Bytes::from(body))).unwrap()).await.unwrap();
         let (parts, body) = response.into_parts();
         let bytes = body.collect().await.unwrap().to_bytes();
         (parts.status, parts.headers, bytes)
@@ -209,16 +183,9 @@ impl Admin {
         all.extend_from_slice(headers);
         let (status, headers, bytes) = Self::exchange(addr, method, path, &all, body).await;
         let body = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            panic!(
-                "body is not JSON ({e}): {}",
-                String::from_utf8_lossy(&bytes)
-            )
+            panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&bytes))
         });
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        Reply { status, headers, body }
     }
 
     pub(crate) async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
@@ -236,14 +203,18 @@ impl Admin {
 
     /// A new workspace on `plan`, through the admin API.
     pub(crate) async fn workspace(&self, plan: &str) -> String {
-        let reply = self
-            .post(
-                "/admin/v1/workspaces",
-                json!({"name": "Acme", "plan": plan}),
-            )
-            .await;
+        let reply = self.post("/admin/v1/workspaces", json!({"name": "Acme", "plan": plan})).await;
         assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
         reply.body["data"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// A webhook of workspace `ws` made through the admin API from `body`: its id
+    /// and its secret.
+    pub(crate) async fn hook(&self, ws: &str, body: Value) -> (String, String) {
+        let reply = self.post(&format!("/admin/v1/workspaces/{ws}/hooks"), body).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        let field = |name: &str| reply.body["data"][name].as_str().unwrap().to_owned();
+        (field("id"), field("secret"))
     }
 }
 
