@@ -391,7 +391,7 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
         .map(|client| {
             let (key, answers) = (std::sync::Arc::clone(&key), std::sync::Arc::clone(&answers));
             tokio::spawn(async move {
-                let (mut created, mut deleted, mut answered) = (Vec::new(), Vec::new(), 0u64);
+                let (mut created, mut deleted) = (Vec::new(), Vec::new());
                 // A delete the server died during may or may not have happened.
                 let mut uncertain = None;
                 for n in 0.. {
@@ -403,7 +403,6 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
                     else {
                         break;
                     };
-                    answered += 1;
                     answers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     assert_eq!(code, 201, "{answer}");
                     let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
@@ -415,12 +414,11 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
                         uncertain = Some(id);
                         break;
                     };
-                    answered += 1;
                     answers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     assert_eq!(code, 200);
                     deleted.push(id);
                 }
-                (created, deleted, uncertain, answered)
+                (created, deleted, uncertain)
             })
         })
         .collect();
@@ -431,15 +429,15 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(!signal(served.child, "-KILL").await.success());
-    let (mut created, mut deleted, mut uncertain, mut answered) =
-        (Vec::new(), Vec::new(), Vec::new(), 0);
+    let (mut created, mut deleted, mut uncertain) = (Vec::new(), Vec::new(), Vec::new());
     for client in clients {
-        let (c, d, u, a) = client.await.unwrap();
+        let (c, d, u) = client.await.unwrap();
         created.extend(c);
         deleted.extend(d);
         uncertain.extend(u);
-        answered += a;
     }
+    // Every client has ended: the count is final.
+    let answered = answers.load(std::sync::atomic::Ordering::Relaxed);
     assert!(deleted.len() >= 4, "the clients barely ran: {answered} answers");
 
     // Every answered request was counted before it was answered.
