@@ -564,36 +564,15 @@ async fn failures_say_why_in_one_line_and_write_nothing(db: TestDb) {
     fails(&db, &["key", "create", unknown_ws, "--name", "k"], "no workspace").await;
     fails(&db, &["key", "list", unknown_ws], "no workspace").await;
     fails(&db, &["key", "revoke", "key_01JD3Z6Q8T4X2K9V7B5N1M0C3R"], "no API key").await;
-    fails(
-        &db,
-        &["hook", "create", unknown_ws, "--url", "https://a.example.com/", "--event", "dm.sent"],
-        "no workspace",
-    )
-    .await;
-    fails(
-        &db,
-        &["hook", "create", &ws, "--url", "http://a.example.com/", "--event", "dm.sent"],
-        "https",
-    )
-    .await;
-    fails(
-        &db,
-        &["hook", "create", &ws, "--url", "https://10.0.0.1/", "--event", "dm.sent"],
-        "private",
-    )
-    .await;
-    fails(
-        &db,
-        &["hook", "create", &ws, "--url", "https://localhost/", "--event", "dm.sent"],
-        "local",
-    )
-    .await;
-    fails(
-        &db,
-        &["hook", "create", &ws, "--url", "https://a.example.com/", "--event", "dm.read"],
-        "unknown event",
-    )
-    .await;
+    for (ws, url, event, says) in [
+        (unknown_ws, "https://a.example.com/", "dm.sent", "no workspace"),
+        (&ws, "http://a.example.com/", "dm.sent", "https"),
+        (&ws, "https://10.0.0.1/", "dm.sent", "private"),
+        (&ws, "https://localhost/", "dm.sent", "local"),
+        (&ws, "https://a.example.com/", "dm.read", "unknown event"),
+    ] {
+        fails(&db, &["hook", "create", ws, "--url", url, "--event", event], says).await;
+    }
     fails(&db, &["hook", "create", &ws, "--url", "https://a.example.com/"], "--event").await;
     let long = "x".repeat(121);
     fails(
