@@ -291,7 +291,7 @@ async fn the_event_catalog_gives_each_events_description_schema_and_example(db: 
     admin.stop().await;
 }
 
-// Slow: the failures' run must last the (1 s) disable period, by the attempts' own times.
+// Slow: the upkeep looks for failing webhooks once a period (1 s here), in real time.
 async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clears_it(db: TestDb) {
     let receiver = Receiver::start().await;
     receiver.script("/down", vec![Answer::status(500); 200]);
@@ -306,7 +306,15 @@ async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clear
     let event: hookline_domain::EventId =
         emitted.body["data"]["id"].as_str().unwrap().parse().unwrap();
     let path = format!("/admin/v1/hooks/{hook}");
+    // Its run of failures starts with the first failed attempt; then the period
+    // passes on the clock, and the upkeep's next round disables it.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let stats = format!("{path}/stats");
+    while admin.get(&stats).await.body["data"]["failingSince"].is_null() {
+        assert!(tokio::time::Instant::now() < deadline, "no failure recorded in 20 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    admin.db.clock().advance(Duration::from_secs(2));
     let mut read = admin.get(&path).await;
     while read.body["data"]["enabled"] == true && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -334,7 +342,7 @@ async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clear
     );
     // Its run of failures starts over: enabled, nothing is left for the upkeep
     // to disable it for (it disables only a run older than the period).
-    let stats = admin.get(&format!("{path}/stats")).await;
+    let stats = admin.get(&stats).await;
     assert!(stats.body["data"]["failingSince"].is_null(), "{}", stats.body);
     assert_eq!(admin.get(&path).await.body["data"]["enabled"], true);
     admin.stop().await;
