@@ -163,6 +163,9 @@ pub enum ApiKeyStatus {
 }
 
 impl ApiKeyStatus {
+    /// Both statuses.
+    pub const ALL: [ApiKeyStatus; 2] = [ApiKeyStatus::Active, ApiKeyStatus::Revoked];
+
     /// The status of a credential revoked at `revoked_at`, if ever.
     pub fn of(revoked_at: Option<Timestamp>) -> ApiKeyStatus {
         match revoked_at {

@@ -123,6 +123,7 @@ pub fn subscribed_events<'a>(names: impl IntoIterator<Item = &'a str>) -> Result
 
 /// One occurrence of an event, exactly as a webhook receives it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct EventPayload {
     /// Its id: the `webhook-id` of every delivery of it.
@@ -133,7 +134,7 @@ pub struct EventPayload {
     pub workspace_id: WorkspaceId,
     /// When it happened.
     pub occurred_at: Timestamp,
-    /// What the event says, of its shape (`EventName::validate_data`).
+    /// What the event says, of the shape the event catalog gives for it.
     pub data: Map<String, Value>,
 }
 

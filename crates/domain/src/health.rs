@@ -120,6 +120,14 @@ pub enum HealthState {
 }
 
 impl HealthState {
+    /// Every state, best first.
+    pub const ALL: [HealthState; 4] = [
+        HealthState::Healthy,
+        HealthState::Failing,
+        HealthState::Resting,
+        HealthState::Disabled,
+    ];
+
     /// The state as the APIs write it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -128,6 +136,18 @@ impl HealthState {
             HealthState::Resting => "resting",
             HealthState::Disabled => "disabled",
         }
+    }
+}
+
+impl serde::Serialize for HealthState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for HealthWindow {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

@@ -34,6 +34,8 @@ mod headers;
 mod health;
 mod history;
 mod id;
+#[cfg(feature = "json-schema")]
+mod json_schema;
 mod net;
 mod plan;
 mod portal;

@@ -67,6 +67,13 @@ pub enum WebhookSource {
 }
 
 impl WebhookSource {
+    /// Every source.
+    pub const ALL: [WebhookSource; 3] = [
+        WebhookSource::Api,
+        WebhookSource::Settings,
+        WebhookSource::Listener,
+    ];
+
     /// `api`, `settings` or `listener`, as stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -81,15 +88,10 @@ impl FromStr for WebhookSource {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "api" => Ok(WebhookSource::Api),
-            "settings" => Ok(WebhookSource::Settings),
-            "listener" => Ok(WebhookSource::Listener),
-            other => Err(Error::invalid(
-                "webhook source",
-                format!("unknown source `{other}`"),
-            )),
-        }
+        WebhookSource::ALL
+            .into_iter()
+            .find(|source| source.as_str() == s)
+            .ok_or_else(|| Error::invalid("webhook source", format!("unknown source `{s}`")))
     }
 }
 

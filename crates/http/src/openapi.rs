@@ -1,23 +1,26 @@
 //! What both OpenAPI 3.1 documents are built of: the envelopes, an operation
-//! with the failures every operation of its API answers, parameters, and the
-//! schemas both share, each read from the domain type that parses the value
-//! (its pattern, its length, its enum). Each API builds its own document
-//! (`api::openapi`, `admin::openapi`), served as it is; the tests below hold every
-//! documented operation to the routers, and every route to the documents.
+//! with the failures every operation of its API answers, parameters, and
+//! [`Schemas`]: each answer's schema derived from the wire type that writes it
+//! (`JsonSchema`, down to the domain's ids and enums), each request body's read
+//! from the domain type that parses the value (its pattern, its length, its
+//! enum). Each API builds its own document (`api::openapi`, `admin::openapi`),
+//! served as it is; the tests below hold every documented operation to the
+//! routers, every route to the documents, and every answer to its schema.
 
 use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT};
 use hookline_domain::limits::MAX_WEBHOOK_URL_LEN;
 use hookline_domain::{
-    AccountId, EventId, EventName, HEADER_VALUE_PATTERN, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS,
-    Plan, WebhookDescription, WebhookId, WebhookUrl, WorkspaceId, WorkspaceName,
-    header_name_pattern,
+    EventName, HEADER_VALUE_PATTERN, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, WebhookDescription,
+    WebhookUrl, WorkspaceName, header_name_pattern,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Response, StatusCode};
+use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::transport::failure::json_response as json_answer;
+use crate::wire::Failure;
 
 /// A document, serialised once, as the answer to `GET …/openapi.json`.
 pub(crate) fn served(document: &str) -> Response<Full<Bytes>> {
@@ -29,6 +32,43 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `#/components/schemas/NAME`.
 pub(crate) fn schema(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// The named schemas of one document, `components.schemas`: an answer's derived
+/// from its wire type when first referenced, a request body's written here.
+#[derive(Debug)]
+pub(crate) struct Schemas(SchemaGenerator);
+
+impl Schemas {
+    /// With `Error`, which every operation's failures refer to.
+    pub(crate) fn new() -> Self {
+        let settings = SchemaSettings::draft2020_12()
+            .for_serialize()
+            .with(|settings| {
+                settings.definitions_path = "/components/schemas".into();
+                settings.meta_schema = None;
+            });
+        let mut schemas = Schemas(settings.into_generator());
+        schemas.of::<Failure<'_>>();
+        schemas
+    }
+
+    /// `T` as its answers write it: a `$ref` to its named schema, or the schema
+    /// itself where it is inline (an id).
+    pub(crate) fn of<T: JsonSchema>(&mut self) -> Value {
+        self.0.subschema_for::<T>().to_value()
+    }
+
+    /// A request body's schema under `name`, and a `$ref` to it.
+    pub(crate) fn input(&mut self, name: &str, body: Value) -> Value {
+        self.0.definitions_mut().insert(name.to_owned(), body);
+        schema(name)
+    }
+
+    /// `components.schemas`.
+    pub(crate) fn into_components(mut self) -> Map<String, Value> {
+        self.0.take_definitions(true)
+    }
 }
 
 /// `{success: true, data: <data>}`.
@@ -183,104 +223,18 @@ pub(crate) fn headers_input() -> Value {
         "description": "Sent with every delivery (for receivers that check a header, such as n8n's Header Auth). Given on a change, they replace all the webhook's headers. Not `webhook-*`, `content-type`, `content-length`, `host`, `user-agent` or a hop-by-hop header." })
 }
 
-pub(crate) fn event_names() -> Vec<&'static str> {
-    EventName::ALL.iter().map(|event| event.as_str()).collect()
-}
-
-/// The schemas both documents use.
-pub(crate) fn common_schemas() -> Map<String, Value> {
-    let timestamp = json!({ "type": "string", "format": "date-time",
-        "description": "UTC with milliseconds, e.g. 2026-11-22T10:04:05.123Z" });
-    let schemas = json!({
-        "Error": {
-            "type": "object",
-            "required": ["success", "error"],
-            "properties": {
-                "success": { "const": false },
-                "error": { "type": "string", "description": "A sentence saying what is wrong." },
-                "events": { "type": "array", "items": { "type": "string" },
-                    "description": "The valid event names, on the 400s of webhook creation." }
-            }
-        },
-        "Plan": { "type": "string", "enum": Plan::ALL.map(Plan::as_str) },
-        "EventName": { "type": "string", "enum": event_names() },
-        "Timestamp": timestamp,
-        "Account": {
-            "type": "object",
-            "required": ["id", "username"],
-            "properties": { "id": id(AccountId::pattern()), "username": { "type": "string" } }
-        },
-        "Webhook": {
-            "type": "object",
-            "required": ["id", "url", "events", "enabled", "description", "createdAt"],
-            "properties": {
-                "id": id(WebhookId::pattern()),
-                "url": { "type": "string", "description": "The URL as given; its path or query may hold `[` and `]`, which RFC 3986's `uri` format does not allow there." },
-                "events": { "type": "array", "items": schema("EventName") },
-                "enabled": { "type": "boolean" },
-                "description": { "type": "string" },
-                "headers": { "type": "object", "additionalProperties": { "type": "string" },
-                    "description": "The webhook's own headers, absent while it has none: each value shown only in the answer to the request that set it, `••••` everywhere else." },
-                "createdAt": schema("Timestamp"),
-                "secret": { "type": "string", "pattern": "^whsec_",
-                    "description": "Only in the answer to a creation." }
-            }
-        },
-        "EventPayload": {
-            "type": "object",
-            "required": ["id", "event", "workspaceId", "occurredAt", "data"],
-            "properties": {
-                "id": id(EventId::pattern()),
-                "event": schema("EventName"),
-                "workspaceId": id(WorkspaceId::pattern()),
-                "occurredAt": schema("Timestamp"),
-                "data": { "type": "object" }
-            }
-        },
-        "Attempt": {
-            "type": "object",
-            "required": ["eventId", "event", "attempt", "at", "status", "error", "durationMs", "responseBody"],
-            "properties": { "eventId": id(EventId::pattern()), "event": schema("EventName"),
-                "attempt": { "type": "integer" }, "at": schema("Timestamp"),
-                "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] },
-                "durationMs": { "type": "integer" }, "responseBody": { "type": ["string", "null"] } }
-        },
-        "NewWebhook": new_webhook(false),
-        "CatalogEvent": {
-            "type": "object", "required": ["name", "description", "schema", "example"],
-            "properties": {
-                "name": schema("EventName"),
-                "description": { "type": "string" },
-                "schema": { "type": "object", "description": "The JSON Schema of the delivered payload." },
-                "example": schema("EventPayload")
-            }
-        },
-        "WebhookPatch": {
-            "type": "object",
-            "properties": { "url": or_null(webhook_url()),
-                "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
-                "event": or_null(schema("EventName")),
-                "description": or_null(label(WebhookDescription::MAX_CHARS)),
-                "headers": headers_input() }
-        }
-    });
-    match schemas {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
 /// A webhook to create: `url`, and `events` or `event` (merged). The admin API
 /// refuses fields it does not know (`closed`); the public API ignores them, and
 /// also takes the URL as `target_url`, `targetUrl` or `hookUrl`.
-pub(crate) fn new_webhook(closed: bool) -> Value {
+pub(crate) fn new_webhook(schemas: &mut Schemas, closed: bool) -> Value {
+    let event = schemas.of::<EventName>();
     let mut new = json!({
         "type": "object",
         "required": ["url"],
         "properties": {
             "url": webhook_url(),
-            "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
-            "event": or_null(schema("EventName")),
+            "events": or_null(json!({ "type": "array", "items": event.clone() })),
+            "event": or_null(event.clone()),
             "description": { "type": ["string", "null"], "maxLength": WebhookDescription::MAX_CHARS,
                 "pattern": WebhookDescription::OPTIONAL_PATTERN,
                 "description": "Blank or absent: the calling platform's name, or the URL's host." },
@@ -288,7 +242,7 @@ pub(crate) fn new_webhook(closed: bool) -> Value {
         },
         "anyOf": [
             { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
-            { "required": ["event"], "properties": { "event": schema("EventName") } }
+            { "required": ["event"], "properties": { "event": event } }
         ]
     });
     if closed {
@@ -297,19 +251,33 @@ pub(crate) fn new_webhook(closed: bool) -> Value {
     new
 }
 
-pub(crate) fn document(
-    title: &str,
-    description: &str,
-    paths: Value,
-    schemas: Map<String, Value>,
-) -> Value {
+/// A change to a webhook: the fields given change, the others stay. The admin
+/// API also takes `enabled`, and refuses fields it does not know.
+pub(crate) fn webhook_change(schemas: &mut Schemas, admin: bool) -> Value {
+    let event = schemas.of::<EventName>();
+    let mut change = json!({
+        "type": "object",
+        "properties": { "url": or_null(webhook_url()),
+            "events": or_null(json!({ "type": "array", "items": event.clone() })),
+            "event": or_null(event),
+            "description": or_null(label(WebhookDescription::MAX_CHARS)),
+            "headers": headers_input() }
+    });
+    if admin {
+        change["properties"]["enabled"] = json!({ "type": ["boolean", "null"] });
+        change["additionalProperties"] = json!(false);
+    }
+    change
+}
+
+pub(crate) fn document(title: &str, description: &str, paths: Value, schemas: Schemas) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": { "title": title, "version": VERSION, "description": description },
         "security": [{ "bearer": [] }],
         "paths": paths,
         "components": {
-            "schemas": schemas,
+            "schemas": schemas.into_components(),
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } }
         }
     })
@@ -410,5 +378,107 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Why `value` is not what `schema` allows, for the keywords the documents
+    /// use; `$ref`s resolve in `components`.
+    fn mismatch(value: &Value, schema: &Value, components: &Value, at: &str) -> Option<String> {
+        if let Some(reference) = schema["$ref"].as_str() {
+            let name = reference.trim_start_matches("#/components/schemas/");
+            return mismatch(value, &components[name], components, at);
+        }
+        let kind = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_f64() => "number",
+            Value::Number(_) => "integer",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        let types: Vec<&str> = match &schema["type"] {
+            Value::String(one) => vec![one.as_str()],
+            Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+            _ => vec![kind],
+        };
+        let allowed = types.contains(&kind) || (kind == "integer" && types.contains(&"number"));
+        if !allowed {
+            return Some(format!("{at}: {kind}, not {types:?}"));
+        }
+        if let Some(allowed) = schema["enum"].as_array().filter(|_| !value.is_null())
+            && !allowed.contains(value)
+        {
+            return Some(format!("{at}: {value} is not one of {allowed:?}"));
+        }
+        if let (Some(pattern), Some(text)) = (schema["pattern"].as_str(), value.as_str()) {
+            let matches = regex::Regex::new(pattern).map(|re| re.is_match(text));
+            if matches != Ok(true) {
+                return Some(format!("{at}: {text:?} does not match {pattern}"));
+            }
+        }
+        if let Some(items) = value.as_array() {
+            for (i, item) in items.iter().enumerate() {
+                let found = mismatch(item, &schema["items"], components, &format!("{at}[{i}]"));
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+        let fields = value.as_object()?;
+        for name in schema["required"].as_array().into_iter().flatten() {
+            if !fields.contains_key(name.as_str().unwrap_or_default()) {
+                return Some(format!("{at}: {name} is missing"));
+            }
+        }
+        for (name, field) in fields {
+            let at = format!("{at}.{name}");
+            match schema["properties"].get(name) {
+                Some(property) => mismatch(field, property, components, &at)?,
+                None if schema["additionalProperties"].is_object() => {
+                    mismatch(field, &schema["additionalProperties"], components, &at)?
+                }
+                None => return Some(format!("{at} is not in the schema")),
+            };
+        }
+        None
+    }
+
+    /// The answers written by hand (`Serialize` and `JsonSchema` both
+    /// implemented, not derived), checked against the schemas served.
+    #[test]
+    fn hand_written_answers_match_their_schemas() {
+        use hookline_domain::{DeliveryAttempt, EventId, WebhookId};
+
+        use crate::wire::AttemptObject;
+
+        let document: Value =
+            serde_json::from_str(&crate::api::openapi::PUBLIC).unwrap_or_default();
+        let components = &document["components"]["schemas"];
+        let answered = DeliveryAttempt {
+            event_id: EventId::generate(),
+            webhook_id: WebhookId::generate(),
+            event: EventName::DmSent,
+            attempt: 2,
+            at: hookline_domain::Timestamp::now(),
+            status: Some(500),
+            error: Some("HTTP 500".to_owned()),
+            duration_ms: 12,
+            response_body: Some("oops".to_owned()),
+        };
+        let unanswered = DeliveryAttempt {
+            status: None,
+            response_body: None,
+            ..answered.clone()
+        };
+        for attempt in [&answered, &unanswered] {
+            let value = serde_json::to_value(AttemptObject::with_response_body(attempt));
+            let value = value.unwrap_or_default();
+            assert_eq!(
+                mismatch(&value, &schema("Attempt"), components, "attempt"),
+                None
+            );
+        }
+        let short = serde_json::to_value(AttemptObject::log(&answered)).unwrap_or_default();
+        assert!(mismatch(&short, &schema("Attempt"), components, "log").is_some());
     }
 }

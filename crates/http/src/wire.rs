@@ -1,15 +1,21 @@
 //! The JSON objects of the API, as the specification names their fields. The CLI's
-//! `--json` output uses the same types, so both speak one shape.
+//! `--json` output uses the same types, so both speak one shape, and the OpenAPI
+//! documents' schemas are derived from them (`JsonSchema`): a field's doc comment
+//! is its description there.
+
+use std::borrow::Cow;
 
 use hookline_domain::{
-    Account, AdminTokenId, AdminTokenRecord, ApiKeyId, ApiKeyRecord, ApiKeyStatus, DeliveryAttempt,
-    EventName, EventPayload, Plan, Timestamp, Webhook, WebhookHeaders, WebhookId, Workspace,
-    WorkspaceId,
+    Account, AccountId, AdminTokenId, AdminTokenRecord, ApiKeyId, ApiKeyRecord, ApiKeyStatus,
+    DeliveryAttempt, EventId, EventName, EventPayload, Plan, Timestamp, Webhook, WebhookHeaders,
+    WebhookId, Workspace, WorkspaceId,
 };
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 
-/// The Workspace object (`GET /me` → `data.workspace`).
-#[derive(Debug, Serialize)]
+/// The key's workspace.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "Workspace")]
 pub struct WorkspaceObject {
     pub id: WorkspaceId,
     pub name: String,
@@ -26,37 +32,43 @@ impl From<&Workspace> for WorkspaceObject {
     }
 }
 
-/// The Account object (`GET /me` → `data.accounts[]`).
-#[derive(Debug, Serialize)]
+/// A social account connected to the workspace.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "Account")]
 pub struct AccountObject {
-    pub id: String,
+    pub id: AccountId,
     pub username: String,
 }
 
 impl From<&Account> for AccountObject {
     fn from(account: &Account) -> Self {
         AccountObject {
-            id: account.id.to_string(),
+            id: account.id,
             username: account.username.to_string(),
         }
     }
 }
 
-/// The Webhook object. `secret` is set only in the answer to a creation. It borrows
-/// the webhook: listings serialise every webhook on every request.
-#[derive(Debug, Serialize)]
+// It borrows the webhook: listings serialise every webhook on every request.
+/// A webhook: where the workspace's events of its kinds are delivered.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Webhook")]
 pub struct WebhookObject<'a> {
     pub id: WebhookId,
+    /// The URL as given; its path or query may hold `[` and `]`, which RFC 3986's
+    /// `uri` format does not allow there.
     pub url: &'a str,
     pub events: &'a [EventName],
     pub enabled: bool,
     pub description: &'a str,
-    /// Absent while it has none: the object stays as the specification shows it.
+    // Absent while it has none: the object stays as the specification shows it.
     #[serde(skip_serializing_if = "HeadersShown::is_empty")]
     pub headers: HeadersShown<'a>,
     pub created_at: Timestamp,
+    /// The signing secret: only in the answer to a creation.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", extend("pattern" = "^whsec_"))]
     pub secret: Option<&'a str>,
 }
 
@@ -102,6 +114,23 @@ impl Serialize for HeadersShown<'_> {
     }
 }
 
+impl JsonSchema for HeadersShown<'_> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("HeadersShown")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "object", "additionalProperties": { "type": "string" },
+            "description": format!("The webhook's own headers, absent while it has none: each value \
+                shown only in the answer to the request that set it, `{HIDDEN_HEADER_VALUE}` \
+                everywhere else.") })
+    }
+}
+
 impl<'a> WebhookObject<'a> {
     /// The object without its secret, as every listing shows it.
     pub fn listed(webhook: &'a Webhook) -> Self {
@@ -135,21 +164,25 @@ impl<'a> WebhookObject<'a> {
     }
 }
 
-/// What a test event answers: 202 `{eventId}` (both APIs).
-#[derive(Debug, Serialize)]
+/// The test event sent: its id, the `webhook-id` of its deliveries.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "TestEventSent")]
 pub struct TestSentObject {
-    pub event_id: hookline_domain::EventId,
+    pub event_id: EventId,
 }
 
-/// The Listener object (`docs/spec/devkit-v1.md`): its secret only in the
-/// answer that made it.
-#[derive(Debug, Serialize)]
+/// A listener (`hookline listen`): the workspace's deliveries of its events, sent
+/// down its stream instead of to a URL.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Listener")]
 pub struct ListenerObject<'a> {
     pub id: hookline_domain::ListenerId,
     pub events: &'a [EventName],
+    /// The signing secret: only in the answer to a creation.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", extend("pattern" = "^whsec_"))]
     pub secret: Option<&'a str>,
     pub created_at: Timestamp,
 }
@@ -172,10 +205,11 @@ impl<'a> ListenerObject<'a> {
     }
 }
 
-/// A credential as lists show it, never the credential itself: an API key
-/// (Settings, the CLI, the admin API) or an admin token (the CLI).
-#[derive(Debug, Serialize)]
+// An API key (Settings, the CLI, the admin API) or an admin token (the CLI).
+/// A credential as lists show it, never the credential itself.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Key")]
 pub struct CredentialObject<I> {
     pub id: I,
     pub name: String,
@@ -212,11 +246,12 @@ impl From<&AdminTokenRecord> for CredentialObject<AdminTokenId> {
 }
 
 /// A key just made: the one answer that shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyCreatedObject {
-    pub id: String,
+    pub id: ApiKeyId,
     pub name: String,
+    /// The key itself, shown this once: only its hash is kept.
     pub key: String,
     pub created_at: Timestamp,
 }
@@ -224,7 +259,7 @@ pub struct KeyCreatedObject {
 impl KeyCreatedObject {
     pub fn new(record: &ApiKeyRecord, key: &hookline_domain::ApiKey) -> Self {
         KeyCreatedObject {
-            id: record.id.to_string(),
+            id: record.id,
             name: record.name.to_string(),
             key: key.expose().to_owned(),
             created_at: record.created_at,
@@ -256,6 +291,33 @@ impl<'a> AttemptObject<'a> {
     }
 }
 
+/// As the APIs show it: with `responseBody`.
+impl JsonSchema for AttemptObject<'_> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Attempt")
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "description": "One attempt to deliver an event.",
+            "required": ["eventId", "event", "attempt", "at", "status", "error", "durationMs", "responseBody"],
+            "properties": {
+                "eventId": generator.subschema_for::<EventId>(),
+                "event": generator.subschema_for::<EventName>(),
+                "attempt": { "type": "integer", "minimum": 1 },
+                "at": generator.subschema_for::<Timestamp>(),
+                "status": { "type": ["integer", "null"],
+                    "description": "The receiver's status; null when there was no answer." },
+                "error": { "type": ["string", "null"], "description": "Why the attempt failed." },
+                "durationMs": { "type": "integer", "minimum": 0 },
+                "responseBody": { "type": ["string", "null"],
+                    "description": "The start of the receiver's answer." }
+            }
+        })
+    }
+}
+
 impl Serialize for AttemptObject<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
@@ -275,8 +337,8 @@ impl Serialize for AttemptObject<'_> {
     }
 }
 
-/// `GET /me` → `data`.
-#[derive(Debug, Serialize)]
+/// The key's workspace and its connected accounts.
+#[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Me {
     pub(crate) workspace: WorkspaceObject,
     pub(crate) accounts: Vec<AccountObject>,
@@ -290,23 +352,29 @@ pub(crate) struct Success<T> {
     pub(crate) data: Option<T>,
 }
 
-/// `{"success": false, "error": …}`, with the valid event names on the 400s of
-/// `POST /hooks`.
-#[derive(Debug, Serialize)]
+/// A refusal: what is wrong, in a sentence.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "Error")]
 pub(crate) struct Failure<'a> {
+    #[schemars(extend("const" = false))]
     pub(crate) success: bool,
+    /// A sentence saying what is wrong.
     pub(crate) error: &'a str,
+    /// The valid event names, on the 400s of webhook creation.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<EventName>")]
     pub(crate) events: Option<Vec<&'static str>>,
 }
 
-/// An event of the catalog (`GET /api/v1/events`, `GET /admin/v1/events`): what
-/// it means, its delivered payload's JSON Schema, and the payload a sample gives
-/// when it never happened.
-#[derive(Debug, Serialize)]
+/// An event of the catalog: what it means, its delivered payload's JSON Schema,
+/// and the payload a sample gives when it never happened.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "CatalogEvent")]
 pub struct CatalogEventObject<'a> {
     pub name: EventName,
     pub description: &'static str,
+    /// The JSON Schema of the delivered payload.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub schema: &'a serde_json::Value,
     pub example: &'a EventPayload,
 }

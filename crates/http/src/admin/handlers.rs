@@ -5,8 +5,8 @@ use hookline_app::{App, WebhookInput, WorkspaceUpdate};
 use hookline_delivery::Emission;
 use hookline_domain::limits::DEFAULT_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    AccountId, ApiKeyId, ApiKeyStatus, EventId, EventName, HealthWindow, IdempotencyKey, KeyName,
-    Plan, PublicUrl, Timestamp, Username, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
+    AccountId, EventId, EventName, HealthWindow, IdempotencyKey, KeyName, Plan, PublicUrl,
+    Timestamp, Username, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -15,7 +15,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::admin::error::AdminError;
-use crate::admin::wire::{HealthObject, WebhookAdmin, WorkspaceAdmin};
+use crate::admin::wire::{
+    HealthObject, KeyCreatedWithStatus, PortalLinkMade, Queued, Revoked, Rotated, WebhookAdmin,
+    WorkspaceAdmin,
+};
 use crate::transport::body::Body;
 use crate::transport::body::header_pairs;
 use crate::transport::failure::json_response;
@@ -124,22 +127,6 @@ pub(crate) async fn create_key(app: &App, ws: &str, body: Value) -> Answer {
         last_used_at: None,
     };
     Ok(ok(StatusCode::CREATED, Some(data)))
-}
-
-/// The admin Key object of a key just made: with `key`, the only time it shows.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct KeyCreatedWithStatus {
-    #[serde(flatten)]
-    created: KeyCreatedObject,
-    status: ApiKeyStatus,
-    last_used_at: Option<()>,
-}
-
-#[derive(Serialize)]
-struct Revoked {
-    id: ApiKeyId,
-    status: ApiKeyStatus,
 }
 
 pub(crate) async fn revoke_key(app: &App, key: &str) -> Answer {
@@ -283,12 +270,6 @@ pub(crate) async fn emit_event(
     Ok(json_response(StatusCode::ACCEPTED, body))
 }
 
-/// The answer to a rotation: the new secret, shown this once.
-#[derive(Serialize)]
-struct Rotated<'a> {
-    secret: &'a str,
-}
-
 pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
     let body = Body::object(body, &["graceSeconds"])?;
@@ -308,11 +289,6 @@ pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
     let event: EventName = body.required_string("event")?.parse()?;
     let event_id = app.send_test_event(id, event, body.value("data")).await?;
     Ok(ok(StatusCode::ACCEPTED, Some(TestSentObject { event_id })))
-}
-
-#[derive(Serialize)]
-struct Queued {
-    queued: u64,
 }
 
 pub(crate) async fn recover_hook(app: &App, hook: &str, body: Value) -> Answer {
@@ -343,13 +319,6 @@ pub(crate) async fn redeliver(app: &App, event: &str, body: Value) -> Answer {
         .transpose()?;
     let queued = app.redeliver(id, hook).await?;
     Ok(ok(StatusCode::ACCEPTED, Some(Queued { queued })))
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PortalLinkMade {
-    url: String,
-    expires_at: Timestamp,
 }
 
 pub(crate) async fn portal_link(

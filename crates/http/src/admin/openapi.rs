@@ -5,19 +5,23 @@ use std::sync::LazyLock;
 use hookline_app::attempt_cursor_pattern;
 use hookline_domain::limits::{DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS};
 use hookline_domain::{
-    AccountId, ApiKeyId, EventId, EventName, IdempotencyKey, KeyName, Username, WebhookDescription,
-    WebhookId, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, EventId, EventName, EventPayload, HealthWindow, IdempotencyKey, KeyName,
+    Plan, Username, WebhookId, WorkspaceId, WorkspaceName,
 };
 use http_body_util::Full;
 use hyper::Response;
 use hyper::body::Bytes;
 use serde_json::{Value, json};
 
-use crate::openapi::{
-    UNAVAILABLE_WHY, bare_success, common_schemas, document, headers_input, id, json_response,
-    label, listing, new_webhook, operation, or_null, page, paging, path_parameter, schema, success,
-    webhook_url,
+use crate::admin::wire::{
+    HealthObject, KeyCreatedWithStatus, PortalLinkMade, Queued, Revoked, Rotated, WebhookAdmin,
+    WorkspaceAdmin,
 };
+use crate::openapi::{
+    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, label, listing, new_webhook,
+    operation, or_null, page, paging, path_parameter, schema, success, webhook_change,
+};
+use crate::wire::{AccountObject, AttemptObject, CatalogEventObject, KeyObject, TestSentObject};
 
 /// The document, serialised once.
 pub(crate) static ADMIN: LazyLock<String> = LazyLock::new(|| admin().to_string());
@@ -40,79 +44,23 @@ fn admin() -> Value {
     let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, &common);
     let ws = || path_parameter("ws", "A workspace id, `ws_…`.", WorkspaceId::pattern());
     let wh = || path_parameter("wh", "A webhook id, `wh_…`.", WebhookId::pattern());
-    let mut schemas = common_schemas();
-    let more = json!({
-        "Workspace": {
-            "type": "object", "required": ["id", "name", "plan", "createdAt"],
-            "properties": { "id": id(WorkspaceId::pattern()), "name": { "type": "string" },
-                "plan": schema("Plan"), "createdAt": schema("Timestamp") }
-        },
-        "Key": {
-            "type": "object", "required": ["id", "name", "status", "lastUsedAt", "createdAt"],
-            "properties": { "id": id(ApiKeyId::pattern()), "name": { "type": "string" },
-                "status": { "type": "string", "enum": ["active", "revoked"] },
-                "lastUsedAt": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
-                "createdAt": schema("Timestamp"),
-                "key": { "type": "string", "description": "Only in the answer to a creation." } }
-        },
-        "AdminWebhook": {
-            "allOf": [schema("Webhook"), {
-                "type": "object", "required": ["source", "disabledReason", "updatedAt"],
-                "properties": {
-                    "source": { "type": "string", "enum": ["api", "settings"] },
-                    "disabledReason": { "type": ["string", "null"], "enum": ["manual", "gone", "failing", null] },
-                    "updatedAt": schema("Timestamp")
-                }
-            }]
-        },
-        "WorkspaceChange": {
-            "type": "object", "additionalProperties": false,
-            "properties": { "name": or_null(label(WorkspaceName::MAX_CHARS)), "plan": or_null(schema("Plan")) }
-        },
-        "WebhookStats": {
-            "type": "object",
-            "required": ["window", "buckets", "attempts", "succeeded", "failed", "successRate", "lastAttempt",
-                "state", "failingSince", "restingUntil", "disabledReason"],
-            "properties": {
-                "window": { "type": "string", "enum": ["24h", "7d"] },
-                "buckets": { "type": "array", "items": { "type": "object",
-                    "required": ["start", "succeeded", "failed"],
-                    "properties": { "start": schema("Timestamp"),
-                        "succeeded": { "type": "integer", "minimum": 0 },
-                        "failed": { "type": "integer", "minimum": 0 } } } },
-                "attempts": { "type": "integer", "minimum": 0 },
-                "succeeded": { "type": "integer", "minimum": 0 },
-                "failed": { "type": "integer", "minimum": 0 },
-                "successRate": { "type": ["number", "null"], "minimum": 0, "maximum": 1 },
-                "lastAttempt": { "oneOf": [{ "type": "null" }, { "type": "object",
-                    "required": ["at", "status", "error"],
-                    "properties": { "at": schema("Timestamp"), "status": { "type": ["integer", "null"] },
-                        "error": { "type": ["string", "null"] } } }] },
-                "state": { "type": "string", "enum": ["healthy", "failing", "resting", "disabled"] },
-                "failingSince": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
-                "restingUntil": { "oneOf": [schema("Timestamp"), { "type": "null" }] },
-                "disabledReason": { "type": ["string", "null"], "enum": ["manual", "gone", "failing", null] }
-            }
-        },
-        "WebhookChange": {
-            "type": "object", "additionalProperties": false,
-            "properties": { "url": or_null(webhook_url()),
-                "events": or_null(json!({ "type": "array", "items": schema("EventName") })),
-                "event": or_null(schema("EventName")),
-                "description": or_null(label(WebhookDescription::MAX_CHARS)),
-                "headers": headers_input(),
-                "enabled": { "type": ["boolean", "null"] } }
-        },
-        "NewSettingsWebhook": new_webhook(true),
-        "Queued": {
-            "type": "object", "required": ["queued"],
-            "properties": { "queued": { "type": "integer", "minimum": 0 } }
-        },
-        "Emit": emit()
+    let mut schemas = Schemas::new();
+    let event_name = schemas.of::<EventName>();
+    let plan = schemas.of::<Plan>();
+    let workspace = schemas.of::<WorkspaceAdmin<'_>>();
+    let account = schemas.of::<AccountObject>();
+    let webhook = schemas.of::<WebhookAdmin<'_>>();
+    let queued = schemas.of::<Queued>();
+    let workspace_change = json!({
+        "type": "object", "additionalProperties": false,
+        "properties": { "name": or_null(label(WorkspaceName::MAX_CHARS)), "plan": or_null(plan.clone()) }
     });
-    if let Value::Object(more) = more {
-        schemas.extend(more);
-    }
+    let workspace_change = schemas.input("WorkspaceChange", workspace_change);
+    let webhook_change = webhook_change(&mut schemas, true);
+    let webhook_change = schemas.input("WebhookChange", webhook_change);
+    let new_webhook = new_webhook(&mut schemas, true);
+    let new_webhook = schemas.input("NewSettingsWebhook", new_webhook);
+    let emit = schemas.input("Emit", emit());
     let not_found = ("404", "No such workspace, account, key, webhook or event.");
     let optional_body = |mut operation: Value| {
         operation["requestBody"]["required"] = json!(false);
@@ -134,23 +82,23 @@ fn admin() -> Value {
     let paths = json!({
         "/admin/v1/workspaces": {
             "get": op("Workspaces, oldest first.", paging("after", Some(WorkspaceId::unanchored_pattern())), None,
-                ("200", page(schema("Workspace")))),
+                ("200", page(workspace.clone()))),
             "post": op("Create a workspace (plan FREE unless given).", json!([]),
                 Some(json!({ "type": "object", "required": ["name"], "additionalProperties": false,
-                    "properties": { "name": label(WorkspaceName::MAX_CHARS), "plan": or_null(schema("Plan")) } })),
-                ("201", success(schema("Workspace"))))
+                    "properties": { "name": label(WorkspaceName::MAX_CHARS), "plan": or_null(plan) } })),
+                ("201", success(workspace.clone())))
         },
         "/admin/v1/workspaces/{ws}": {
-            "get": with_404(op("A workspace.", json!([ws()]), None, ("200", success(schema("Workspace"))))),
+            "get": with_404(op("A workspace.", json!([ws()]), None, ("200", success(workspace.clone())))),
             "patch": with_404(op("Rename it, change its plan (counts from the public API's next request).",
-                json!([ws()]), Some(schema("WorkspaceChange")), ("200", success(schema("Workspace")))))
+                json!([ws()]), Some(workspace_change), ("200", success(workspace))))
         },
         "/admin/v1/workspaces/{ws}/accounts": {
-            "get": with_404(op("Connected accounts.", listing(ws(), "after", None), None, ("200", page(schema("Account"))))),
+            "get": with_404(op("Connected accounts.", listing(ws(), "after", None), None, ("200", page(account.clone())))),
             "post": conflict(with_404(op("Connect an account.", json!([ws()]),
                 Some(json!({ "type": "object", "required": ["username"], "additionalProperties": false,
                     "properties": { "username": { "type": "string", "pattern": Username::PATTERN } } })),
-                ("201", success(schema("Account"))))))
+                ("201", success(account)))))
         },
         "/admin/v1/accounts/{acc}": {
             "delete": with_404(op("Disconnect an account.",
@@ -159,45 +107,45 @@ fn admin() -> Value {
         },
         "/admin/v1/workspaces/{ws}/keys": {
             "get": with_404(op("API keys, newest first, never the keys themselves.",
-                listing(ws(), "before", None), None, ("200", page(schema("Key"))))),
+                listing(ws(), "before", None), None, ("200", page(schemas.of::<KeyObject>())))),
             "post": with_404(op("Create an API key; the key is shown once.", json!([ws()]),
                 Some(json!({ "type": "object", "required": ["name"], "additionalProperties": false,
                     "properties": { "name": label(KeyName::MAX_CHARS) } })),
-                ("201", success(schema("Key")))))
+                ("201", success(schemas.of::<KeyCreatedWithStatus>()))))
         },
         "/admin/v1/keys/{key}": {
             "delete": with_404(op("Revoke a key: refused from the public API's next request.",
                 json!([path_parameter("key", "A key id, `key_…`.", ApiKeyId::pattern())]), None,
-                ("200", success(json!({ "type": "object", "required": ["id", "status"],
-                    "properties": { "id": { "type": "string" }, "status": { "const": "revoked" } } })))))
+                ("200", success(schemas.of::<Revoked>()))))
         },
         "/admin/v1/workspaces/{ws}/hooks": {
             "get": with_404(op("Webhooks of both sources, oldest first.",
-                listing(ws(), "after", None), None, ("200", page(schema("AdminWebhook"))))),
+                listing(ws(), "after", None), None, ("200", page(webhook.clone())))),
             "post": with_404(op("Create a Settings webhook; the secret is shown once.", json!([ws()]),
-                Some(schema("NewSettingsWebhook")), ("201", success(schema("AdminWebhook")))))
+                Some(new_webhook), ("201", success(webhook.clone()))))
         },
         "/admin/v1/hooks/{wh}": {
-            "get": with_404(op("A webhook, without its secret.", json!([wh()]), None, ("200", success(schema("AdminWebhook"))))),
+            "get": with_404(op("A webhook, without its secret.", json!([wh()]), None, ("200", success(webhook.clone())))),
             "patch": with_404(op("Change a webhook; disabling cancels its pending deliveries.", json!([wh()]),
-                Some(schema("WebhookChange")), ("200", success(schema("AdminWebhook"))))),
+                Some(webhook_change), ("200", success(webhook)))),
             "delete": with_404(op("Delete a webhook; its pending deliveries stop.", json!([wh()]), None,
                 ("200", bare_success())))
         },
         "/admin/v1/hooks/{wh}/attempts": {
             "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
-                listing(wh(), "before", Some(attempt_cursor_pattern())), None, ("200", page(schema("Attempt")))))
+                listing(wh(), "before", Some(attempt_cursor_pattern())), None, ("200", page(schemas.of::<AttemptObject<'_>>()))))
         },
         "/admin/v1/hooks/{wh}/stats": {
             "get": with_404(op("The webhook's health over a window: attempts per hour (24h) or UTC day (7d), oldest first, \
                 from counters kept as attempts are recorded; its last attempt and state.",
                 json!([wh(), { "name": "window", "in": "query", "required": false,
-                    "schema": { "type": "string", "enum": ["24h", "7d"], "default": "24h" } }]),
-                None, ("200", success(schema("WebhookStats")))))
+                    "schema": { "type": "string", "enum": HealthWindow::ALL.map(HealthWindow::as_str),
+                        "default": HealthWindow::default().as_str() } }]),
+                None, ("200", success(schemas.of::<HealthObject<'_>>()))))
         },
         "/admin/v1/events": {
             "get": op("The event catalog: each event's description, payload schema and example.",
-                json!([]), None, ("200", success(json!({ "type": "array", "items": schema("CatalogEvent") }))))
+                json!([]), None, ("200", success(json!({ "type": "array", "items": schemas.of::<CatalogEventObject<'_>>() }))))
         },
         "/admin/v1/hooks/{wh}/secret/rotate": {
             "post": optional_body(with_404(op("Rotate the signing secret: the new one is shown once; until the grace \
@@ -206,35 +154,33 @@ fn admin() -> Value {
                 Some(json!({ "type": "object", "additionalProperties": false,
                     "properties": { "graceSeconds": { "type": ["integer", "null"], "minimum": 0,
                     "maximum": MAX_SECRET_GRACE_SECONDS, "default": DEFAULT_SECRET_GRACE_SECONDS } } })),
-                ("200", success(json!({ "type": "object", "required": ["secret"],
-                    "properties": { "secret": { "type": "string", "pattern": "^whsec_" } } }))))))
+                ("200", success(schemas.of::<Rotated<'_>>())))))
         },
         "/admin/v1/hooks/{wh}/test": {
             "post": with_404(op("Send the event's example payload to this webhook alone, as a new event: signed, \
                 retried, logged. 400 for a disabled webhook.", json!([wh()]),
                 Some(json!({ "type": "object", "required": ["event"], "additionalProperties": false,
-                    "properties": { "event": schema("EventName") } })),
-                ("202", success(json!({ "type": "object", "required": ["eventId"],
-                    "properties": { "eventId": id(EventId::pattern()) } })))))
+                    "properties": { "event": event_name } })),
+                ("202", success(schemas.of::<TestSentObject>()))))
         },
         "/admin/v1/hooks/{wh}/recover": {
             "post": with_404(op("Send again every delivery to this webhook that gave up since then, each with a \
                 fresh count of attempts. 400 for a disabled webhook.", json!([wh()]),
                 Some(json!({ "type": "object", "required": ["since"], "additionalProperties": false,
                     "properties": { "since": { "type": "string", "format": "date-time" } } })),
-                ("202", success(schema("Queued")))))
+                ("202", success(queued.clone()))))
         },
         "/admin/v1/events/{evt}/redeliver": {
             "post": optional_body(with_404(op("Send an event again, with a fresh count of attempts: to one webhook of \
                 its workspace, or to every enabled webhook it reached. Deliveries still pending are left alone.",
                 json!([path_parameter("evt", "An event id, `evt_…`.", EventId::pattern())]),
                 Some(json!({ "type": "object", "additionalProperties": false,
-                    "properties": { "hookId": or_null(id(WebhookId::pattern())) } })),
-                ("202", success(schema("Queued"))))))
+                    "properties": { "hookId": or_null(schemas.of::<WebhookId>()) } })),
+                ("202", success(queued)))))
         },
         "/admin/v1/workspaces/{ws}/events": {
             "post": with_404(op("Emit an event (HTTP ingest): stored with its deliveries before the answer.",
-                json!([ws(), idempotency]), Some(schema("Emit")), ("202", success(schema("EventPayload")))))
+                json!([ws(), idempotency]), Some(emit), ("202", success(schemas.of::<EventPayload>()))))
         },
         "/admin/v1/workspaces/{ws}/portal": {
             "post": optional_body(with_404(op("A link to the workspace's Settings portal: it opens a session on the \
@@ -242,9 +188,7 @@ fn admin() -> Value {
                 json!([ws()]),
                 Some(json!({ "type": "object", "additionalProperties": false, "properties": {
                     "ttlSeconds": { "type": ["integer", "null"], "minimum": 1, "maximum": 86400 } } })),
-                ("201", success(json!({ "type": "object", "required": ["url", "expiresAt"],
-                    "properties": { "url": { "type": "string", "format": "uri" },
-                        "expiresAt": { "type": "string", "format": "date-time" } } }))))))
+                ("201", success(schemas.of::<PortalLinkMade>())))))
         },
         "/admin/v1/openapi.json": { "get": op("This document.", json!([]), None,
             ("200", json!({ "type": "object" }))) }

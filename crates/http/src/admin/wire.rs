@@ -2,16 +2,18 @@
 //! the back office needs to see.
 
 use hookline_domain::{
-    DisabledReason, Plan, Timestamp, Webhook, WebhookHeaders, WebhookHealth, WebhookSource,
-    Workspace, WorkspaceId,
+    ApiKeyId, ApiKeyStatus, DisabledReason, HealthState, HealthWindow, Plan, Timestamp, Webhook,
+    WebhookHeaders, WebhookHealth, WebhookSource, Workspace, WorkspaceId,
 };
+use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::wire::WebhookObject;
+use crate::wire::{KeyCreatedObject, WebhookObject};
 
-/// The admin Workspace object.
-#[derive(Debug, Serialize)]
+/// A workspace: a customer of the product, with its plan.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Workspace")]
 pub(crate) struct WorkspaceAdmin<'a> {
     id: WorkspaceId,
     name: &'a str,
@@ -30,10 +32,11 @@ impl<'a> From<&'a Workspace> for WorkspaceAdmin<'a> {
     }
 }
 
-/// The admin Webhook object: the public one with where it came from, why it is
-/// disabled, and its last change. `secret` only in the answer to a creation.
-#[derive(Debug, Serialize)]
+/// A webhook as the back office sees it: with where it came from, why it is
+/// disabled, and its last change.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "AdminWebhook")]
 pub(crate) struct WebhookAdmin<'a> {
     #[serde(flatten)]
     webhook: WebhookObject<'a>,
@@ -72,31 +75,40 @@ impl<'a> WebhookAdmin<'a> {
     }
 }
 
-/// A webhook's health (`GET /admin/v1/hooks/:wh/stats`).
-#[derive(Debug, Serialize)]
+/// A webhook's health over a window.
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "WebhookStats")]
 pub(crate) struct HealthObject<'a> {
-    window: &'static str,
+    window: HealthWindow,
+    /// Attempts per hour (24h) or UTC day (7d), oldest first.
     buckets: Vec<BucketObject>,
     attempts: u64,
     succeeded: u64,
     failed: u64,
+    /// `succeeded / attempts`; null without attempts.
+    #[schemars(range(min = 0, max = 1))]
     success_rate: Option<f64>,
+    /// The webhook's last attempt, whenever it was.
     last_attempt: Option<LastAttemptObject<'a>>,
-    state: &'static str,
+    state: HealthState,
+    /// Since when every attempt failed, during a run of failures.
     failing_since: Option<Timestamp>,
+    /// Until when the breaker rests it: one probe after that.
     resting_until: Option<Timestamp>,
     disabled_reason: Option<DisabledReason>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "HealthBucket")]
 struct BucketObject {
     start: Timestamp,
     succeeded: u64,
     failed: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "LastAttempt")]
 struct LastAttemptObject<'a> {
     at: Timestamp,
     status: Option<u16>,
@@ -106,7 +118,7 @@ struct LastAttemptObject<'a> {
 impl<'a> From<&'a WebhookHealth> for HealthObject<'a> {
     fn from(health: &'a WebhookHealth) -> Self {
         HealthObject {
-            window: health.window.as_str(),
+            window: health.window,
             buckets: health
                 .buckets
                 .iter()
@@ -125,10 +137,53 @@ impl<'a> From<&'a WebhookHealth> for HealthObject<'a> {
                 status: last.status,
                 error: last.error.as_deref(),
             }),
-            state: health.state.as_str(),
+            state: health.state,
             failing_since: health.failing_since,
             resting_until: health.resting_until,
             disabled_reason: health.disabled_reason,
         }
     }
+}
+
+/// A key just made, as the admin Key object: with `key`, the only time it shows.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "NewKey")]
+pub(crate) struct KeyCreatedWithStatus {
+    #[serde(flatten)]
+    pub(crate) created: KeyCreatedObject,
+    pub(crate) status: ApiKeyStatus,
+    pub(crate) last_used_at: Option<()>,
+}
+
+/// A key revoked.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "RevokedKey")]
+pub(crate) struct Revoked {
+    pub(crate) id: ApiKeyId,
+    pub(crate) status: ApiKeyStatus,
+}
+
+/// The new signing secret, shown this once.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "RotatedSecret")]
+pub(crate) struct Rotated<'a> {
+    #[schemars(extend("pattern" = "^whsec_"))]
+    pub(crate) secret: &'a str,
+}
+
+/// How many deliveries were queued.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Queued {
+    pub(crate) queued: u64,
+}
+
+/// A link that opens a session on the workspace's Settings portal.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "PortalLink")]
+pub(crate) struct PortalLinkMade {
+    #[schemars(extend("format" = "uri"))]
+    pub(crate) url: String,
+    pub(crate) expires_at: Timestamp,
 }

@@ -5,15 +5,19 @@
 use std::sync::LazyLock;
 
 use hookline_app::attempt_cursor_pattern;
-use hookline_domain::{EventId, EventName, ListenerId, WebhookId, WorkspaceId};
+use hookline_domain::{EventId, EventName, EventPayload, ListenerId, WebhookId};
 use http_body_util::Full;
 use hyper::Response;
 use hyper::body::Bytes;
 use serde_json::{Map, Value, json};
 
+use crate::api::stream::StreamedDelivery;
 use crate::openapi::{
-    UNAVAILABLE_WHY, bare_success, common_schemas, document, id, json_response, listing, operation,
-    or_null, page, path_parameter, schema, success,
+    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, listing, new_webhook,
+    operation, or_null, page, path_parameter, schema, success, webhook_change,
+};
+use crate::wire::{
+    AttemptObject, CatalogEventObject, ListenerObject, Me, TestSentObject, WebhookObject,
 };
 
 /// The document, serialised once.
@@ -38,28 +42,26 @@ fn public() -> Value {
         "A webhook id, `wh_…`.",
         WebhookId::pattern()
     )]);
+    let mut schemas = Schemas::new();
+    let webhook = schemas.of::<WebhookObject<'_>>();
+    let new = new_webhook(&mut schemas, false);
+    let new = schemas.input("NewWebhook", new);
+    let change = webhook_change(&mut schemas, false);
+    let change = schemas.input("WebhookPatch", change);
     let mut paths = json!({
         "/api/v1/me": { "get": op("The key's workspace and its connected accounts.", json!([]), None,
-            ("200", success(json!({
-                "type": "object", "required": ["workspace", "accounts"],
-                "properties": {
-                    "workspace": { "type": "object", "required": ["id", "name", "plan"],
-                        "properties": { "id": id(WorkspaceId::pattern()), "name": { "type": "string" },
-                            "plan": schema("Plan") } },
-                    "accounts": { "type": "array", "items": schema("Account") }
-                }
-            })))) },
+            ("200", success(schemas.of::<Me>()))) },
         "/api/v1/hooks": {
             "get": op("The workspace's webhooks, oldest first, without secrets.", json!([]), None,
-                ("200", success(json!({ "type": "array", "items": schema("Webhook") })))),
+                ("200", success(json!({ "type": "array", "items": webhook.clone() })))),
             "post": op("Subscribe a URL to events (REST hooks). The secret is shown once.",
-                json!([]), Some(schema("NewWebhook")), ("201", success(schema("Webhook"))))
+                json!([]), Some(new), ("201", success(webhook.clone())))
         },
         "/api/v1/hooks/{id}": {
             "get": op("One webhook of the workspace, without its secret.", hook_id.clone(), None,
-                ("200", success(schema("Webhook")))),
+                ("200", success(webhook.clone()))),
             "patch": op("Change a webhook of the workspace: the fields given change, the others stay (a hookline extension of REST hooks).",
-                hook_id.clone(), Some(schema("WebhookPatch")), ("200", success(schema("Webhook")))),
+                hook_id.clone(), Some(change), ("200", success(webhook))),
             "delete": op("Unsubscribe: 200 whether or not the webhook still exists.", hook_id.clone(), None,
                 ("200", bare_success()))
         },
@@ -67,17 +69,17 @@ fn public() -> Value {
             "get": op("The webhook's attempt log, newest first: each attempt's status, error, duration and \
                 the start of its answer's body. The cursor is `<eventId>:<attempt>`.",
                 listing(hook_id[0].clone(), "before", Some(attempt_cursor_pattern())), None,
-                ("200", page(schema("Attempt"))))
+                ("200", page(schemas.of::<AttemptObject<'_>>())))
         },
         "/api/v1/events": {
             "get": op("The event catalog: each event's description, the JSON Schema of its payload, and the \
                 payload a sample gives when it never happened (for trigger dropdowns).", json!([]), None,
-                ("200", success(json!({ "type": "array", "items": schema("CatalogEvent") }))))
+                ("200", success(json!({ "type": "array", "items": schemas.of::<CatalogEventObject<'_>>() }))))
         },
         "/api/v1/events/{event}/sample": {
             "get": op("The last three payloads of this event, or one example.",
-                json!([{ "name": "event", "in": "path", "required": true, "schema": schema("EventName") }]),
-                None, ("200", success(json!({ "type": "array", "items": schema("EventPayload") }))))
+                json!([{ "name": "event", "in": "path", "required": true, "schema": schemas.of::<EventName>() }]),
+                None, ("200", success(json!({ "type": "array", "items": schemas.of::<EventPayload>() }))))
         },
         "/api/v1/openapi.json": { "get": {
             "summary": "This document.", "security": [],
@@ -99,7 +101,7 @@ fn public() -> Value {
             schema("Error"),
         );
     }
-    devkit_paths(&mut paths, &common);
+    devkit_paths(&mut paths, &mut schemas, &common);
     paths["/api/v1/hooks/{id}"]["delete"]["responses"]["400"] = json_response(
         "The id is not a webhook id at all (`undefined`).",
         schema("Error"),
@@ -109,7 +111,7 @@ fn public() -> Value {
         "Webhooks for a messaging-automation product's workspaces. Deliveries are signed \
          with Standard Webhooks.",
         paths,
-        common_schemas(),
+        schemas,
     );
     document["webhooks"] = webhooks();
     document
@@ -117,7 +119,7 @@ fn public() -> Value {
 
 /// The developer kit's routes (`docs/spec/devkit-v1.md`): test events, and
 /// listeners with their stream (`text/event-stream`) and results.
-fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
+fn devkit_paths(paths: &mut Value, schemas: &mut Schemas, common: &[(&str, &str)]) {
     let op = |summary, parameters, body, ok| operation(summary, parameters, body, ok, common);
     let hook_id = json!([path_parameter(
         "id",
@@ -129,27 +131,20 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
         "A listener id, `lsn_…`.",
         ListenerId::pattern()
     )]);
+    let event_name = schemas.of::<EventName>();
+    let event_id = schemas.of::<EventId>();
     let test_event = json!({
         "type": "object", "required": ["event"], "additionalProperties": false,
-        "properties": { "event": schema("EventName"),
+        "properties": { "event": event_name.clone(),
             "data": { "type": ["object", "null"],
                 "description": "Merged into the example's data as a JSON merge patch (RFC 7396)." } }
     });
-    let sent = success(json!({ "type": "object", "required": ["eventId"],
-        "properties": { "eventId": id(EventId::pattern()) } }));
-    let listener = json!({
-        "type": "object", "required": ["id", "events", "createdAt"],
-        "properties": {
-            "id": id(ListenerId::pattern()),
-            "events": { "type": "array", "items": schema("EventName") },
-            "secret": { "type": "string", "pattern": "^whsec_", "description": "Only in the answer to a creation." },
-            "createdAt": schema("Timestamp")
-        }
-    });
+    let sent = success(schemas.of::<TestSentObject>());
+    let listener = schemas.of::<ListenerObject<'_>>();
     let result = json!({
         "type": "object", "required": ["eventId", "attempt", "durationMs"], "additionalProperties": false,
         "properties": {
-            "eventId": id(EventId::pattern()),
+            "eventId": event_id.clone(),
             "attempt": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
             "status": { "type": ["integer", "null"], "minimum": 100, "maximum": 599,
                 "description": "The local receiver's status; 2xx delivers, anything else is retried." },
@@ -164,7 +159,7 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
     });
     let new_listener = json!({
         "type": "object", "additionalProperties": false,
-        "properties": { "events": or_null(json!({ "type": "array", "items": schema("EventName") })) }
+        "properties": { "events": or_null(json!({ "type": "array", "items": event_name.clone() })) }
     });
     let mut stream = op(
         "The listener's deliveries as Server-Sent Events: one `delivery` event per attempt, \
@@ -174,24 +169,7 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
         None,
         ("200", json!({})),
     );
-    let delivery = json!({
-        "type": "object", "required": ["eventId", "event", "attempt", "headers", "body"],
-        "properties": {
-            "eventId": id(EventId::pattern()),
-            "event": schema("EventName"),
-            "attempt": { "type": "integer", "minimum": 1 },
-            "headers": { "type": "object",
-                "required": ["webhook-id", "webhook-timestamp", "webhook-signature", "content-type"],
-                "properties": {
-                    "webhook-id": id(EventId::pattern()),
-                    "webhook-timestamp": { "type": "string", "pattern": "^[0-9]+$" },
-                    "webhook-signature": { "type": "string", "pattern": "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$" },
-                    "content-type": { "const": "application/json" }
-                } },
-            "body": { "type": "string", "contentMediaType": "application/json",
-                "description": "The payload, exact bytes, as the receiver must verify them." }
-        }
-    });
+    let delivery = schemas.of::<StreamedDelivery<'_>>();
     // Each event of the stream: `event: delivery`, its `id` the `webhook-id`,
     // its `data` one line of JSON. Comments (`: keep-alive`) are not events.
     stream["responses"]["200"] = json!({
@@ -200,7 +178,7 @@ fn devkit_paths(paths: &mut Value, common: &[(&str, &str)]) {
             "type": "object", "required": ["event", "id", "data"],
             "properties": {
                 "event": { "const": "delivery" },
-                "id": id(EventId::pattern()),
+                "id": event_id,
                 "data": { "type": "string", "contentMediaType": "application/json",
                     "contentSchema": delivery }
             }

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use hookline_app::App;
 use hookline_delivery::StreamedAttempt;
-use hookline_domain::{Webhook, WebhookId};
+use hookline_domain::{EventId, EventName, Webhook, WebhookId};
 use hyper::body::Bytes;
+use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::{Notify, mpsc};
 
@@ -183,26 +184,35 @@ async fn send_due(
     open
 }
 
-/// What `data:` of a `delivery` event holds.
-#[derive(Serialize)]
+/// One attempt of a delivery, as a listener's stream sends it: what the local
+/// receiver is to be sent, headers and exact body.
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct StreamedDelivery<'a> {
-    event_id: String,
-    event: &'a str,
+pub(crate) struct StreamedDelivery<'a> {
+    event_id: EventId,
+    event: EventName,
+    #[schemars(range(min = 1))]
     attempt: u32,
     headers: DeliveryHeaders<'a>,
+    /// The payload, exact bytes, as the receiver must verify them.
+    #[schemars(extend("contentMediaType" = "application/json"))]
     body: &'a str,
 }
 
-#[derive(Serialize)]
+/// The Standard Webhooks headers of the attempt, and its content type.
+#[derive(Serialize, JsonSchema)]
 struct DeliveryHeaders<'a> {
     #[serde(rename = "webhook-id")]
+    #[schemars(with = "EventId")]
     id: &'a str,
     #[serde(rename = "webhook-timestamp")]
+    #[schemars(extend("pattern" = "^[0-9]+$"))]
     timestamp: String,
     #[serde(rename = "webhook-signature")]
+    #[schemars(extend("pattern" = "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$"))]
     signature: &'a str,
     #[serde(rename = "content-type")]
+    #[schemars(extend("const" = "application/json"))]
     content_type: &'static str,
 }
 
@@ -210,8 +220,8 @@ struct DeliveryHeaders<'a> {
 /// the delivery as one line of JSON.
 fn event_frame(attempt: &StreamedAttempt) -> Bytes {
     let data = StreamedDelivery {
-        event_id: attempt.event_id.to_string(),
-        event: attempt.event.as_str(),
+        event_id: attempt.event_id,
+        event: attempt.event,
         attempt: attempt.attempt,
         headers: DeliveryHeaders {
             id: &attempt.headers.id,
