@@ -776,6 +776,9 @@ async fn ingest_emits_once_per_idempotency_key_even_under_concurrency(db: TestDb
     assert_eq!(plain.status, StatusCode::ACCEPTED, "{}", plain.body);
     assert_eq!(plain.body["data"]["event"], "link.clicked");
     assert_eq!(plain.body["data"]["data"], json!({"linkId": "l1"}));
+    // `null` is absent, as everywhere in the APIs' bodies: no data.
+    let null = admin.post(&path, json!({"event": "dm.failed", "data": null})).await;
+    assert_eq!((null.status, &null.body["data"]["data"]), (StatusCode::ACCEPTED, &json!({})));
     // Twenty concurrent duplicates: one event, every answer its payload.
     let calls: Vec<_> = (0..20)
         .map(|_| {

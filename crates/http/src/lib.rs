@@ -12,18 +12,21 @@
 //! - `server.rs`: the composition: binds both listeners and puts the front ends
 //!   on them (the only module naming all three).
 //! - `wire.rs`: the JSON objects both APIs answer with (one shape per resource;
-//!   the CLI's `--json` prints them too); `openapi.rs`: what both OpenAPI
-//!   documents are built of.
+//!   the CLI's `--json` prints them too), each deriving its JSON Schema;
+//!   `input.rs`: the request bodies both APIs take, one table of fields each;
+//!   `openapi.rs`: what both OpenAPI documents are built of, their schemas
+//!   from those types and tables.
 //!
-//! Adding an endpoint touches its front end's `router.rs` (the variant, its
-//! name and its `match` arm), its handler, its wire type, and its operation in
-//! that front end's `openapi.rs`; the tests hold the router and the document to
-//! each other both ways.
+//! Adding an endpoint touches its front end's `router.rs` (one `route_table!`
+//! row), its handler, its wire type, its body's table in `input.rs` if it takes
+//! one, and its operation in that front end's `openapi.rs`; the tests hold the
+//! router and the document to each other both ways.
 
 mod admin;
 mod api;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod input;
 mod openapi;
 mod portal;
 mod server;

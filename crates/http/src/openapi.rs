@@ -9,9 +9,11 @@
 
 use hookline_app::{DEFAULT_LIMIT, MAX_LIMIT};
 use hookline_domain::limits::MAX_WEBHOOK_URL_LEN;
+use hookline_domain::limits::{DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS};
 use hookline_domain::{
-    EventName, HEADER_VALUE_PATTERN, MAX_HEADER_VALUE_LEN, MAX_WEBHOOK_HEADERS, WebhookDescription,
-    WebhookUrl, WorkspaceName, header_name_pattern,
+    DEFAULT_PORTAL_TTL_SECONDS, EventId, EventName, HEADER_VALUE_PATTERN, KeyName,
+    MAX_HEADER_VALUE_LEN, MAX_PORTAL_TTL_SECONDS, MAX_WEBHOOK_HEADERS, Plan, Username,
+    WebhookDescription, WebhookId, WebhookUrl, WorkspaceName, header_name_pattern,
 };
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -19,6 +21,7 @@ use hyper::{Response, StatusCode};
 use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
+use crate::input::{Input, Kind, Rule};
 use crate::transport::failure::json_response as json_answer;
 use crate::wire::Failure;
 
@@ -223,51 +226,105 @@ pub(crate) fn headers_input() -> Value {
         "description": "Sent with every delivery (for receivers that check a header, such as n8n's Header Auth). Given on a change, they replace all the webhook's headers. Not `webhook-*`, `content-type`, `content-length`, `host`, `user-agent` or a hop-by-hop header." })
 }
 
-/// A webhook to create: `url`, and `events` or `event` (merged). The admin API
-/// refuses fields it does not know (`closed`); the public API ignores them, and
-/// also takes the URL as `target_url`, `targetUrl` or `hookUrl`.
-pub(crate) fn new_webhook(schemas: &mut Schemas, closed: bool) -> Value {
-    let event = schemas.of::<EventName>();
-    let mut new = json!({
-        "type": "object",
-        "required": ["url"],
-        "properties": {
-            "url": webhook_url(),
-            "events": or_null(json!({ "type": "array", "items": event.clone() })),
-            "event": or_null(event.clone()),
-            "description": { "type": ["string", "null"], "maxLength": WebhookDescription::MAX_CHARS,
-                "pattern": WebhookDescription::OPTIONAL_PATTERN,
-                "description": "Blank or absent: the calling platform's name, or the URL's host." },
-            "headers": headers_input()
-        },
-        "anyOf": [
-            { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
-            { "required": ["event"], "properties": { "event": event } }
-        ]
-    });
-    if closed {
-        new["additionalProperties"] = json!(false);
+/// A field's schema, from its kind: the domain type that parses it.
+fn field(schemas: &mut Schemas, kind: Kind) -> Value {
+    let event_names =
+        |schemas: &mut Schemas| json!({ "type": "array", "items": schemas.of::<EventName>() });
+    match kind {
+        Kind::WebhookUrl => webhook_url(),
+        Kind::EventNames => event_names(schemas),
+        Kind::EventName => schemas.of::<EventName>(),
+        Kind::NewDescription => json!({ "type": ["string", "null"],
+            "maxLength": WebhookDescription::MAX_CHARS, "pattern": WebhookDescription::OPTIONAL_PATTERN,
+            "description": "Blank or absent: the calling platform's name, or the URL's host." }),
+        Kind::Description => label(WebhookDescription::MAX_CHARS),
+        Kind::Headers => headers_input(),
+        Kind::Flag => json!({ "type": "boolean" }),
+        Kind::WorkspaceName => label(WorkspaceName::MAX_CHARS),
+        Kind::KeyName => label(KeyName::MAX_CHARS),
+        Kind::Plan => schemas.of::<Plan>(),
+        Kind::Username => json!({ "type": "string", "pattern": Username::PATTERN }),
+        Kind::ExampleData => json!({ "type": "object",
+            "description": "Merged into the example's data as a JSON merge patch (RFC 7396)." }),
+        Kind::EventData => json!({ "type": "object",
+            "description": "What the event says, of the shape the event catalog gives for it." }),
+        Kind::GraceSeconds => json!({ "type": "integer", "minimum": 0,
+            "maximum": MAX_SECRET_GRACE_SECONDS, "default": DEFAULT_SECRET_GRACE_SECONDS }),
+        Kind::Time => json!({ "type": "string", "format": "date-time" }),
+        Kind::WebhookId => schemas.of::<WebhookId>(),
+        Kind::PortalLinkSeconds => json!({ "type": "integer", "minimum": 1,
+            "maximum": MAX_PORTAL_TTL_SECONDS, "default": DEFAULT_PORTAL_TTL_SECONDS }),
+        Kind::EventId => schemas.of::<EventId>(),
+        Kind::Attempt => json!({ "type": "integer", "minimum": 1, "maximum": u32::MAX }),
+        Kind::Status => json!({ "type": "integer", "minimum": 100, "maximum": 599,
+            "description": "The local receiver's status; 2xx delivers, anything else is retried." }),
+        Kind::Error => json!({ "type": "string", "description": "Why there was no status." }),
+        Kind::DurationMs => json!({ "type": "integer", "minimum": 0, "maximum": u32::MAX }),
+        Kind::ResponseBody => {
+            json!({ "type": "string", "description": "Its first 4 KiB are kept." })
+        }
     }
-    new
 }
 
-/// A change to a webhook: the fields given change, the others stay. The admin
-/// API also takes `enabled`, and refuses fields it does not know.
-pub(crate) fn webhook_change(schemas: &mut Schemas, admin: bool) -> Value {
-    let event = schemas.of::<EventName>();
-    let mut change = json!({
-        "type": "object",
-        "properties": { "url": or_null(webhook_url()),
-            "events": or_null(json!({ "type": "array", "items": event.clone() })),
-            "event": or_null(event),
-            "description": or_null(label(WebhookDescription::MAX_CHARS)),
-            "headers": headers_input() }
-    });
-    if admin {
-        change["properties"]["enabled"] = json!({ "type": ["boolean", "null"] });
-        change["additionalProperties"] = json!(false);
+impl Schemas {
+    /// A request body's schema, from its table (`crate::input`), under its name;
+    /// a `$ref` to it. An optional field may be `null`: the bodies read it as absent.
+    pub(crate) fn body(&mut self, input: &Input) -> Value {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for one in input.fields {
+            let schema = field(self, one.kind);
+            let schema = if one.required {
+                required.push(one.name);
+                schema
+            } else {
+                or_null(schema)
+            };
+            properties.insert(one.name.to_owned(), schema);
+        }
+        let mut body = json!({ "type": "object", "properties": properties });
+        if !required.is_empty() {
+            body["required"] = json!(required);
+        }
+        if input.closed {
+            body["additionalProperties"] = json!(false);
+        }
+        match input.rule {
+            None => {}
+            Some(Rule::SomeEvent) => {
+                let event = self.of::<EventName>();
+                body["anyOf"] = json!([
+                    { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
+                    { "required": ["event"], "properties": { "event": event } }
+                ]);
+            }
+            Some(Rule::StatusOrError) => {
+                body["anyOf"] = json!([
+                    { "required": ["status"], "properties": { "status": { "type": "integer" } } },
+                    { "required": ["error"], "properties": { "error": { "type": "string" } } }
+                ]);
+            }
+            Some(Rule::DataOfItsEvent) => body["oneOf"] = data_of_its_event(),
+        }
+        self.input(input.name, body)
     }
-    change
+}
+
+/// An emitted event's data by its event: `contact.email_captured` requires its
+/// data to name the contact (as the event catalog describes it); the others
+/// take any object.
+fn data_of_its_event() -> Value {
+    let others: Vec<&str> = EventName::ALL
+        .iter()
+        .filter(|event| **event != EventName::ContactEmailCaptured)
+        .map(|event| event.as_str())
+        .collect();
+    let contact = EventName::ContactEmailCaptured.payload_schema()["properties"]["data"].clone();
+    json!([
+        { "properties": { "event": { "enum": others } } },
+        { "required": ["data"], "properties": {
+            "event": { "const": EventName::ContactEmailCaptured.as_str() }, "data": contact } }
+    ])
 }
 
 pub(crate) fn document(title: &str, description: &str, paths: Value, schemas: Schemas) -> Value {
@@ -376,6 +433,26 @@ mod tests {
                     schemas.get(name).is_some(),
                     "{name} is referenced but not defined"
                 );
+            }
+        }
+    }
+
+    /// A request body written inline in a document would be a second copy of
+    /// what its handler reads: every one is a table of `crate::input`'s.
+    #[test]
+    fn every_request_body_is_built_from_its_table() {
+        for document in [
+            &*crate::api::openapi::PUBLIC,
+            &*crate::admin::openapi::ADMIN,
+        ] {
+            let document: Value = serde_json::from_str(document).unwrap_or_default();
+            for (path, item) in document["paths"].as_object().into_iter().flatten() {
+                for (method, operation) in item.as_object().into_iter().flatten() {
+                    let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+                    if operation.get("requestBody").is_some() {
+                        assert!(body["$ref"].is_string(), "{method} {path}: {body}");
+                    }
+                }
             }
         }
     }

@@ -19,6 +19,7 @@ use crate::admin::wire::{
     HealthObject, KeyCreatedWithStatus, PortalLinkMade, Queued, Revoked, Rotated, WebhookAdmin,
     WorkspaceAdmin,
 };
+use crate::input;
 use crate::transport::body::Body;
 use crate::transport::body::header_pairs;
 use crate::transport::failure::json_response;
@@ -56,7 +57,7 @@ pub(crate) async fn list_workspaces(app: &App, query: Option<&str>) -> Answer {
 }
 
 pub(crate) async fn create_workspace(app: &App, body: Value) -> Answer {
-    let body = Body::object(body, &["name", "plan"])?;
+    let body = input::NEW_WORKSPACE.read(body)?;
     let name = WorkspaceName::parse(body.required_string("name")?)?;
     let plan = body
         .string("plan")?
@@ -77,7 +78,7 @@ pub(crate) async fn get_workspace(app: &App, ws: &str) -> Answer {
 
 pub(crate) async fn update_workspace(app: &App, ws: &str, body: Value) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = Body::object(body, &["name", "plan"])?;
+    let body = input::WORKSPACE_CHANGE.read(body)?;
     let update = WorkspaceUpdate {
         name: body.string("name")?.map(WorkspaceName::parse).transpose()?,
         plan: body.string("plan")?.map(plan).transpose()?,
@@ -96,7 +97,7 @@ pub(crate) async fn list_accounts(app: &App, ws: &str, query: Option<&str>) -> A
 
 pub(crate) async fn connect_account(app: &App, ws: &str, body: Value) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = Body::object(body, &["username"])?;
+    let body = input::NEW_ACCOUNT.read(body)?;
     let username = Username::parse(body.required_string("username")?)?;
     let account = app.connect_account(id, &username).await?;
     Ok(ok(StatusCode::CREATED, Some(AccountObject::from(&account))))
@@ -118,7 +119,7 @@ pub(crate) async fn list_keys(app: &App, ws: &str, query: Option<&str>) -> Answe
 
 pub(crate) async fn create_key(app: &App, ws: &str, body: Value) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = Body::object(body, &["name"])?;
+    let body = input::NEW_KEY.read(body)?;
     let name = KeyName::parse(body.required_string("name")?)?;
     let created = app.create_api_key(id, &name).await?;
     let data = KeyCreatedWithStatus {
@@ -163,7 +164,7 @@ fn webhook_input(body: &Body) -> Result<WebhookInput<'_>, AdminError> {
 
 pub(crate) async fn create_hook(app: &App, ws: &str, body: Value) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = Body::object(body, &["url", "events", "event", "description", "headers"])?;
+    let body = input::NEW_SETTINGS_WEBHOOK.read(body)?;
     let spec = app.config().webhook_spec(&webhook_input(&body)?)?;
     let created = app
         .create_webhook(id, &spec, WebhookSource::Settings)
@@ -179,17 +180,7 @@ pub(crate) async fn get_hook(app: &App, hook: &str) -> Answer {
 
 pub(crate) async fn update_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = Body::object(
-        body,
-        &[
-            "url",
-            "events",
-            "event",
-            "description",
-            "headers",
-            "enabled",
-        ],
-    )?;
+    let body = input::WEBHOOK_CHANGE.read(body)?;
     let update = app.config().webhook_change(&webhook_input(&body)?)?;
     let webhook = app.update_webhook(id, &update).await?;
     let data = WebhookAdmin::showing(&webhook, update.headers.as_ref());
@@ -241,10 +232,11 @@ pub(crate) async fn list_attempts(app: &App, hook: &str, query: Option<&str>) ->
 /// An ingest body: `{event, data?}`, the data an object checked by the event's
 /// rules when the payload is made (`EventPayload::new`).
 pub(crate) fn emit_body(body: Value) -> Result<(EventName, Value), AdminError> {
-    let body = Body::object(body, &["event", "data"])?;
+    let body = input::EMIT.read(body)?;
     let event: EventName = body.required_string("event")?.parse()?;
     let data = body
         .value("data")
+        .filter(|data| !data.is_null())
         .cloned()
         .unwrap_or(Value::Object(Default::default()));
     Ok((event, data))
@@ -272,7 +264,7 @@ pub(crate) async fn emit_event(
 
 pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = Body::object(body, &["graceSeconds"])?;
+    let body = input::ROTATION.read(body)?;
     let grace = body
         .unsigned("graceSeconds")?
         .unwrap_or(DEFAULT_SECRET_GRACE_SECONDS);
@@ -285,7 +277,7 @@ pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer 
 
 pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = Body::object(body, &["event", "data"])?;
+    let body = input::TEST_EVENT.read(body)?;
     let event: EventName = body.required_string("event")?.parse()?;
     let event_id = app.send_test_event(id, event, body.value("data")).await?;
     Ok(ok(StatusCode::ACCEPTED, Some(TestSentObject { event_id })))
@@ -293,7 +285,7 @@ pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
 
 pub(crate) async fn recover_hook(app: &App, hook: &str, body: Value) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = Body::object(body, &["since"])?;
+    let body = input::RECOVERY.read(body)?;
     let since = body.required_string("since")?;
     let since = Timestamp::parse_iso(since).map_err(|_| {
         AdminError::Invalid(format!(
@@ -306,7 +298,7 @@ pub(crate) async fn recover_hook(app: &App, hook: &str, body: Value) -> Answer {
 
 pub(crate) async fn redeliver(app: &App, event: &str, body: Value) -> Answer {
     let id: EventId = path_id("event", event)?;
-    let body = Body::object(body, &["hookId"])?;
+    let body = input::REDELIVERY.read(body)?;
     let hook = body
         .string("hookId")?
         .map(|hook| {
@@ -328,7 +320,7 @@ pub(crate) async fn portal_link(
     body: Value,
 ) -> Answer {
     let workspace: WorkspaceId = path_id("workspace", ws)?;
-    let body = Body::object(body, &["ttlSeconds"])?;
+    let body = input::PORTAL_LINK.read(body)?;
     let link = app
         .create_portal_link(workspace, body.unsigned("ttlSeconds")?)
         .await?;

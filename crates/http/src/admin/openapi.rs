@@ -3,10 +3,9 @@
 use std::sync::LazyLock;
 
 use hookline_app::attempt_cursor_pattern;
-use hookline_domain::limits::{DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS};
 use hookline_domain::{
-    AccountId, ApiKeyId, EventId, EventName, EventPayload, HealthWindow, IdempotencyKey, KeyName,
-    Plan, Username, WebhookId, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, EventId, EventPayload, HealthWindow, IdempotencyKey, WebhookId,
+    WorkspaceId,
 };
 use http_body_util::Full;
 use hyper::Response;
@@ -17,9 +16,10 @@ use crate::admin::wire::{
     HealthObject, KeyCreatedWithStatus, PortalLinkMade, Queued, Revoked, Rotated, WebhookAdmin,
     WorkspaceAdmin,
 };
+use crate::input;
 use crate::openapi::{
-    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, label, listing, new_webhook,
-    operation, or_null, page, paging, path_parameter, schema, success, webhook_change,
+    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, listing, operation, page,
+    paging, path_parameter, schema, success,
 };
 use crate::wire::{AccountObject, AttemptObject, CatalogEventObject, KeyObject, TestSentObject};
 
@@ -45,22 +45,10 @@ fn admin() -> Value {
     let ws = || path_parameter("ws", "A workspace id, `ws_…`.", WorkspaceId::pattern());
     let wh = || path_parameter("wh", "A webhook id, `wh_…`.", WebhookId::pattern());
     let mut schemas = Schemas::new();
-    let event_name = schemas.of::<EventName>();
-    let plan = schemas.of::<Plan>();
     let workspace = schemas.of::<WorkspaceAdmin<'_>>();
     let account = schemas.of::<AccountObject>();
     let webhook = schemas.of::<WebhookAdmin<'_>>();
     let queued = schemas.of::<Queued>();
-    let workspace_change = json!({
-        "type": "object", "additionalProperties": false,
-        "properties": { "name": or_null(label(WorkspaceName::MAX_CHARS)), "plan": or_null(plan.clone()) }
-    });
-    let workspace_change = schemas.input("WorkspaceChange", workspace_change);
-    let webhook_change = webhook_change(&mut schemas, true);
-    let webhook_change = schemas.input("WebhookChange", webhook_change);
-    let new_webhook = new_webhook(&mut schemas, true);
-    let new_webhook = schemas.input("NewSettingsWebhook", new_webhook);
-    let emit = schemas.input("Emit", emit());
     let not_found = ("404", "No such workspace, account, key, webhook or event.");
     let optional_body = |mut operation: Value| {
         operation["requestBody"]["required"] = json!(false);
@@ -84,20 +72,18 @@ fn admin() -> Value {
             "get": op("Workspaces, oldest first.", paging("after", Some(WorkspaceId::unanchored_pattern())), None,
                 ("200", page(workspace.clone()))),
             "post": op("Create a workspace (plan FREE unless given).", json!([]),
-                Some(json!({ "type": "object", "required": ["name"], "additionalProperties": false,
-                    "properties": { "name": label(WorkspaceName::MAX_CHARS), "plan": or_null(plan) } })),
+                Some(schemas.body(&input::NEW_WORKSPACE)),
                 ("201", success(workspace.clone())))
         },
         "/admin/v1/workspaces/{ws}": {
             "get": with_404(op("A workspace.", json!([ws()]), None, ("200", success(workspace.clone())))),
             "patch": with_404(op("Rename it, change its plan (counts from the public API's next request).",
-                json!([ws()]), Some(workspace_change), ("200", success(workspace))))
+                json!([ws()]), Some(schemas.body(&input::WORKSPACE_CHANGE)), ("200", success(workspace))))
         },
         "/admin/v1/workspaces/{ws}/accounts": {
             "get": with_404(op("Connected accounts.", listing(ws(), "after", None), None, ("200", page(account.clone())))),
             "post": conflict(with_404(op("Connect an account.", json!([ws()]),
-                Some(json!({ "type": "object", "required": ["username"], "additionalProperties": false,
-                    "properties": { "username": { "type": "string", "pattern": Username::PATTERN } } })),
+                Some(schemas.body(&input::NEW_ACCOUNT)),
                 ("201", success(account)))))
         },
         "/admin/v1/accounts/{acc}": {
@@ -109,8 +95,7 @@ fn admin() -> Value {
             "get": with_404(op("API keys, newest first, never the keys themselves.",
                 listing(ws(), "before", None), None, ("200", page(schemas.of::<KeyObject>())))),
             "post": with_404(op("Create an API key; the key is shown once.", json!([ws()]),
-                Some(json!({ "type": "object", "required": ["name"], "additionalProperties": false,
-                    "properties": { "name": label(KeyName::MAX_CHARS) } })),
+                Some(schemas.body(&input::NEW_KEY)),
                 ("201", success(schemas.of::<KeyCreatedWithStatus>()))))
         },
         "/admin/v1/keys/{key}": {
@@ -122,12 +107,12 @@ fn admin() -> Value {
             "get": with_404(op("Webhooks of both sources, oldest first.",
                 listing(ws(), "after", None), None, ("200", page(webhook.clone())))),
             "post": with_404(op("Create a Settings webhook; the secret is shown once.", json!([ws()]),
-                Some(new_webhook), ("201", success(webhook.clone()))))
+                Some(schemas.body(&input::NEW_SETTINGS_WEBHOOK)), ("201", success(webhook.clone()))))
         },
         "/admin/v1/hooks/{wh}": {
             "get": with_404(op("A webhook, without its secret.", json!([wh()]), None, ("200", success(webhook.clone())))),
             "patch": with_404(op("Change a webhook; disabling cancels its pending deliveries.", json!([wh()]),
-                Some(webhook_change), ("200", success(webhook)))),
+                Some(schemas.body(&input::WEBHOOK_CHANGE)), ("200", success(webhook)))),
             "delete": with_404(op("Delete a webhook; its pending deliveries stop.", json!([wh()]), None,
                 ("200", bare_success())))
         },
@@ -151,43 +136,37 @@ fn admin() -> Value {
             "post": optional_body(with_404(op("Rotate the signing secret: the new one is shown once; until the grace \
                 ends every delivery carries both signatures (`v1,<new> v1,<old>`). 400 for a disabled webhook.",
                 json!([wh()]),
-                Some(json!({ "type": "object", "additionalProperties": false,
-                    "properties": { "graceSeconds": { "type": ["integer", "null"], "minimum": 0,
-                    "maximum": MAX_SECRET_GRACE_SECONDS, "default": DEFAULT_SECRET_GRACE_SECONDS } } })),
+                Some(schemas.body(&input::ROTATION)),
                 ("200", success(schemas.of::<Rotated<'_>>())))))
         },
         "/admin/v1/hooks/{wh}/test": {
             "post": with_404(op("Send the event's example payload to this webhook alone, as a new event: signed, \
                 retried, logged. 400 for a disabled webhook.", json!([wh()]),
-                Some(json!({ "type": "object", "required": ["event"], "additionalProperties": false,
-                    "properties": { "event": event_name } })),
+                Some(schemas.body(&input::TEST_EVENT)),
                 ("202", success(schemas.of::<TestSentObject>()))))
         },
         "/admin/v1/hooks/{wh}/recover": {
             "post": with_404(op("Send again every delivery to this webhook that gave up since then, each with a \
                 fresh count of attempts. 400 for a disabled webhook.", json!([wh()]),
-                Some(json!({ "type": "object", "required": ["since"], "additionalProperties": false,
-                    "properties": { "since": { "type": "string", "format": "date-time" } } })),
+                Some(schemas.body(&input::RECOVERY)),
                 ("202", success(queued.clone()))))
         },
         "/admin/v1/events/{evt}/redeliver": {
             "post": optional_body(with_404(op("Send an event again, with a fresh count of attempts: to one webhook of \
                 its workspace, or to every enabled webhook it reached. Deliveries still pending are left alone.",
                 json!([path_parameter("evt", "An event id, `evt_…`.", EventId::pattern())]),
-                Some(json!({ "type": "object", "additionalProperties": false,
-                    "properties": { "hookId": or_null(schemas.of::<WebhookId>()) } })),
+                Some(schemas.body(&input::REDELIVERY)),
                 ("202", success(queued)))))
         },
         "/admin/v1/workspaces/{ws}/events": {
             "post": with_404(op("Emit an event (HTTP ingest): stored with its deliveries before the answer.",
-                json!([ws(), idempotency]), Some(emit), ("202", success(schemas.of::<EventPayload>()))))
+                json!([ws(), idempotency]), Some(schemas.body(&input::EMIT)), ("202", success(schemas.of::<EventPayload>()))))
         },
         "/admin/v1/workspaces/{ws}/portal": {
             "post": optional_body(with_404(op("A link to the workspace's Settings portal: it opens a session on the \
                 portal until it expires (an hour by default, at most a day). Its token is stored only as a hash.",
                 json!([ws()]),
-                Some(json!({ "type": "object", "additionalProperties": false, "properties": {
-                    "ttlSeconds": { "type": ["integer", "null"], "minimum": 1, "maximum": 86400 } } })),
+                Some(schemas.body(&input::PORTAL_LINK)),
                 ("201", success(schemas.of::<PortalLinkMade>())))))
         },
         "/admin/v1/openapi.json": { "get": op("This document.", json!([]), None,
@@ -200,23 +179,4 @@ fn admin() -> Value {
         paths,
         schemas,
     )
-}
-
-/// An event to emit: its name, and its data, which `contact.email_captured`
-/// requires to name the contact (its `data` as the event catalog describes it).
-fn emit() -> Value {
-    let others: Vec<&str> = EventName::ALL
-        .iter()
-        .filter(|event| **event != EventName::ContactEmailCaptured)
-        .map(|event| event.as_str())
-        .collect();
-    let contact = EventName::ContactEmailCaptured.payload_schema()["properties"]["data"].clone();
-    json!({ "oneOf": [
-        { "type": "object", "required": ["event"], "additionalProperties": false,
-          "properties": { "event": { "type": "string", "enum": others }, "data": { "type": "object" } } },
-        { "type": "object", "required": ["event", "data"], "additionalProperties": false,
-          "properties": {
-            "event": { "const": EventName::ContactEmailCaptured.as_str() },
-            "data": contact } }
-    ] })
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::api::Api;
 use crate::api::error::ApiError;
 use crate::api::handlers::ok;
+use crate::input::{self, Input};
 use crate::transport::answer::AnswerBody;
 use crate::transport::body::{Body, BodyError, read_json, read_optional_json};
 use crate::wire::{ListenerObject, TestSentObject};
@@ -28,12 +29,12 @@ fn body_error(error: BodyError) -> ApiError {
     }
 }
 
-/// A JSON object body of the `allowed` fields; `optional`: an empty body is `{}`.
+/// A JSON object body as `input` reads it; `optional`: an empty body is `{}`.
 async fn object(
     api: &Api,
     request: Request<Incoming>,
     optional: bool,
-    allowed: &[&str],
+    input: &Input,
 ) -> Result<Body, ApiError> {
     let limits = api.body_limits;
     let value = if optional {
@@ -42,7 +43,7 @@ async fn object(
         read_json(request, limits).await
     }
     .map_err(body_error)?;
-    Ok(Body::object(value, allowed)?)
+    Ok(input.read(value)?)
 }
 
 /// The listener a path names; text that is no listener id is not found.
@@ -59,7 +60,7 @@ pub(crate) async fn list(app: &hookline_app::App, caller: &Caller) -> Answer {
 
 /// `POST /listeners {events?}`: every event when none are given.
 pub(crate) async fn create(api: &Api, caller: &Caller, request: Request<Incoming>) -> Answer {
-    let body = object(api, request, true, &["events"]).await?;
+    let body = object(api, request, true, &input::NEW_LISTENER).await?;
     let events = match body.strings("events")? {
         Some(names) if !names.is_empty() => {
             subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?
@@ -120,22 +121,13 @@ pub(crate) async fn results(
         .app
         .workspace_listener(caller.workspace.id, listener_id(id)?)
         .await?;
-    let body = object(api, request, false, &RESULT_FIELDS).await?;
+    let body = object(api, request, false, &input::LISTENER_RESULT).await?;
     let result = streamed_result(&body)?;
     api.app.record_streamed(&listener, result).await?;
     let mut response = Response::new(Full::new(Bytes::new()));
     *response.status_mut() = StatusCode::NO_CONTENT;
     Ok(response)
 }
-
-const RESULT_FIELDS: [&str; 6] = [
-    "eventId",
-    "attempt",
-    "status",
-    "error",
-    "durationMs",
-    "responseBody",
-];
 
 /// Errors kept of what `hookline listen` reports, in characters.
 const MAX_ERROR_CHARS: usize = 1000;
@@ -198,9 +190,6 @@ fn test_event(body: &Body) -> Result<(EventName, Option<&Value>), ApiError> {
     Ok((event, body.value("data").filter(|data| !data.is_null())))
 }
 
-/// The fields of a test event's body.
-const TEST_FIELDS: [&str; 2] = ["event", "data"];
-
 /// `POST /hooks/:id/test`: 202 `{eventId}`.
 pub(crate) async fn test_hook(
     api: &Api,
@@ -211,7 +200,7 @@ pub(crate) async fn test_hook(
     let id: WebhookId = id
         .parse()
         .map_err(|_| ApiError::NotFound(format!("No webhook with id `{id}` in this workspace.")))?;
-    let body = object(api, request, false, &TEST_FIELDS).await?;
+    let body = object(api, request, false, &input::TEST_EVENT).await?;
     let (event, data) = test_event(&body)?;
     let event_id = api
         .app
@@ -228,7 +217,7 @@ pub(crate) async fn test(
     request: Request<Incoming>,
 ) -> Answer {
     let id = listener_id(id)?;
-    let body = object(api, request, false, &TEST_FIELDS).await?;
+    let body = object(api, request, false, &input::TEST_EVENT).await?;
     let (event, data) = test_event(&body)?;
     let event_id = api
         .app

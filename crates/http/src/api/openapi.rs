@@ -12,9 +12,10 @@ use hyper::body::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::api::stream::StreamedDelivery;
+use crate::input;
 use crate::openapi::{
-    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, listing, new_webhook,
-    operation, or_null, page, path_parameter, schema, success, webhook_change,
+    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, listing, operation, page,
+    path_parameter, schema, success,
 };
 use crate::wire::{
     AttemptObject, CatalogEventObject, ListenerObject, Me, TestSentObject, WebhookObject,
@@ -44,10 +45,8 @@ fn public() -> Value {
     )]);
     let mut schemas = Schemas::new();
     let webhook = schemas.of::<WebhookObject<'_>>();
-    let new = new_webhook(&mut schemas, false);
-    let new = schemas.input("NewWebhook", new);
-    let change = webhook_change(&mut schemas, false);
-    let change = schemas.input("WebhookPatch", change);
+    let new = schemas.body(&input::NEW_WEBHOOK);
+    let change = schemas.body(&input::WEBHOOK_PATCH);
     let mut paths = json!({
         "/api/v1/me": { "get": op("The key's workspace and its connected accounts.", json!([]), None,
             ("200", success(schemas.of::<Me>()))) },
@@ -131,36 +130,12 @@ fn devkit_paths(paths: &mut Value, schemas: &mut Schemas, common: &[(&str, &str)
         "A listener id, `lsn_…`.",
         ListenerId::pattern()
     )]);
-    let event_name = schemas.of::<EventName>();
     let event_id = schemas.of::<EventId>();
-    let test_event = json!({
-        "type": "object", "required": ["event"], "additionalProperties": false,
-        "properties": { "event": event_name.clone(),
-            "data": { "type": ["object", "null"],
-                "description": "Merged into the example's data as a JSON merge patch (RFC 7396)." } }
-    });
+    let test_event = schemas.body(&input::TEST_EVENT);
     let sent = success(schemas.of::<TestSentObject>());
     let listener = schemas.of::<ListenerObject<'_>>();
-    let result = json!({
-        "type": "object", "required": ["eventId", "attempt", "durationMs"], "additionalProperties": false,
-        "properties": {
-            "eventId": event_id.clone(),
-            "attempt": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
-            "status": { "type": ["integer", "null"], "minimum": 100, "maximum": 599,
-                "description": "The local receiver's status; 2xx delivers, anything else is retried." },
-            "error": { "type": ["string", "null"], "description": "Why there was no status." },
-            "durationMs": { "type": "integer", "minimum": 0, "maximum": u32::MAX },
-            "responseBody": { "type": ["string", "null"], "description": "Its first 4 KiB are kept." }
-        },
-        "anyOf": [
-            { "required": ["status"], "properties": { "status": { "type": "integer" } } },
-            { "required": ["error"], "properties": { "error": { "type": "string" } } }
-        ]
-    });
-    let new_listener = json!({
-        "type": "object", "additionalProperties": false,
-        "properties": { "events": or_null(json!({ "type": "array", "items": event_name.clone() })) }
-    });
+    let result = schemas.body(&input::LISTENER_RESULT);
+    let new_listener = schemas.body(&input::NEW_LISTENER);
     let mut stream = op(
         "The listener's deliveries as Server-Sent Events: one `delivery` event per attempt, \
          its `id` the `webhook-id`, a `: keep-alive` comment every 15 s. One stream per \

@@ -139,19 +139,20 @@ pub(crate) struct Body(Map<String, Value>);
 impl Body {
     /// `value` as an object whose fields are among `allowed`: a misspelt field
     /// would otherwise be ignored, and the change asked for silently not made.
-    pub(crate) fn object(value: Value, allowed: &[&str]) -> Result<Body, FieldError> {
+    pub(crate) fn object<F: AsRef<str>>(value: Value, allowed: &[F]) -> Result<Body, FieldError> {
         let Value::Object(fields) = value else {
             return Err(FieldError("The body must be a JSON object.".into()));
         };
-        if let Some(unknown) = fields
-            .keys()
-            .find(|field| !allowed.contains(&field.as_str()))
-        {
+        if let Some(unknown) = fields.keys().find(|field| {
+            !allowed
+                .iter()
+                .any(|allowed| allowed.as_ref() == field.as_str())
+        }) {
             return Err(FieldError(format!(
                 "`{unknown}` is not a field of this request; its fields are {}.",
                 allowed
                     .iter()
-                    .map(|field| format!("`{field}`"))
+                    .map(|field| format!("`{}`", field.as_ref()))
                     .collect::<Vec<_>>()
                     .join(", ")
             )));
