@@ -47,93 +47,83 @@ mod tests {
 
     #[test]
     fn routes_every_endpoint() {
-        assert_eq!(route(&Method::GET, "/api/v1/me"), Ok(Route::Me));
-        assert_eq!(route(&Method::GET, "/api/v1/hooks"), Ok(Route::ListHooks));
-        assert_eq!(route(&Method::POST, "/api/v1/hooks"), Ok(Route::CreateHook));
-        assert_eq!(
-            route(&Method::GET, "/api/v1/hooks/wh_1"),
-            Ok(Route::GetHook { id: "wh_1" })
-        );
-        assert_eq!(
-            route(&Method::PATCH, "/api/v1/hooks/wh_1"),
-            Ok(Route::UpdateHook { id: "wh_1" })
-        );
-        assert_eq!(
-            route(&Method::DELETE, "/api/v1/hooks/wh_1"),
-            Ok(Route::DeleteHook { id: "wh_1" })
-        );
-        assert_eq!(
-            route(&Method::GET, "/api/v1/events/dm.sent/sample"),
-            Ok(Route::Sample { event: "dm.sent" })
-        );
-        assert_eq!(route(&Method::GET, "/api/v1/events"), Ok(Route::Events));
-        assert_eq!(
-            route(&Method::POST, "/api/v1/hooks/wh_1/test"),
-            Ok(Route::TestHook { id: "wh_1" })
-        );
-        assert_eq!(
-            route(&Method::GET, "/api/v1/listeners"),
-            Ok(Route::ListListeners)
-        );
-        assert_eq!(
-            route(&Method::POST, "/api/v1/listeners"),
-            Ok(Route::CreateListener)
-        );
-        assert_eq!(
-            route(&Method::DELETE, "/api/v1/listeners/lsn_1"),
-            Ok(Route::DeleteListener { id: "lsn_1" })
-        );
-        assert_eq!(
-            route(&Method::GET, "/api/v1/listeners/lsn_1/stream"),
-            Ok(Route::ListenerStream { id: "lsn_1" })
-        );
-        assert_eq!(
-            route(&Method::POST, "/api/v1/listeners/lsn_1/results"),
-            Ok(Route::ListenerResults { id: "lsn_1" })
-        );
-        assert_eq!(
-            route(&Method::POST, "/api/v1/listeners/lsn_1/test"),
-            Ok(Route::TestListener { id: "lsn_1" })
-        );
-        assert_eq!(
-            route(&Method::POST, "/api/v1/listeners/lsn_1/stream"),
-            Err(TransportError::MethodNotAllowed {
-                allow: "GET".into()
-            }
-            .into())
-        );
+        let cases = [
+            (Method::GET, "/api/v1/me", Route::Me),
+            (Method::GET, "/api/v1/hooks", Route::ListHooks),
+            (Method::POST, "/api/v1/hooks", Route::CreateHook),
+            (
+                Method::GET,
+                "/api/v1/hooks/wh_1",
+                Route::GetHook { id: "wh_1" },
+            ),
+            (
+                Method::PATCH,
+                "/api/v1/hooks/wh_1",
+                Route::UpdateHook { id: "wh_1" },
+            ),
+            (
+                Method::DELETE,
+                "/api/v1/hooks/wh_1",
+                Route::DeleteHook { id: "wh_1" },
+            ),
+            (
+                Method::GET,
+                "/api/v1/hooks/wh_1/attempts",
+                Route::ListAttempts { id: "wh_1" },
+            ),
+            (
+                Method::GET,
+                "/api/v1/events/dm.sent/sample",
+                Route::Sample { event: "dm.sent" },
+            ),
+            (Method::GET, "/api/v1/events", Route::Events),
+            (
+                Method::POST,
+                "/api/v1/hooks/wh_1/test",
+                Route::TestHook { id: "wh_1" },
+            ),
+            (Method::GET, "/api/v1/listeners", Route::ListListeners),
+            (Method::POST, "/api/v1/listeners", Route::CreateListener),
+            (
+                Method::DELETE,
+                "/api/v1/listeners/lsn_1",
+                Route::DeleteListener { id: "lsn_1" },
+            ),
+            (
+                Method::GET,
+                "/api/v1/listeners/lsn_1/stream",
+                Route::ListenerStream { id: "lsn_1" },
+            ),
+            (
+                Method::POST,
+                "/api/v1/listeners/lsn_1/results",
+                Route::ListenerResults { id: "lsn_1" },
+            ),
+            (
+                Method::POST,
+                "/api/v1/listeners/lsn_1/test",
+                Route::TestListener { id: "lsn_1" },
+            ),
+        ];
+        for (method, path, expected) in cases {
+            assert_eq!(route(&method, path), Ok(expected), "{method} {path}");
+        }
     }
 
     #[test]
     fn wrong_methods_name_the_allowed_ones() {
-        assert_eq!(
-            route(&Method::POST, "/api/v1/me"),
-            Err(TransportError::MethodNotAllowed {
-                allow: "GET".into()
-            }
-            .into())
-        );
-        assert_eq!(
-            route(&Method::PUT, "/api/v1/hooks"),
-            Err(TransportError::MethodNotAllowed {
-                allow: "GET, POST".into()
-            }
-            .into())
-        );
-        assert_eq!(
-            route(&Method::PUT, "/api/v1/hooks/wh_1"),
-            Err(TransportError::MethodNotAllowed {
-                allow: "GET, PATCH, DELETE".into()
-            }
-            .into())
-        );
-        assert_eq!(
-            route(&Method::DELETE, "/api/v1/events/dm.sent/sample"),
-            Err(TransportError::MethodNotAllowed {
-                allow: "GET".into()
-            }
-            .into())
-        );
+        for (method, path, allow) in [
+            (Method::POST, "/api/v1/me", "GET"),
+            (Method::PUT, "/api/v1/hooks", "GET, POST"),
+            (Method::PUT, "/api/v1/hooks/wh_1", "GET, PATCH, DELETE"),
+            (Method::DELETE, "/api/v1/events/dm.sent/sample", "GET"),
+            (Method::POST, "/api/v1/listeners/lsn_1/stream", "GET"),
+        ] {
+            let refused = TransportError::MethodNotAllowed {
+                allow: allow.into(),
+            };
+            assert_eq!(route(&method, path), Err(refused.into()), "{method} {path}");
+        }
     }
 
     #[test]
