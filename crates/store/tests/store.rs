@@ -174,6 +174,7 @@ backend_tests!(
     payloads_are_stored_byte_for_byte,
     an_event_for_an_unknown_workspace_writes_nothing,
     disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them,
+    a_disabled_webhook_is_sent_nothing_again,
     attempts_are_logged_newest_first,
     concurrent_emits_share_transactions_and_fail_alone,
     migrating_again_applies_nothing,
@@ -572,6 +573,31 @@ async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(
         store.events().deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
     assert_eq!(states, [DeliveryState::Cancelled]);
     assert_eq!(store.webhooks().set_enabled(WebhookId::generate(), false).await.unwrap(), None);
+}
+
+/// Redelivery and recovery check `enabled` in their own transaction, holding the
+/// webhook's row: a webhook disabled after the use case's check gets nothing pending,
+/// even one that never had the event (made by the redelivery itself).
+async fn a_disabled_webhook_is_sent_nothing_again(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let had = webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+    let (payload, _) = emit(store, ws, EventName::DmSent).await;
+    let never = webhook(store, ws, "https://b.example.com/", &[EventName::DmSent]).await.unwrap();
+    for hook in [&had, &never] {
+        store.webhooks().set_enabled(hook.id, false).await.unwrap();
+    }
+    let events = store.events();
+    assert_eq!(events.send_again(payload.id, Some(never.id)).await.unwrap(), 0);
+    assert_eq!(events.send_again(payload.id, Some(had.id)).await.unwrap(), 0);
+    assert_eq!(events.send_again(payload.id, None).await.unwrap(), 0);
+    assert_eq!(events.recover(had.id, Timestamp::from_unix_millis(0).unwrap()).await.unwrap(), 0);
+    let states: Vec<_> =
+        events.deliveries(payload.id).await.unwrap().iter().map(|d| d.state).collect();
+    assert_eq!(states, [DeliveryState::Cancelled], "nothing pending, nothing made for `never`");
+
+    store.webhooks().set_enabled(never.id, true).await.unwrap();
+    assert_eq!(events.send_again(payload.id, Some(never.id)).await.unwrap(), 1);
 }
 
 async fn attempts_are_logged_newest_first(db: TestDb) {

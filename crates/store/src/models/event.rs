@@ -16,7 +16,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::queue::NOTIFY_WORKERS;
-use crate::models::webhook::{FanoutWebhooks, WebhookRow};
+use crate::models::webhook::{FanoutWebhooks, WebhookRow, hold_enabled};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
 use crate::prepared::{bind, prepared};
 use crate::schema::{events, idempotency_keys};
@@ -172,7 +172,8 @@ impl Events {
 
     /// Sends the event again, with a fresh count of attempts: to `webhook` (a
     /// delivery is made if it never had one), or to every enabled webhook that had
-    /// one. Deliveries still pending are left as they are. Answers how many were
+    /// one. Deliveries still pending are left as they are; a disabled webhook gets
+    /// none, checked in this transaction (`hold_enabled!`). Answers how many were
     /// queued.
     pub async fn send_again(&self, id: EventId, webhook: Option<WebhookId>) -> Result<u64> {
         use crate::models::queue::send_again;
@@ -181,6 +182,18 @@ impl Events {
         let webhook = webhook.map(|id| id.to_string());
         let now = self.db.clock.now().unix_millis();
         let queued = write_tx!(self.db, |conn| {
+            let held = match &webhook {
+                Some(webhook) => hold_enabled!(conn, webhooks::table.find(webhook)),
+                None => {
+                    let reached = deliveries::table
+                        .filter(deliveries::event_id.eq(&event_id))
+                        .select(deliveries::webhook_id);
+                    hold_enabled!(conn, webhooks::table.filter(webhooks::id.eq_any(reached)))
+                }
+            };
+            if held == 0 {
+                return Ok(0);
+            }
             let enabled = webhooks::table
                 .filter(webhooks::enabled.eq(true))
                 .select(webhooks::id);
@@ -214,13 +227,16 @@ impl Events {
     }
 
     /// Sends again every delivery to `webhook` that gave up at or after `since`,
-    /// with a fresh count of attempts; answers how many.
+    /// with a fresh count of attempts, while it is enabled; answers how many.
     pub async fn recover(&self, webhook: WebhookId, since: Timestamp) -> Result<u64> {
         use crate::models::queue::send_again;
-        use crate::schema::deliveries;
+        use crate::schema::{deliveries, webhooks};
         let webhook = webhook.to_string();
         let now = self.db.clock.now().unix_millis();
         let queued = write_tx!(self.db, |conn| {
+            if hold_enabled!(conn, webhooks::table.find(&webhook)) == 0 {
+                return Ok(0);
+            }
             // A delivery that gave up is due from the time of its last attempt on.
             let queued = diesel::update(deliveries::table)
                 .filter(deliveries::webhook_id.eq(&webhook))

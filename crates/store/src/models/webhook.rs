@@ -216,6 +216,24 @@ macro_rules! disable_webhook {
 }
 pub(crate) use disable_webhook;
 
+/// Takes the row locks of the webhooks `$webhooks` selects that are enabled, on
+/// `$conn` (inside the caller's transaction), and evaluates to how many it took:
+/// a disable that comes after waits for the transaction to end, so its cancel
+/// sees what the transaction set pending. Whatever sets deliveries pending
+/// again (a redelivery, a recovery) holds its webhooks first. A no-op UPDATE: one
+/// statement for both dialects (SQLite's one writer serialises them anyway).
+macro_rules! hold_enabled {
+    ($conn:expr, $webhooks:expr) => {{
+        let updated_at = $crate::schema::webhooks::updated_at;
+        diesel::update($webhooks)
+            .filter($crate::schema::webhooks::enabled.eq(true))
+            .set(updated_at.eq(updated_at))
+            .execute($conn)
+            .await?
+    }};
+}
+pub(crate) use hold_enabled;
+
 /// Cancels the pending deliveries (retries included) of the webhook of id `$id`
 /// on `$conn`: what disabling it means for them.
 macro_rules! cancel_pending {
