@@ -208,6 +208,11 @@ async fn listeners_have_their_own_limit_and_show_their_secret_once(db: TestDb) {
     }
     let unsubscribed = public(&admin, &key, Method::DELETE, &hook, None).await;
     assert_eq!(unsubscribed.status, StatusCode::OK);
+    // Nor a webhook the back office or Settings can change: it keeps having no URL.
+    let as_webhook = format!("/admin/v1/hooks/{}", &hook["/api/v1/hooks/".len()..]);
+    let url = json!({"url": "https://a.example.com/"});
+    let changed = admin.call(Method::PATCH, &as_webhook, Some(url)).await;
+    assert_error(&changed, StatusCode::NOT_FOUND, "webhook");
     let listed = public(&admin, &key, Method::GET, "/api/v1/listeners", None).await;
     let ids: Vec<&Value> =
         listed.body["data"].as_array().unwrap().iter().map(|l| &l["id"]).collect();

@@ -391,8 +391,9 @@ impl Webhooks {
         row.map(WebhookRow::into_domain).transpose()
     }
 
-    /// Changes what `change` names; `None` when there is no such webhook.
-    /// Disabling (by hand) cancels its pending deliveries, retries included, in the
+    /// Changes what `change` names; `None` when there is no such webhook, and for a
+    /// listener, which no webhook change reaches (it has no URL, and is made and
+    /// deleted through the listeners API alone). Disabling (by hand) cancels its pending deliveries, retries included, in the
     /// same transaction; enabling clears the reason it was disabled for and brings
     /// no cancelled delivery back.
     pub async fn update(
@@ -414,7 +415,8 @@ impl Webhooks {
         };
         // One UPDATE … RETURNING; disabling also cancels the pending deliveries.
         let row: Option<WebhookRow> = write_tx!(self.db, |conn| {
-            let update = diesel::update(webhooks::table.find(&id));
+            let update = diesel::update(webhooks::table.find(&id))
+                .filter(webhooks::source.ne(WebhookSource::Listener.as_str()));
             let row = match change.enabled {
                 None => update
                     .set(&fields)
