@@ -101,16 +101,52 @@ pub(crate) enum Rule {
 }
 
 /// A request body: its name in the documents, its fields, whether a field not
-/// among them is refused (`closed`) or ignored, and a rule across fields.
+/// among them is refused (`closed`) or ignored, whether the body may be left
+/// out (`optional`: read as `{}`), and a rule across fields.
 #[derive(Debug)]
 pub(crate) struct Input {
     pub(crate) name: &'static str,
     pub(crate) fields: &'static [Field],
     pub(crate) closed: bool,
+    pub(crate) optional: bool,
     pub(crate) rule: Option<Rule>,
 }
 
 impl Input {
+    /// A body of `fields` that refuses any other, required, with no rule across fields.
+    const fn of(name: &'static str, fields: &'static [Field]) -> Input {
+        Input {
+            name,
+            fields,
+            closed: true,
+            optional: false,
+            rule: None,
+        }
+    }
+
+    /// Fields it does not know are ignored, not refused.
+    const fn ignoring_others(self) -> Input {
+        Input {
+            closed: false,
+            ..self
+        }
+    }
+
+    /// The body may be left out.
+    const fn may_be_left_out(self) -> Input {
+        Input {
+            optional: true,
+            ..self
+        }
+    }
+
+    const fn with(self, rule: Rule) -> Input {
+        Input {
+            rule: Some(rule),
+            ..self
+        }
+    }
+
     /// `value` as this body: an object of these fields only.
     pub(crate) fn read(&self, value: Value) -> Result<Body, FieldError> {
         debug_assert!(self.closed, "{} ignores fields it does not know", self.name);
@@ -138,60 +174,38 @@ const WEBHOOK_CHANGE_FIELDS: &[Field] = &[
 
 /// `POST /api/v1/hooks`: fields it does not know are ignored, as REST hooks'
 /// callers send their own (the URL's other names are read too; see the handler).
-pub(crate) const NEW_WEBHOOK: Input = Input {
-    name: "NewWebhook",
-    fields: NEW_WEBHOOK_FIELDS,
-    closed: false,
-    rule: Some(Rule::SomeEvent),
-};
+pub(crate) const NEW_WEBHOOK: Input = Input::of("NewWebhook", NEW_WEBHOOK_FIELDS)
+    .ignoring_others()
+    .with(Rule::SomeEvent);
 
 /// `PATCH /api/v1/hooks/:id`.
-pub(crate) const WEBHOOK_PATCH: Input = Input {
-    name: "WebhookPatch",
-    fields: WEBHOOK_CHANGE_FIELDS.split_at(5).0,
-    closed: false,
-    rule: None,
-};
+pub(crate) const WEBHOOK_PATCH: Input =
+    Input::of("WebhookPatch", WEBHOOK_CHANGE_FIELDS.split_at(5).0).ignoring_others();
 
 /// `POST /admin/v1/workspaces/:ws/hooks`.
-pub(crate) const NEW_SETTINGS_WEBHOOK: Input = Input {
-    name: "NewSettingsWebhook",
-    fields: NEW_WEBHOOK_FIELDS,
-    closed: true,
-    rule: Some(Rule::SomeEvent),
-};
+pub(crate) const NEW_SETTINGS_WEBHOOK: Input =
+    Input::of("NewSettingsWebhook", NEW_WEBHOOK_FIELDS).with(Rule::SomeEvent);
 
 /// `PATCH /admin/v1/hooks/:wh`.
-pub(crate) const WEBHOOK_CHANGE: Input = Input {
-    name: "WebhookChange",
-    fields: WEBHOOK_CHANGE_FIELDS,
-    closed: true,
-    rule: None,
-};
+pub(crate) const WEBHOOK_CHANGE: Input = Input::of("WebhookChange", WEBHOOK_CHANGE_FIELDS);
 
 /// A test event, both APIs: `{event, data?}`.
-pub(crate) const TEST_EVENT: Input = Input {
-    name: "TestEvent",
-    fields: &[
+pub(crate) const TEST_EVENT: Input = Input::of(
+    "TestEvent",
+    &[
         required("event", Kind::EventName),
         optional("data", Kind::ExampleData),
     ],
-    closed: true,
-    rule: None,
-};
+);
 
 /// `POST /api/v1/listeners`: no body at all is every event.
-pub(crate) const NEW_LISTENER: Input = Input {
-    name: "NewListener",
-    fields: &[optional("events", Kind::EventNames)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const NEW_LISTENER: Input =
+    Input::of("NewListener", &[optional("events", Kind::EventNames)]).may_be_left_out();
 
 /// `POST /api/v1/listeners/:id/results`.
-pub(crate) const LISTENER_RESULT: Input = Input {
-    name: "ListenerResult",
-    fields: &[
+pub(crate) const LISTENER_RESULT: Input = Input::of(
+    "ListenerResult",
+    &[
         required("eventId", Kind::EventId),
         required("attempt", Kind::Attempt),
         optional("status", Kind::Status),
@@ -199,87 +213,61 @@ pub(crate) const LISTENER_RESULT: Input = Input {
         required("durationMs", Kind::DurationMs),
         optional("responseBody", Kind::ResponseBody),
     ],
-    closed: true,
-    rule: Some(Rule::StatusOrError),
-};
+)
+.with(Rule::StatusOrError);
 
 /// `POST /admin/v1/workspaces`.
-pub(crate) const NEW_WORKSPACE: Input = Input {
-    name: "NewWorkspace",
-    fields: &[
+pub(crate) const NEW_WORKSPACE: Input = Input::of(
+    "NewWorkspace",
+    &[
         required("name", Kind::WorkspaceName),
         optional("plan", Kind::Plan),
     ],
-    closed: true,
-    rule: None,
-};
+);
 
 /// `PATCH /admin/v1/workspaces/:ws`.
-pub(crate) const WORKSPACE_CHANGE: Input = Input {
-    name: "WorkspaceChange",
-    fields: &[
+pub(crate) const WORKSPACE_CHANGE: Input = Input::of(
+    "WorkspaceChange",
+    &[
         optional("name", Kind::WorkspaceName),
         optional("plan", Kind::Plan),
     ],
-    closed: true,
-    rule: None,
-};
+);
 
 /// `POST /admin/v1/workspaces/:ws/accounts`.
-pub(crate) const NEW_ACCOUNT: Input = Input {
-    name: "NewAccount",
-    fields: &[required("username", Kind::Username)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const NEW_ACCOUNT: Input =
+    Input::of("NewAccount", &[required("username", Kind::Username)]);
 
 /// `POST /admin/v1/workspaces/:ws/keys`.
-pub(crate) const NEW_KEY: Input = Input {
-    name: "NewKeyRequest",
-    fields: &[required("name", Kind::KeyName)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const NEW_KEY: Input = Input::of("NewKeyRequest", &[required("name", Kind::KeyName)]);
 
 /// `POST /admin/v1/workspaces/:ws/events`.
-pub(crate) const EMIT: Input = Input {
-    name: "Emit",
-    fields: &[
+pub(crate) const EMIT: Input = Input::of(
+    "Emit",
+    &[
         required("event", Kind::EventName),
         optional("data", Kind::EventData),
     ],
-    closed: true,
-    rule: Some(Rule::DataOfItsEvent),
-};
+)
+.with(Rule::DataOfItsEvent);
 
 /// `POST /admin/v1/hooks/:wh/secret/rotate`.
-pub(crate) const ROTATION: Input = Input {
-    name: "SecretRotation",
-    fields: &[optional("graceSeconds", Kind::GraceSeconds)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const ROTATION: Input = Input::of(
+    "SecretRotation",
+    &[optional("graceSeconds", Kind::GraceSeconds)],
+)
+.may_be_left_out();
 
 /// `POST /admin/v1/hooks/:wh/recover`.
-pub(crate) const RECOVERY: Input = Input {
-    name: "Recovery",
-    fields: &[required("since", Kind::Time)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const RECOVERY: Input = Input::of("Recovery", &[required("since", Kind::Time)]);
 
 /// `POST /admin/v1/events/:evt/redeliver`.
-pub(crate) const REDELIVERY: Input = Input {
-    name: "Redelivery",
-    fields: &[optional("hookId", Kind::WebhookId)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const REDELIVERY: Input =
+    Input::of("Redelivery", &[optional("hookId", Kind::WebhookId)]).may_be_left_out();
 
 /// `POST /admin/v1/workspaces/:ws/portal`.
-pub(crate) const PORTAL_LINK: Input = Input {
-    name: "PortalLinkRequest",
-    fields: &[optional("ttlSeconds", Kind::PortalLinkSeconds)],
-    closed: true,
-    rule: None,
-};
+pub(crate) const PORTAL_LINK: Input = Input::of(
+    "PortalLinkRequest",
+    &[optional("ttlSeconds", Kind::PortalLinkSeconds)],
+)
+.may_be_left_out();

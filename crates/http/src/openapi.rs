@@ -62,10 +62,51 @@ impl Schemas {
         self.0.subschema_for::<T>().to_value()
     }
 
-    /// A request body's schema under `name`, and a `$ref` to it.
-    pub(crate) fn input(&mut self, name: &str, body: Value) -> Value {
-        self.0.definitions_mut().insert(name.to_owned(), body);
-        schema(name)
+    /// A request body, from its table (`crate::input`): its schema under its name
+    /// (an optional field may be `null`: the bodies read it as absent), and whether
+    /// it may be left out.
+    pub(crate) fn body(&mut self, input: &Input) -> Value {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for one in input.fields {
+            let schema = field(self, one.kind);
+            let schema = if one.required {
+                required.push(one.name);
+                schema
+            } else {
+                or_null(schema)
+            };
+            properties.insert(one.name.to_owned(), schema);
+        }
+        let mut body = json!({ "type": "object", "properties": properties });
+        if !required.is_empty() {
+            body["required"] = json!(required);
+        }
+        if input.closed {
+            body["additionalProperties"] = json!(false);
+        }
+        match input.rule {
+            None => {}
+            Some(Rule::SomeEvent) => {
+                let event = self.of::<EventName>();
+                body["anyOf"] = json!([
+                    { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
+                    { "required": ["event"], "properties": { "event": event } }
+                ]);
+            }
+            Some(Rule::StatusOrError) => {
+                body["anyOf"] = json!([
+                    { "required": ["status"], "properties": { "status": { "type": "integer" } } },
+                    { "required": ["error"], "properties": { "error": { "type": "string" } } }
+                ]);
+            }
+            Some(Rule::DataOfItsEvent) => body["oneOf"] = data_of_its_event(),
+        }
+        self.0.definitions_mut().insert(input.name.to_owned(), body);
+        json!({
+            "required": !input.optional,
+            "content": { "application/json": { "schema": schema(input.name) } }
+        })
     }
 
     /// `components.schemas`.
@@ -149,8 +190,9 @@ pub(crate) fn listing(parameter: Value, cursor: &str, cursor_form: Option<String
 pub(crate) const UNAVAILABLE_WHY: &str =
     "The database is not answering; nothing was changed. Retry after `Retry-After` seconds.";
 
-/// An operation: its summary, parameters, request body (if any) and responses,
-/// with the failures every operation of its API answers.
+/// An operation: its summary, parameters, request body (if any, from
+/// [`Schemas::body`]) and responses, with the failures every operation of its
+/// API answers.
 pub(crate) fn operation(
     summary: &str,
     parameters: Value,
@@ -179,10 +221,7 @@ pub(crate) fn operation(
         "responses": responses,
     });
     if let Some(body) = body {
-        operation["requestBody"] = json!({
-            "required": true,
-            "content": { "application/json": { "schema": body } }
-        });
+        operation["requestBody"] = body;
     }
     operation
 }
@@ -228,11 +267,9 @@ pub(crate) fn headers_input() -> Value {
 
 /// A field's schema, from its kind: the domain type that parses it.
 fn field(schemas: &mut Schemas, kind: Kind) -> Value {
-    let event_names =
-        |schemas: &mut Schemas| json!({ "type": "array", "items": schemas.of::<EventName>() });
     match kind {
         Kind::WebhookUrl => webhook_url(),
-        Kind::EventNames => event_names(schemas),
+        Kind::EventNames => json!({ "type": "array", "items": schemas.of::<EventName>() }),
         Kind::EventName => schemas.of::<EventName>(),
         Kind::NewDescription => json!({ "type": ["string", "null"],
             "maxLength": WebhookDescription::MAX_CHARS, "pattern": WebhookDescription::OPTIONAL_PATTERN,
@@ -263,50 +300,6 @@ fn field(schemas: &mut Schemas, kind: Kind) -> Value {
         Kind::ResponseBody => {
             json!({ "type": "string", "description": "Its first 4 KiB are kept." })
         }
-    }
-}
-
-impl Schemas {
-    /// A request body's schema, from its table (`crate::input`), under its name;
-    /// a `$ref` to it. An optional field may be `null`: the bodies read it as absent.
-    pub(crate) fn body(&mut self, input: &Input) -> Value {
-        let mut properties = Map::new();
-        let mut required = Vec::new();
-        for one in input.fields {
-            let schema = field(self, one.kind);
-            let schema = if one.required {
-                required.push(one.name);
-                schema
-            } else {
-                or_null(schema)
-            };
-            properties.insert(one.name.to_owned(), schema);
-        }
-        let mut body = json!({ "type": "object", "properties": properties });
-        if !required.is_empty() {
-            body["required"] = json!(required);
-        }
-        if input.closed {
-            body["additionalProperties"] = json!(false);
-        }
-        match input.rule {
-            None => {}
-            Some(Rule::SomeEvent) => {
-                let event = self.of::<EventName>();
-                body["anyOf"] = json!([
-                    { "required": ["events"], "properties": { "events": { "type": "array", "minItems": 1 } } },
-                    { "required": ["event"], "properties": { "event": event } }
-                ]);
-            }
-            Some(Rule::StatusOrError) => {
-                body["anyOf"] = json!([
-                    { "required": ["status"], "properties": { "status": { "type": "integer" } } },
-                    { "required": ["error"], "properties": { "error": { "type": "string" } } }
-                ]);
-            }
-            Some(Rule::DataOfItsEvent) => body["oneOf"] = data_of_its_event(),
-        }
-        self.input(input.name, body)
     }
 }
 

@@ -49,11 +49,9 @@ fn admin() -> Value {
     let account = schemas.of::<AccountObject>();
     let webhook = schemas.of::<WebhookAdmin<'_>>();
     let queued = schemas.of::<Queued>();
+    let mut window = schemas.of::<HealthWindow>();
+    window["default"] = json!(HealthWindow::default().as_str());
     let not_found = ("404", "No such workspace, account, key, webhook or event.");
-    let optional_body = |mut operation: Value| {
-        operation["requestBody"]["required"] = json!(false);
-        operation
-    };
     let with_404 = |mut operation: Value| {
         operation["responses"][not_found.0] = json_response(not_found.1, schema("Error"));
         operation
@@ -123,9 +121,7 @@ fn admin() -> Value {
         "/admin/v1/hooks/{wh}/stats": {
             "get": with_404(op("The webhook's health over a window: attempts per hour (24h) or UTC day (7d), oldest first, \
                 from counters kept as attempts are recorded; its last attempt and state.",
-                json!([wh(), { "name": "window", "in": "query", "required": false,
-                    "schema": { "type": "string", "enum": HealthWindow::ALL.map(HealthWindow::as_str),
-                        "default": HealthWindow::default().as_str() } }]),
+                json!([wh(), { "name": "window", "in": "query", "required": false, "schema": window }]),
                 None, ("200", success(schemas.of::<HealthObject<'_>>()))))
         },
         "/admin/v1/events": {
@@ -133,11 +129,11 @@ fn admin() -> Value {
                 json!([]), None, ("200", success(json!({ "type": "array", "items": schemas.of::<CatalogEventObject<'_>>() }))))
         },
         "/admin/v1/hooks/{wh}/secret/rotate": {
-            "post": optional_body(with_404(op("Rotate the signing secret: the new one is shown once; until the grace \
+            "post": with_404(op("Rotate the signing secret: the new one is shown once; until the grace \
                 ends every delivery carries both signatures (`v1,<new> v1,<old>`). 400 for a disabled webhook.",
                 json!([wh()]),
                 Some(schemas.body(&input::ROTATION)),
-                ("200", success(schemas.of::<Rotated<'_>>())))))
+                ("200", success(schemas.of::<Rotated<'_>>()))))
         },
         "/admin/v1/hooks/{wh}/test": {
             "post": with_404(op("Send the event's example payload to this webhook alone, as a new event: signed, \
@@ -152,22 +148,22 @@ fn admin() -> Value {
                 ("202", success(queued.clone()))))
         },
         "/admin/v1/events/{evt}/redeliver": {
-            "post": optional_body(with_404(op("Send an event again, with a fresh count of attempts: to one webhook of \
+            "post": with_404(op("Send an event again, with a fresh count of attempts: to one webhook of \
                 its workspace, or to every enabled webhook it reached. Deliveries still pending are left alone.",
                 json!([path_parameter("evt", "An event id, `evt_…`.", EventId::pattern())]),
                 Some(schemas.body(&input::REDELIVERY)),
-                ("202", success(queued)))))
+                ("202", success(queued))))
         },
         "/admin/v1/workspaces/{ws}/events": {
             "post": with_404(op("Emit an event (HTTP ingest): stored with its deliveries before the answer.",
                 json!([ws(), idempotency]), Some(schemas.body(&input::EMIT)), ("202", success(schemas.of::<EventPayload>()))))
         },
         "/admin/v1/workspaces/{ws}/portal": {
-            "post": optional_body(with_404(op("A link to the workspace's Settings portal: it opens a session on the \
+            "post": with_404(op("A link to the workspace's Settings portal: it opens a session on the \
                 portal until it expires (an hour by default, at most a day). Its token is stored only as a hash.",
                 json!([ws()]),
                 Some(schemas.body(&input::PORTAL_LINK)),
-                ("201", success(schemas.of::<PortalLinkMade>())))))
+                ("201", success(schemas.of::<PortalLinkMade>()))))
         },
         "/admin/v1/openapi.json": { "get": op("This document.", json!([]), None,
             ("200", json!({ "type": "object" }))) }

@@ -29,15 +29,10 @@ fn body_error(error: BodyError) -> ApiError {
     }
 }
 
-/// A JSON object body as `input` reads it; `optional`: an empty body is `{}`.
-async fn object(
-    api: &Api,
-    request: Request<Incoming>,
-    optional: bool,
-    input: &Input,
-) -> Result<Body, ApiError> {
+/// A JSON object body as `input` reads it (left out, where it may be: `{}`).
+async fn object(api: &Api, request: Request<Incoming>, input: &Input) -> Result<Body, ApiError> {
     let limits = api.body_limits;
-    let value = if optional {
+    let value = if input.optional {
         read_optional_json(request, limits).await
     } else {
         read_json(request, limits).await
@@ -60,7 +55,7 @@ pub(crate) async fn list(app: &hookline_app::App, caller: &Caller) -> Answer {
 
 /// `POST /listeners {events?}`: every event when none are given.
 pub(crate) async fn create(api: &Api, caller: &Caller, request: Request<Incoming>) -> Answer {
-    let body = object(api, request, true, &input::NEW_LISTENER).await?;
+    let body = object(api, request, &input::NEW_LISTENER).await?;
     let events = match body.strings("events")? {
         Some(names) if !names.is_empty() => {
             subscribed_events(names).map_err(|error| ApiError::InvalidHook(format!("{error}.")))?
@@ -121,7 +116,7 @@ pub(crate) async fn results(
         .app
         .workspace_listener(caller.workspace.id, listener_id(id)?)
         .await?;
-    let body = object(api, request, false, &input::LISTENER_RESULT).await?;
+    let body = object(api, request, &input::LISTENER_RESULT).await?;
     let result = streamed_result(&body)?;
     api.app.record_streamed(&listener, result).await?;
     let mut response = Response::new(Full::new(Bytes::new()));
@@ -200,7 +195,7 @@ pub(crate) async fn test_hook(
     let id: WebhookId = id
         .parse()
         .map_err(|_| ApiError::NotFound(format!("No webhook with id `{id}` in this workspace.")))?;
-    let body = object(api, request, false, &input::TEST_EVENT).await?;
+    let body = object(api, request, &input::TEST_EVENT).await?;
     let (event, data) = test_event(&body)?;
     let event_id = api
         .app
@@ -217,7 +212,7 @@ pub(crate) async fn test(
     request: Request<Incoming>,
 ) -> Answer {
     let id = listener_id(id)?;
-    let body = object(api, request, false, &input::TEST_EVENT).await?;
+    let body = object(api, request, &input::TEST_EVENT).await?;
     let (event, data) = test_event(&body)?;
     let event_id = api
         .app

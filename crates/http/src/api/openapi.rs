@@ -199,8 +199,6 @@ fn devkit_paths(paths: &mut Value, schemas: &mut Schemas, common: &[(&str, &str)
             schema("Error"),
         );
     }
-    // Its one field is optional: no body at all is every event.
-    paths["/api/v1/listeners"]["post"]["requestBody"]["required"] = json!(false);
     paths["/api/v1/listeners"]["post"]["responses"]["409"] =
         json_response("The workspace has 3 listeners already.", schema("Error"));
 }

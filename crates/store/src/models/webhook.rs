@@ -393,9 +393,9 @@ impl Webhooks {
 
     /// Changes what `change` names; `None` when there is no such webhook, and for a
     /// listener, which no webhook change reaches (it has no URL, and is made and
-    /// deleted through the listeners API alone). Disabling (by hand) cancels its pending deliveries, retries included, in the
-    /// same transaction; enabling clears the reason it was disabled for and brings
-    /// no cancelled delivery back.
+    /// deleted through the listeners API alone). Disabling (by hand) cancels its
+    /// pending deliveries, retries included, in the same transaction; enabling
+    /// clears the reason it was disabled for and brings no cancelled delivery back.
     pub async fn update(
         &self,
         id: WebhookId,
