@@ -19,7 +19,10 @@ pub fn ingest_body(bytes: &[u8]) -> bool {
     let Ok(body) = serde_json::from_slice(bytes) else {
         return false;
     };
-    let Ok((event, data)) = crate::admin::emit_body(body) else {
+    let Ok(body) = crate::input::EMIT.read(body) else {
+        return false;
+    };
+    let Ok((event, data)) = crate::admin::emit_body(&body) else {
         return false;
     };
     EventPayload::new(event, WorkspaceId::generate(), data).is_ok()

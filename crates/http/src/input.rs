@@ -1,6 +1,6 @@
-//! The request bodies of both APIs, each one table of its fields. The handler
-//! reads its body through the table (`Body::object` refuses a field that is not
-//! in it, where the body is closed) and the OpenAPI documents build the body's
+//! The request bodies of both APIs, each one table of its fields. The front
+//! end's dispatch reads a body through its table ([`Input::read`]: a field that
+//! is not in it is refused, a body that may be left out is `{}`) and the OpenAPI documents build the body's
 //! schema from it (`openapi::Schemas::body`, each field's schema from its
 //! [`Kind`], read off the domain type that parses it): a field is written once.
 

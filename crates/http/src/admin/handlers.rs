@@ -19,7 +19,6 @@ use crate::admin::wire::{
     HealthObject, KeyCreatedWithStatus, PortalLinkMade, Queued, Revoked, Rotated, WebhookAdmin,
     WorkspaceAdmin,
 };
-use crate::input;
 use crate::transport::body::Body;
 use crate::transport::body::header_pairs;
 use crate::transport::failure::json_response;
@@ -56,8 +55,7 @@ pub(crate) async fn list_workspaces(app: &App, query: Option<&str>) -> Answer {
     Ok(listed(data, page.next_cursor))
 }
 
-pub(crate) async fn create_workspace(app: &App, body: Value) -> Answer {
-    let body = input::NEW_WORKSPACE.read(body)?;
+pub(crate) async fn create_workspace(app: &App, body: Body) -> Answer {
     let name = WorkspaceName::parse(body.required_string("name")?)?;
     let plan = body
         .string("plan")?
@@ -76,9 +74,8 @@ pub(crate) async fn get_workspace(app: &App, ws: &str) -> Answer {
     Ok(ok(StatusCode::OK, Some(WorkspaceAdmin::from(&workspace))))
 }
 
-pub(crate) async fn update_workspace(app: &App, ws: &str, body: Value) -> Answer {
+pub(crate) async fn update_workspace(app: &App, ws: &str, body: Body) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = input::WORKSPACE_CHANGE.read(body)?;
     let update = WorkspaceUpdate {
         name: body.string("name")?.map(WorkspaceName::parse).transpose()?,
         plan: body.string("plan")?.map(plan).transpose()?,
@@ -95,9 +92,8 @@ pub(crate) async fn list_accounts(app: &App, ws: &str, query: Option<&str>) -> A
     Ok(listed(data, page.next_cursor))
 }
 
-pub(crate) async fn connect_account(app: &App, ws: &str, body: Value) -> Answer {
+pub(crate) async fn connect_account(app: &App, ws: &str, body: Body) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = input::NEW_ACCOUNT.read(body)?;
     let username = Username::parse(body.required_string("username")?)?;
     let account = app.connect_account(id, &username).await?;
     Ok(ok(StatusCode::CREATED, Some(AccountObject::from(&account))))
@@ -117,9 +113,8 @@ pub(crate) async fn list_keys(app: &App, ws: &str, query: Option<&str>) -> Answe
     Ok(listed(data, page.next_cursor))
 }
 
-pub(crate) async fn create_key(app: &App, ws: &str, body: Value) -> Answer {
+pub(crate) async fn create_key(app: &App, ws: &str, body: Body) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = input::NEW_KEY.read(body)?;
     let name = KeyName::parse(body.required_string("name")?)?;
     let created = app.create_api_key(id, &name).await?;
     let data = KeyCreatedWithStatus {
@@ -162,9 +157,8 @@ fn webhook_input(body: &Body) -> Result<WebhookInput<'_>, AdminError> {
     })
 }
 
-pub(crate) async fn create_hook(app: &App, ws: &str, body: Value) -> Answer {
+pub(crate) async fn create_hook(app: &App, ws: &str, body: Body) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
-    let body = input::NEW_SETTINGS_WEBHOOK.read(body)?;
     let spec = app.config().webhook_spec(&webhook_input(&body)?)?;
     let created = app
         .create_webhook(id, &spec, WebhookSource::Settings)
@@ -178,9 +172,8 @@ pub(crate) async fn get_hook(app: &App, hook: &str) -> Answer {
     Ok(ok(StatusCode::OK, Some(WebhookAdmin::listed(&webhook))))
 }
 
-pub(crate) async fn update_hook(app: &App, hook: &str, body: Value) -> Answer {
+pub(crate) async fn update_hook(app: &App, hook: &str, body: Body) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = input::WEBHOOK_CHANGE.read(body)?;
     let update = app.config().webhook_change(&webhook_input(&body)?)?;
     let webhook = app.update_webhook(id, &update).await?;
     let data = WebhookAdmin::showing(&webhook, update.headers.as_ref());
@@ -231,8 +224,7 @@ pub(crate) async fn list_attempts(app: &App, hook: &str, query: Option<&str>) ->
 
 /// An ingest body: `{event, data?}`, the data an object checked by the event's
 /// rules when the payload is made (`EventPayload::new`).
-pub(crate) fn emit_body(body: Value) -> Result<(EventName, Value), AdminError> {
-    let body = input::EMIT.read(body)?;
+pub(crate) fn emit_body(body: &Body) -> Result<(EventName, Value), AdminError> {
     let event: EventName = body.required_string("event")?.parse()?;
     let data = body
         .value("data")
@@ -248,11 +240,11 @@ pub(crate) async fn emit_event(
     app: &App,
     ws: &str,
     idempotency_key: Option<&str>,
-    body: Value,
+    body: Body,
 ) -> Answer {
     let id: WorkspaceId = path_id("workspace", ws)?;
     let key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
-    let (event, data) = emit_body(body)?;
+    let (event, data) = emit_body(&body)?;
     let payload = match app.ingest(id, event, data, key).await? {
         Emission::Emitted(emitted) => emitted.payload.to_json(),
         Emission::Replayed(first) => first,
@@ -262,9 +254,8 @@ pub(crate) async fn emit_event(
     Ok(json_response(StatusCode::ACCEPTED, body))
 }
 
-pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer {
+pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Body) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = input::ROTATION.read(body)?;
     let grace = body
         .unsigned("graceSeconds")?
         .unwrap_or(DEFAULT_SECRET_GRACE_SECONDS);
@@ -275,17 +266,15 @@ pub(crate) async fn rotate_secret(app: &App, hook: &str, body: Value) -> Answer 
     Ok(ok(StatusCode::OK, Some(data)))
 }
 
-pub(crate) async fn test_hook(app: &App, hook: &str, body: Value) -> Answer {
+pub(crate) async fn test_hook(app: &App, hook: &str, body: Body) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = input::TEST_EVENT.read(body)?;
     let event: EventName = body.required_string("event")?.parse()?;
     let event_id = app.send_test_event(id, event, body.value("data")).await?;
     Ok(ok(StatusCode::ACCEPTED, Some(TestSentObject { event_id })))
 }
 
-pub(crate) async fn recover_hook(app: &App, hook: &str, body: Value) -> Answer {
+pub(crate) async fn recover_hook(app: &App, hook: &str, body: Body) -> Answer {
     let id: WebhookId = path_id("webhook", hook)?;
-    let body = input::RECOVERY.read(body)?;
     let since = body.required_string("since")?;
     let since = Timestamp::parse_iso(since).map_err(|_| {
         AdminError::Invalid(format!(
@@ -296,9 +285,8 @@ pub(crate) async fn recover_hook(app: &App, hook: &str, body: Value) -> Answer {
     Ok(ok(StatusCode::ACCEPTED, Some(Queued { queued })))
 }
 
-pub(crate) async fn redeliver(app: &App, event: &str, body: Value) -> Answer {
+pub(crate) async fn redeliver(app: &App, event: &str, body: Body) -> Answer {
     let id: EventId = path_id("event", event)?;
-    let body = input::REDELIVERY.read(body)?;
     let hook = body
         .string("hookId")?
         .map(|hook| {
@@ -313,14 +301,8 @@ pub(crate) async fn redeliver(app: &App, event: &str, body: Value) -> Answer {
     Ok(ok(StatusCode::ACCEPTED, Some(Queued { queued })))
 }
 
-pub(crate) async fn portal_link(
-    app: &App,
-    public_url: &PublicUrl,
-    ws: &str,
-    body: Value,
-) -> Answer {
+pub(crate) async fn portal_link(app: &App, public_url: &PublicUrl, ws: &str, body: Body) -> Answer {
     let workspace: WorkspaceId = path_id("workspace", ws)?;
-    let body = input::PORTAL_LINK.read(body)?;
     let link = app
         .create_portal_link(workspace, body.unsigned("ttlSeconds")?)
         .await?;

@@ -44,8 +44,9 @@ use crate::admin::error::AdminError;
 use crate::admin::handlers::Answer;
 use crate::admin::operations::Operations;
 use crate::admin::router::{AdminRoute, route};
+use crate::input::{self, Input};
 use crate::transport::answer::AnswerBody;
-use crate::transport::body::{BodyLimits, read_json, read_optional_json};
+use crate::transport::body::{Body, BodyLimits, read_json, read_optional_json};
 use crate::transport::failure::TransportError;
 use crate::transport::server::{Dispatch, UNMATCHED};
 
@@ -85,31 +86,53 @@ impl AdminApi {
         let query = query.as_deref();
         match route {
             ListWorkspaces => h::list_workspaces(app, query).await,
-            CreateWorkspace => h::create_workspace(app, self.body(request).await?).await,
+            CreateWorkspace => {
+                h::create_workspace(app, self.body(request, &input::NEW_WORKSPACE).await?).await
+            }
             GetWorkspace { ws } => h::get_workspace(app, ws).await,
-            UpdateWorkspace { ws } => h::update_workspace(app, ws, self.body(request).await?).await,
+            UpdateWorkspace { ws } => {
+                h::update_workspace(app, ws, self.body(request, &input::WORKSPACE_CHANGE).await?)
+                    .await
+            }
             ListAccounts { ws } => h::list_accounts(app, ws, query).await,
-            ConnectAccount { ws } => h::connect_account(app, ws, self.body(request).await?).await,
+            ConnectAccount { ws } => {
+                h::connect_account(app, ws, self.body(request, &input::NEW_ACCOUNT).await?).await
+            }
             DisconnectAccount { account } => h::disconnect_account(app, account).await,
             ListKeys { ws } => h::list_keys(app, ws, query).await,
-            CreateKey { ws } => h::create_key(app, ws, self.body(request).await?).await,
+            CreateKey { ws } => {
+                h::create_key(app, ws, self.body(request, &input::NEW_KEY).await?).await
+            }
             RevokeKey { key } => h::revoke_key(app, key).await,
             ListHooks { ws } => h::list_hooks(app, ws, query).await,
-            CreateHook { ws } => h::create_hook(app, ws, self.body(request).await?).await,
+            CreateHook { ws } => {
+                h::create_hook(
+                    app,
+                    ws,
+                    self.body(request, &input::NEW_SETTINGS_WEBHOOK).await?,
+                )
+                .await
+            }
             GetHook { hook } => h::get_hook(app, hook).await,
-            UpdateHook { hook } => h::update_hook(app, hook, self.body(request).await?).await,
+            UpdateHook { hook } => {
+                h::update_hook(app, hook, self.body(request, &input::WEBHOOK_CHANGE).await?).await
+            }
             DeleteHook { hook } => h::delete_hook(app, hook).await,
             ListAttempts { hook } => h::list_attempts(app, hook, query).await,
             HookStats { hook } => h::hook_stats(app, hook, query).await,
             EventCatalog => h::event_catalog(),
             RotateSecret { hook } => {
-                let body = read_optional_json(request, self.body_limits).await?;
+                let body = self.body(request, &input::ROTATION).await?;
                 h::rotate_secret(app, hook, body).await
             }
-            TestHook { hook } => h::test_hook(app, hook, self.body(request).await?).await,
-            RecoverHook { hook } => h::recover_hook(app, hook, self.body(request).await?).await,
+            TestHook { hook } => {
+                h::test_hook(app, hook, self.body(request, &input::TEST_EVENT).await?).await
+            }
+            RecoverHook { hook } => {
+                h::recover_hook(app, hook, self.body(request, &input::RECOVERY).await?).await
+            }
             Redeliver { event } => {
-                let body = read_optional_json(request, self.body_limits).await?;
+                let body = self.body(request, &input::REDELIVERY).await?;
                 h::redeliver(app, event, body).await
             }
             EmitEvent { ws } => {
@@ -122,19 +145,25 @@ impl AdminApi {
                         })
                     })
                     .transpose()?;
-                let body = self.body(request).await?;
+                let body = self.body(request, &input::EMIT).await?;
                 h::emit_event(app, ws, key.as_deref(), body).await
             }
             PortalLink { ws } => {
-                let body = read_optional_json(request, self.body_limits).await?;
+                let body = self.body(request, &input::PORTAL_LINK).await?;
                 h::portal_link(app, &self.public_url, ws, body).await
             }
             OpenApi => Ok(openapi::admin_document()),
         }
     }
 
-    async fn body(&self, request: Request<Incoming>) -> Result<serde_json::Value, AdminError> {
-        Ok(read_json(request, self.body_limits).await?)
+    /// The request's body as `input` reads it (left out, where it may be: `{}`).
+    async fn body(&self, request: Request<Incoming>, input: &Input) -> Result<Body, AdminError> {
+        let value = if input.optional {
+            read_optional_json(request, self.body_limits).await?
+        } else {
+            read_json(request, self.body_limits).await?
+        };
+        Ok(input.read(value)?)
     }
 }
 
