@@ -419,9 +419,11 @@ impl Worker {
 struct Claims {
     /// Slots, and the ready deliveries kept ahead of them.
     concurrency: usize,
-    /// Claims come at least a quarter of the slots at a time: claiming one
-    /// delivery per freed slot would cost a round of queries each.
-    quarter: usize,
+    /// Claims come at least a round of slots at a time: a claim's statement
+    /// costs about as much for a few rows as for a round's worth, so claiming
+    /// what a few freed slots can take paid that cost over and over (see
+    /// PERFORMANCE.md). The `ahead` rounds keep the slots busy meanwhile.
+    least: usize,
     /// Claims run ahead: one goes out while up to `AHEAD_ROUNDS` times the slots'
     /// worth of deliveries are waiting ready, so that slots freed during a claim
     /// start at once. With less ahead, a claim went out only once the ready queue
@@ -450,7 +452,7 @@ impl Claims {
         let concurrency = config.concurrency;
         Claims {
             concurrency,
-            quarter: (concurrency / 4).max(1),
+            least: concurrency.max(1),
             ahead: concurrency * AHEAD_ROUNDS as usize,
             per_webhook: u32::try_from(config.isolation.per_webhook)
                 .unwrap_or(u32::MAX)
@@ -466,11 +468,11 @@ impl Claims {
     }
 
     /// How many deliveries to claim now, if a claim should go out: deliveries
-    /// may be due and there is room for at least a quarter of the slots.
+    /// may be due and there is room for at least a round of slots.
     fn wanted(&self, lanes: &Lanes) -> Option<u32> {
         let room =
             (self.concurrency - lanes.in_flight() + self.ahead).saturating_sub(lanes.ready());
-        (self.maybe_due && room >= self.quarter)
+        (self.maybe_due && room >= self.least)
             .then(|| u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size))
     }
 

@@ -75,14 +75,14 @@ impl Db {
     /// whose row locks let writers of different rows run at once.
     pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
         match self.pools {
-            Pools::Sqlite(_) => Some(self.sqlite_writes.turn().await),
+            Pools::Sqlite { .. } => Some(self.sqlite_writes.turn().await),
             Pools::Postgres(_) => None,
         }
     }
 
     pub(crate) fn backend(&self) -> Backend {
         match self.pools {
-            Pools::Sqlite(_) => Backend::Sqlite,
+            Pools::Sqlite { .. } => Backend::Sqlite,
             Pools::Postgres(_) => Backend::Postgres,
         }
     }

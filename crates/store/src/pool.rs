@@ -49,7 +49,16 @@ const PG_SETTINGS: &str = "SET jit = off";
 
 #[derive(Clone)]
 pub(crate) enum Pools {
-    Sqlite(Pool<SqliteConn>),
+    /// SQLite: connections that read, and the one connection this process
+    /// writes on, taken with the write turn (`write_conn!`, `write_tx!`). A
+    /// connection drops its whole page cache when it finds that another
+    /// connection wrote since its last statement: writers that took any pooled
+    /// connection each started cold, and re-read every page of the claim's and
+    /// the recorder's indexes from the file at every statement.
+    Sqlite {
+        reads: Pool<SqliteConn>,
+        writes: Pool<SqliteConn>,
+    },
     Postgres(Pool<PgConn>),
 }
 
@@ -59,11 +68,16 @@ impl Pools {
         let size = config.max_connections;
         let pools = match config.backend()? {
             Backend::Sqlite => {
-                let mut manager = ManagerConfig::<SqliteConn>::default();
-                manager.recycling_method = RecyclingMethod::Fast;
-                manager.custom_setup = connect_with::<SqliteConn>(SQLITE_PRAGMAS);
-                let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
-                Pools::Sqlite(configure(Pool::builder(manager), size)?)
+                let manager = || {
+                    let mut manager = ManagerConfig::<SqliteConn>::default();
+                    manager.recycling_method = RecyclingMethod::Fast;
+                    manager.custom_setup = connect_with::<SqliteConn>(SQLITE_PRAGMAS);
+                    AsyncDieselConnectionManager::new_with_config(url, manager)
+                };
+                Pools::Sqlite {
+                    reads: configure(Pool::builder(manager()), size)?,
+                    writes: configure(Pool::builder(manager()), 1)?,
+                }
             }
             Backend::Postgres => {
                 let mut manager = ManagerConfig::<PgConn>::default();
@@ -76,7 +90,10 @@ impl Pools {
         };
         // Fail now, with the reason, rather than on the first request.
         match &pools {
-            Pools::Sqlite(pool) => drop(pool.get().await.map_err(connect_error)?),
+            Pools::Sqlite { reads, writes } => {
+                drop(reads.get().await.map_err(connect_error)?);
+                drop(writes.get().await.map_err(connect_error)?);
+            }
             Pools::Postgres(pool) => drop(pool.get().await.map_err(connect_error)?),
         }
         Ok(pools)
@@ -125,11 +142,12 @@ fn connect_error<E: std::fmt::Display>(error: PoolError<E>) -> Error {
 }
 
 /// Runs `$body` with `$conn` bound to a pooled connection of whichever backend the
-/// [`Db`](crate::db::Db) has: the body is written once and compiled for both.
-macro_rules! with_conn {
-    ($db:expr, |$conn:ident| $body:expr) => {{
+/// [`Db`](crate::db::Db) has, SQLite's from its pool named `$sqlite` (`reads` or
+/// `writes`): the body is written once and compiled for both.
+macro_rules! on_conn {
+    ($db:expr, $sqlite:ident, |$conn:ident| $body:expr) => {{
         match &$db.pools {
-            $crate::pool::Pools::Sqlite(pool) => {
+            $crate::pool::Pools::Sqlite { $sqlite: pool, .. } => {
                 let mut pooled = pool.get().await?;
                 let $conn = &mut *pooled;
                 $body
@@ -142,6 +160,15 @@ macro_rules! with_conn {
         }
     }};
 }
+pub(crate) use on_conn;
+
+/// Runs `$body` with `$conn` bound to a pooled connection that reads (see
+/// [`on_conn!`]).
+macro_rules! with_conn {
+    ($db:expr, |$conn:ident| $body:expr) => {
+        $crate::pool::on_conn!($db, reads, |$conn| $body)
+    };
+}
 pub(crate) use with_conn;
 
 /// Like [`with_conn!`], inside a transaction that may read and then write. On SQLite
@@ -153,8 +180,8 @@ macro_rules! write_tx {
         use diesel_async::AsyncConnection as _;
         let _turn = $db.write_turn().await;
         match &$db.pools {
-            $crate::pool::Pools::Sqlite(pool) => {
-                let mut pooled = pool.get().await?;
+            $crate::pool::Pools::Sqlite { writes, .. } => {
+                let mut pooled = writes.get().await?;
                 pooled
                     .immediate_transaction(async |$conn| -> $crate::Result<_> { $body })
                     .await
@@ -173,11 +200,11 @@ macro_rules! write_tx {
 pub(crate) use write_tx;
 
 /// [`with_conn!`] for a statement that writes: on SQLite it waits for this process's
-/// write turn first (see `Db::write_turn`).
+/// write turn first (see `Db::write_turn`) and runs on the writing connection.
 macro_rules! write_conn {
     ($db:expr, |$conn:ident| $body:expr) => {{
         let _turn = $db.write_turn().await;
-        $crate::pool::with_conn!($db, |$conn| $body)
+        $crate::pool::on_conn!($db, writes, |$conn| $body)
     }};
 }
 pub(crate) use write_conn;

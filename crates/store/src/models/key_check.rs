@@ -123,11 +123,11 @@ impl KeyCheck {
     ) -> Result<Vec<Option<UsedKey>>> {
         let minute = now.floor_minute();
         match &self.db.pools {
-            Pools::Sqlite(pool) => {
+            Pools::Sqlite { writes, .. } => {
                 let (asked, distinct) = hashes_to_look_up(hashes);
                 let windows = Windows::at(now, window_ms);
                 let _turn = self.db.write_turn().await;
-                let mut conn = pool.get().await?;
+                let mut conn = writes.get().await?;
                 conn.spawn_blocking(move |conn| {
                     Ok(conn.immediate_transaction(|conn| {
                         use_keys_blocking(conn, (&asked, distinct), &windows, minute)
