@@ -417,13 +417,12 @@ impl Worker {
 /// When the worker claims, and how much: its view of the queue between claims.
 #[derive(Debug)]
 struct Claims {
-    /// Slots, and the ready deliveries kept ahead of them.
+    /// Slots, and the ready deliveries kept ahead of them. Claims come at least
+    /// a round of slots at a time: a claim's statement costs about as much for a
+    /// few rows as for a round's worth, so claiming what a few freed slots can
+    /// take paid that cost over and over (see PERFORMANCE.md). The `ahead`
+    /// rounds keep the slots busy meanwhile.
     concurrency: usize,
-    /// Claims come at least a round of slots at a time: a claim's statement
-    /// costs about as much for a few rows as for a round's worth, so claiming
-    /// what a few freed slots can take paid that cost over and over (see
-    /// PERFORMANCE.md). The `ahead` rounds keep the slots busy meanwhile.
-    least: usize,
     /// Claims run ahead: one goes out while up to `AHEAD_ROUNDS` times the slots'
     /// worth of deliveries are waiting ready, so that slots freed during a claim
     /// start at once. With less ahead, a claim went out only once the ready queue
@@ -452,7 +451,6 @@ impl Claims {
         let concurrency = config.concurrency;
         Claims {
             concurrency,
-            least: concurrency.max(1),
             ahead: concurrency * AHEAD_ROUNDS as usize,
             per_webhook: u32::try_from(config.isolation.per_webhook)
                 .unwrap_or(u32::MAX)
@@ -472,7 +470,7 @@ impl Claims {
     fn wanted(&self, lanes: &Lanes) -> Option<u32> {
         let room =
             (self.concurrency - lanes.in_flight() + self.ahead).saturating_sub(lanes.ready());
-        (self.maybe_due && room >= self.least)
+        (self.maybe_due && room >= self.concurrency)
             .then(|| u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size))
     }
 

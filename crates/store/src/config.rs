@@ -9,7 +9,8 @@ pub struct StoreConfig {
     /// `postgres://…` or `postgresql://…` for PostgreSQL; anything else is a SQLite
     /// file: a path, `sqlite://path` or `file:path`.
     pub database_url: String,
-    /// Connections in the pool.
+    /// Connections in the pool that reads; SQLite opens one more, which all
+    /// of the process's writes share (see `Pools`).
     pub max_connections: usize,
     /// Where the store reads the time (the system clock but in tests, which move
     /// an adjustable one forward instead of waiting).

@@ -53,8 +53,8 @@ pub(crate) enum Pools {
     /// writes on, taken with the write turn (`write_conn!`, `write_tx!`). A
     /// connection drops its whole page cache when it finds that another
     /// connection wrote since its last statement: writers that took any pooled
-    /// connection each started cold, and re-read every page of the claim's and
-    /// the recorder's indexes from the file at every statement.
+    /// connection each started cold, re-reading from the file every page the
+    /// statement touched (the claim's and the recorder's indexes at each one).
     Sqlite {
         reads: Pool<SqliteConn>,
         writes: Pool<SqliteConn>,
