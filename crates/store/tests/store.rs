@@ -192,6 +192,7 @@ backend_tests!(
     a_claim_walks_none_of_a_drained_backlog,
     the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace,
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
+    the_attempt_log_pages_keep_one_plan_each,
     forgetting_goes_in_turns_of_a_bounded_number_of_events,
     an_idempotency_key_stores_one_event_across_stores_and_batches,
     portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired,
@@ -1170,6 +1171,44 @@ async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db:
     newest_first.sort_unstable_by(|a, b| b.cmp(a));
     newest_first.dedup();
     assert_eq!(ids, newest_first, "each attempt once, newest first");
+}
+
+/// On PostgreSQL each page of the attempt log keeps one generic plan: planned
+/// for each call's values, it was planned again across every partition at every
+/// call (such a plan names the values it was made for).
+async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
+    const DAY_MS: i64 = 86_400_000;
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    // A month of partitions, eight days of attempts in them (a chunk of 2,000 a
+    // day), with statistics: a plan made for the call's values then looks
+    // cheaper than the generic one, as it knows the limit. (That it prunes the
+    // cursor's day made it look cheaper too on a million attempts, not here.)
+    let now = Timestamp::now();
+    for days_back in (0..=30).rev().step_by(2) {
+        store.upkeep().prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
+    }
+    let history = hookline_testdb::History::delivered(
+        ws,
+        vec![hook.id],
+        16_000,
+        now.plus_millis(-8 * DAY_MS),
+    )
+    .every(DAY_MS)
+    .attempted_by(hook.id);
+    db.write_history(&history).await;
+    db.vacuum().await;
+    let page = store.webhooks().attempts(hook.id, 20).await.unwrap();
+    let cursor = page.last().map(|last| (last.event_id, last.attempt)).unwrap();
+    let plans = store.webhooks().attempt_log_plans(hook.id, cursor, 20).await.unwrap();
+    if db.backend() == Backend::Postgres {
+        for plan in plans {
+            let plan = plan.join("\n");
+            assert!(plan.contains("webhook_id = $1"), "{plan}");
+            assert!(!plan.contains(&hook.id.to_string()), "{plan}");
+        }
+    }
 }
 
 async fn forgetting_goes_in_turns_of_a_bounded_number_of_events(db: TestDb) {

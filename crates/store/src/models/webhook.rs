@@ -19,7 +19,7 @@ use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{bind, prepared};
-use crate::schema::{delivery_attempts, webhook_stats, webhooks, workspaces};
+use crate::schema::{webhook_stats, webhooks, workspaces};
 use crate::text_in::text_in;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
@@ -615,45 +615,27 @@ impl Webhooks {
         before: Option<(EventId, u32)>,
         limit: u32,
     ) -> Result<Vec<DeliveryAttempt>> {
-        use delivery_attempts::dsl::{attempt, attempted_at, event_id, webhook_id as of_webhook};
         let webhook = webhook_id.to_string();
         let limit = i64::from(limit);
         let rows: Vec<DeliveryAttemptRow> = match before {
             None => with_conn!(self.db, |conn| {
-                delivery_attempts::table
-                    .filter(of_webhook.eq(&webhook))
-                    .order((attempted_at.desc(), event_id.desc(), attempt.desc()))
-                    .limit(limit)
-                    .select(DeliveryAttemptRow::as_select())
+                prepared(FIRST_ATTEMPTS)
+                    .binds((bind::<Text, _>(webhook.as_str()), bind::<BigInt, _>(limit)))
                     .load(conn)
                     .await?
             }),
             Some((event, number)) => {
                 let event = event.to_string();
                 with_conn!(self.db, |conn| {
-                    // A row value, so that both dialects seek the index to the
-                    // cursor; the cursor's time is read in the same statement (NULL,
-                    // so no rows, when that attempt is not in the log). Prepared: on
-                    // PostgreSQL, planning across the partitions costs more than
-                    // running it.
-                    prepared(
-                        "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
-                             error, duration_ms, response_body \
-                         FROM delivery_attempts \
-                         WHERE webhook_id = $1 AND (attempted_at, event_id, attempt) < ( \
-                             (SELECT c.attempted_at FROM delivery_attempts AS c \
-                              WHERE c.webhook_id = $1 AND c.event_id = $2 AND c.attempt = $3), \
-                             $2, $3) \
-                         ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT $4",
-                    )
-                    .binds((
-                        bind::<Text, _>(webhook.as_str()),
-                        bind::<Text, _>(event.as_str()),
-                        bind::<BigInt, _>(i64::from(number)),
-                        bind::<BigInt, _>(limit),
-                    ))
-                    .load(conn)
-                    .await?
+                    prepared(ATTEMPTS_BEFORE)
+                        .binds((
+                            bind::<Text, _>(webhook.as_str()),
+                            bind::<Text, _>(event.as_str()),
+                            bind::<BigInt, _>(i64::from(number)),
+                            bind::<BigInt, _>(limit),
+                        ))
+                        .load(conn)
+                        .await?
                 })
             }
         };
@@ -661,7 +643,84 @@ impl Webhooks {
             .map(DeliveryAttemptRow::into_domain)
             .collect()
     }
+
+    /// PostgreSQL: the plans the attempt log's two statements (the first page, a
+    /// page after `before`) settle on, each prepared by name on one connection and
+    /// explained after more calls than PostgreSQL makes before it may keep a
+    /// generic plan; nothing on SQLite. For tests that hold the pages to one plan
+    /// each, not one planned across every partition at each call.
+    #[cfg(feature = "test-util")]
+    pub async fn attempt_log_plans(
+        &self,
+        webhook_id: WebhookId,
+        before: (EventId, u32),
+        limit: u32,
+    ) -> Result<[Vec<String>; 2]> {
+        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
+            return Ok([Vec::new(), Vec::new()]);
+        };
+        let mut conn = pool.get().await?;
+        // Ids and numbers of our own types: nothing here is outside text.
+        let statements = [
+            (
+                "first_attempts(text, bigint)",
+                FIRST_ATTEMPTS,
+                format!("first_attempts('{webhook_id}', {limit})"),
+            ),
+            (
+                "attempts_before(text, text, bigint, bigint)",
+                ATTEMPTS_BEFORE,
+                format!(
+                    "attempts_before('{webhook_id}', '{}', {}, {limit})",
+                    before.0, before.1
+                ),
+            ),
+        ];
+        let mut plans = [Vec::new(), Vec::new()];
+        for ((name, sql, call), plan) in statements.iter().zip(&mut plans) {
+            diesel::sql_query(format!("PREPARE {name} AS {sql}"))
+                .execute(&mut *conn)
+                .await?;
+            for _ in 0..8 {
+                let lines: Vec<super::PlanLine> =
+                    diesel::sql_query(format!("EXPLAIN (COSTS OFF) EXECUTE {call}"))
+                        .load(&mut *conn)
+                        .await?;
+                *plan = lines.into_iter().map(|line| line.line).collect();
+            }
+            let bare = name.split('(').next().unwrap_or(name);
+            diesel::sql_query(format!("DEALLOCATE {bare}"))
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(plans)
+    }
 }
+
+/// A webhook's attempt log, newest first: the first page, and a page after a
+/// cursor (an attempt of the log, by its event and number) whose time is read in
+/// the same statement (NULL, so no rows, when that attempt is not in the log). A
+/// row value, so that both dialects seek the index to the cursor.
+///
+/// On PostgreSQL each is planned once per connection, not at every call across
+/// every partition. A plan made for a call's values looks cheaper than the
+/// generic plan when it knows the limit or prunes partitions by a parameter, and
+/// PostgreSQL then plans every call. So the limit comes through `(SELECT $n)`,
+/// which no plan folds, and the cursor's event through `concat($2)`, which is
+/// not folded at planning either (it is only stable) but still prunes the other
+/// days' partitions before the statement runs.
+const FIRST_ATTEMPTS: &str = "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
+         error, duration_ms, response_body \
+     FROM delivery_attempts WHERE webhook_id = $1 \
+     ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT (SELECT $2)";
+const ATTEMPTS_BEFORE: &str = "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
+         error, duration_ms, response_body \
+     FROM delivery_attempts \
+     WHERE webhook_id = $1 AND (attempted_at, event_id, attempt) < ( \
+         (SELECT c.attempted_at FROM delivery_attempts AS c \
+          WHERE c.webhook_id = $1 AND c.event_id = concat($2) AND c.attempt = $3), \
+         $2, $3) \
+     ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT (SELECT $4)";
 
 /// The webhooks an event is about to fan out to, written per dialect.
 pub(crate) trait FanoutWebhooks {
