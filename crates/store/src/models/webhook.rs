@@ -646,9 +646,9 @@ impl Webhooks {
 
     /// PostgreSQL: the plans the attempt log's two statements (the first page, a
     /// page after `before`) settle on, each prepared by name on one connection and
-    /// explained after more calls than PostgreSQL makes before it may keep a
-    /// generic plan; nothing on SQLite. For tests that hold the pages to one plan
-    /// each, not one planned across every partition at each call.
+    /// explained after more calls than PostgreSQL plans for the values before it
+    /// may keep a generic plan (five); nothing on SQLite. For tests that hold the
+    /// pages to one plan each, not one planned across every partition at each call.
     #[cfg(feature = "test-util")]
     pub async fn attempt_log_plans(
         &self,
@@ -656,40 +656,40 @@ impl Webhooks {
         before: (EventId, u32),
         limit: u32,
     ) -> Result<[Vec<String>; 2]> {
+        const CALLS: usize = 8;
         let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
             return Ok([Vec::new(), Vec::new()]);
         };
         let mut conn = pool.get().await?;
         // Ids and numbers of our own types: nothing here is outside text.
+        let (event, number) = before;
         let statements = [
             (
-                "first_attempts(text, bigint)",
+                "first_attempts",
+                "text, bigint",
                 FIRST_ATTEMPTS,
-                format!("first_attempts('{webhook_id}', {limit})"),
+                format!("'{webhook_id}', {limit}"),
             ),
             (
-                "attempts_before(text, text, bigint, bigint)",
+                "attempts_before",
+                "text, text, bigint, bigint",
                 ATTEMPTS_BEFORE,
-                format!(
-                    "attempts_before('{webhook_id}', '{}', {}, {limit})",
-                    before.0, before.1
-                ),
+                format!("'{webhook_id}', '{event}', {number}, {limit}"),
             ),
         ];
         let mut plans = [Vec::new(), Vec::new()];
-        for ((name, sql, call), plan) in statements.iter().zip(&mut plans) {
-            diesel::sql_query(format!("PREPARE {name} AS {sql}"))
+        for ((name, types, sql, values), plan) in statements.iter().zip(&mut plans) {
+            diesel::sql_query(format!("PREPARE {name}({types}) AS {sql}"))
                 .execute(&mut *conn)
                 .await?;
-            for _ in 0..8 {
+            for _ in 0..CALLS {
                 let lines: Vec<super::PlanLine> =
-                    diesel::sql_query(format!("EXPLAIN (COSTS OFF) EXECUTE {call}"))
+                    diesel::sql_query(format!("EXPLAIN (COSTS OFF) EXECUTE {name}({values})"))
                         .load(&mut *conn)
                         .await?;
                 *plan = lines.into_iter().map(|line| line.line).collect();
             }
-            let bare = name.split('(').next().unwrap_or(name);
-            diesel::sql_query(format!("DEALLOCATE {bare}"))
+            diesel::sql_query(format!("DEALLOCATE {name}"))
                 .execute(&mut *conn)
                 .await?;
         }
