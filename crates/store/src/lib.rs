@@ -102,10 +102,13 @@ impl Store {
         &self.db.clock
     }
 
-    /// The delivery worker's handle.
+    /// The delivery worker's handle. Each keeps, with its clones, where its
+    /// claims left each webhook's due rows: a worker claims through one.
     pub fn queue(&self) -> Queue {
+        let positions = (self.db.backend() == Backend::Postgres).then(Default::default);
         Queue {
             db: self.db.clone(),
+            positions,
         }
     }
 

@@ -190,6 +190,8 @@ backend_tests!(
     the_backlog_counts_due_deliveries_up_to_a_cap_and_finds_the_oldest,
     a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes,
     a_claim_walks_none_of_a_drained_backlog,
+    a_claim_walks_none_of_what_its_handle_took_before,
+    a_claim_finds_what_fell_due_behind_where_the_last_left_off,
     the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace,
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
     the_attempt_log_pages_keep_one_plan_each,
@@ -1032,7 +1034,8 @@ async fn a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes(db: TestD
         // with work, never the backlog.
         let plan = assert_claim_reads_at_most(store, &request, 10 + 3).await;
         // Each webhook's rows are a range of the due-index.
-        let by_webhook = "Index Cond: ((webhook_id = hooks_1.id) AND (next_attempt_at <=";
+        let by_webhook =
+            "Index Cond: ((webhook_id = since_1.id) AND (ROW(next_attempt_at, event_id) > ROW(";
         assert!(plan.iter().any(|line| line.contains(by_webhook)), "{}", plan.join("\n"));
     } else {
         let claimed = store.queue().claim(&request).await.unwrap();
@@ -1114,6 +1117,102 @@ async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
         assert_eq!(claimed.len(), 10);
         assert!(claimed.iter().all(|c| c.webhook_id == busy.id));
     }
+}
+
+/// The pages a plan's statement read, in all: `hit` and `read` of its first
+/// `Buffers:` line.
+fn pages_read(plan: &[String]) -> u64 {
+    let line = plan.iter().find(|line| line.contains("Buffers:")).expect("a plan with buffers");
+    ["hit=", "read="]
+        .iter()
+        .filter_map(|key| {
+            let rest = &line[line.find(key)? + key.len()..];
+            rest.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+async fn a_claim_walks_none_of_what_its_handle_took_before(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://backlog.example.com/", &[EventName::DmSent]).await;
+    // A backlog all due at once (as a recovery leaves it), most of it since
+    // claimed and delivered by one handle: the rest is due after the entries that
+    // PostgreSQL keeps, dead, in the due-index until a vacuum.
+    let hour_ago = Timestamp::now().plus_millis(-3_600_000);
+    db.write_history(&hookline_testdb::History::pending(
+        ws,
+        vec![hook.id],
+        20_000,
+        hour_ago,
+        hour_ago,
+    ))
+    .await;
+    db.analyze().await;
+    let queue = store.queue();
+    let fast = [hook.id];
+    let request = ClaimRequest { fast: &fast, lease_token: "drained", ..claim_now(15_000, &[]) };
+    assert_eq!(queue.claim(&request).await.unwrap().len(), 15_000);
+    db.mark_leased_delivered("drained").await;
+    let request = ClaimRequest { lease_token: "next", ..claim_now(10, &[]) };
+    if db.backend() == Backend::Postgres {
+        // The handle's next claim starts where its last left off; a new handle's
+        // walks the delivered rows' entries.
+        let after = pages_read(&queue.explain_claim(&request).await.unwrap());
+        let walked = pages_read(&store.queue().explain_claim(&request).await.unwrap());
+        assert!(after * 4 < walked, "{after} pages read after the position, {walked} walked");
+    } else {
+        let claimed = queue.claim(&request).await.unwrap();
+        assert_eq!(claimed.len(), 10);
+    }
+}
+
+async fn a_claim_finds_what_fell_due_behind_where_the_last_left_off(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let now = Timestamp::now();
+    let mut due = Vec::new();
+    for n in 0..4 {
+        due.push(
+            emit_at(store, ws, EventName::DmSent, now.plus_millis(-10_000 + 2_000 * n)).await.id,
+        );
+    }
+    // One handle, as a worker claims: each claim starts where its last left off.
+    let queue = store.queue();
+    let lease = 60_000;
+    let request = |now: Timestamp| ClaimRequest {
+        now,
+        lease_until: now.plus_millis(lease),
+        limit: 3,
+        per_webhook: 10,
+        skip: &[],
+        fast: &[],
+        lease_token: "t",
+    };
+    let ids = |claimed: Vec<ClaimedDelivery>| {
+        let mut ids: Vec<_> = claimed.into_iter().map(|c| c.event_id).collect();
+        ids.sort_unstable();
+        ids
+    };
+    let first = queue.claim(&request(now)).await.unwrap();
+    assert_eq!(ids(first.clone()), due[..3]);
+    // Written by an instance whose clock is half a second behind: due behind the
+    // newest claimed.
+    let late = emit_at(store, ws, EventName::DmSent, now.plus_millis(-6_500)).await.id;
+    let one = queue.claim(&ClaimRequest { per_webhook: 1, ..request(now.plus_millis(1)) }).await;
+    assert_eq!(ids(one.unwrap()), [late], "one share, however the rows are read");
+    let again = queue.claim(&request(now.plus_millis(1))).await;
+    assert_eq!(ids(again.unwrap()), [due[3]]);
+    // Handed back, seconds behind the newest claimed: due again at once.
+    assert_eq!(queue.release(&first[..1]).await.unwrap(), 1);
+    let again = queue.claim(&request(now.plus_millis(2))).await;
+    assert_eq!(ids(again.unwrap()), [due[0]]);
+    // Due long before, and leases that ran out: taken within a lease period.
+    let far = emit_at(store, ws, EventName::DmSent, now.plus_millis(-60_000)).await.id;
+    let after_lease = now.plus_millis(lease + 10);
+    let later = queue.claim(&ClaimRequest { limit: 10, ..request(after_lease) }).await;
+    assert_eq!(ids(later.unwrap()), [far, due[0], due[1], late, due[2], due[3]]);
 }
 
 async fn the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace(db: TestDb) {

@@ -152,6 +152,20 @@ impl TestDb {
         .expect("mark delivered");
     }
 
+    /// Marks the deliveries leased to `token` delivered, as the records of their
+    /// attempts would (their lease ends).
+    pub async fn mark_leased_delivered(&self, token: &str) {
+        let sql = self.dialect(
+            "UPDATE deliveries SET state = 'delivered', attempts = 1, lease_until = NULL, \
+                 lease_token = NULL WHERE lease_token = $1",
+        );
+        with_own_connection!(self, |conn| diesel::sql_query(&sql)
+            .bind::<Text, _>(token)
+            .execute(conn)
+            .await)
+        .expect("mark leased delivered");
+    }
+
     /// Counts `webhook`'s attempts into its health counters (`webhook_stats`), as
     /// the recorder counts each as it records it: for history written in bulk.
     pub async fn count_attempts(&self, webhook: WebhookId) {

@@ -9,15 +9,19 @@
 /// ordered as only the due-index is: as `MIN(webhook_id)`, PostgreSQL could take
 /// `deliveries_by_webhook` (smaller, and as good while a backlog is all pending)
 /// and then walk every delivered row of a draining backlog, filtering `state`.
+/// The probes go down the index, from each webhook's newest entry: a delivered
+/// row's entry stays in the index on PostgreSQL, dead, until a vacuum, and a
+/// draining backlog's dead entries are its oldest, which a probe going up would
+/// walk before it met a pending row.
 macro_rules! webhooks_with_work {
     () => {
         "WITH RECURSIVE hooks(id) AS ( \
              SELECT (SELECT webhook_id FROM deliveries WHERE state = 'pending' \
-                     ORDER BY webhook_id, next_attempt_at LIMIT 1) \
+                     ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
              UNION ALL \
              SELECT (SELECT webhook_id FROM deliveries \
-                     WHERE state = 'pending' AND webhook_id > hooks.id \
-                     ORDER BY webhook_id, next_attempt_at LIMIT 1) \
+                     WHERE state = 'pending' AND webhook_id < hooks.id \
+                     ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
              FROM hooks WHERE hooks.id IS NOT NULL) "
     };
 }

@@ -4,6 +4,7 @@
 //! partitions, statistics) is [`Upkeep`](crate::Upkeep)'s.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use diesel::QueryResult;
 use diesel::prelude::*;
@@ -27,15 +28,21 @@ use crate::text_in::{
 use crate::{Backend, Error, Result};
 
 /// Of one webhook's deliveries (`{webhook}`), the due ones that no live lease
-/// holds, oldest due first: a range of the due-index.
+/// holds, oldest due first: a range of the due-index, which `{from}` (a condition
+/// on `next_attempt_at`, or nothing) may start later.
 macro_rules! due_of_webhook {
     ($columns:literal, $webhook:literal) => {
+        due_of_webhook!($columns, $webhook, "")
+    };
+    ($columns:literal, $webhook:literal, $from:literal) => {
         concat!(
             "SELECT ",
             $columns,
             " FROM deliveries WHERE webhook_id = ",
             $webhook,
-            " AND state = 'pending' AND next_attempt_at <= $3 \
+            " AND state = 'pending'",
+            $from,
+            " AND next_attempt_at <= $3 \
                AND (lease_until IS NULL OR lease_until <= $3) \
              ORDER BY next_attempt_at, event_id"
         )
@@ -52,12 +59,15 @@ macro_rules! not_a_listener {
     };
 }
 
-/// PostgreSQL's claim: per webhook with work, a `LATERAL` range of its own due
-/// rows (all of them up to the claim's size for a fast webhook, `$6` for
-/// another), locked with `SKIP LOCKED`; then of those, each webhook's oldest
-/// before any webhook's second, and so on, oldest due first within a turn (so a
-/// fast webhook's backlog, due since long before, fills only what the others
-/// leave of the claim). The rows
+/// PostgreSQL's claim: per webhook with work (`since`, with its [`Positions`]
+/// entry if it has one: `$8` to `$11`), a `LATERAL` range of its own due rows
+/// (all of them up to the claim's size for a fast webhook, `$6` for another),
+/// locked with `SKIP LOCKED`; then of those, each webhook's oldest before any
+/// webhook's second, and so on, oldest due first within a turn (so a fast
+/// webhook's backlog, due since long before, fills only what the others leave
+/// of the claim). A webhook with a position is read in two ranges: the rows
+/// after it, and those due in the clock skew before it (a `LATERAL` that locks
+/// cannot be a `UNION` of its own), its share counted over both. The rows
 /// picked are found again by key as `= ANY (ARRAY(…))`, which the planner takes
 /// as a few index probes per partition: joined instead, it may read a whole
 /// partition to hash it (a join's cost model knows nothing of the run-time
@@ -66,23 +76,44 @@ macro_rules! pg_claim {
     () => {
         concat!(
             webhooks_with_work!(),
-            ", picked AS MATERIALIZED (SELECT due.event_id, due.webhook_id \
-                 FROM hooks CROSS JOIN LATERAL (",
-            due_of_webhook!("event_id, webhook_id, next_attempt_at", "hooks.id"),
-            " LIMIT CASE WHEN hooks.id = ANY($7::text[]) THEN $4 ELSE $6 END \
-                 FOR UPDATE SKIP LOCKED) AS due \
-             WHERE NOT (hooks.id = ANY($5::text[])) AND",
+            ", since AS (SELECT hooks.id, s.from_at, s.at, s.event_id FROM hooks \
+                 LEFT JOIN unnest($8::text[], $9::bigint[], $10::bigint[], $11::text[]) \
+                     AS s(id, from_at, at, event_id) ON s.id = hooks.id \
+                 WHERE NOT (hooks.id = ANY($5::text[])) AND",
             not_a_listener!(),
-            "ORDER BY ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
-                 ORDER BY due.next_attempt_at, due.event_id), due.next_attempt_at, due.event_id \
-             LIMIT $4) \
+            "), picked AS MATERIALIZED (SELECT event_id, webhook_id FROM ( \
+                 SELECT due.*, ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
+                     ORDER BY due.next_attempt_at, due.event_id) AS turn FROM ( \
+                 SELECT due.* FROM since CROSS JOIN LATERAL (",
+            due_of_webhook!(
+                "event_id, webhook_id, next_attempt_at",
+                "since.id",
+                " AND next_attempt_at >= since.from_at AND next_attempt_at < since.at"
+            ),
+            pg_claim!(per_webhook),
+            " UNION ALL \
+                 SELECT due.* FROM since CROSS JOIN LATERAL (",
+            due_of_webhook!(
+                "event_id, webhook_id, next_attempt_at",
+                "since.id",
+                " AND (next_attempt_at, event_id) > \
+                     (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))"
+            ),
+            pg_claim!(per_webhook),
+            ") AS due) AS due \
+             WHERE turn <= CASE WHEN webhook_id = ANY($7::text[]) THEN $4 ELSE $6 END \
+             ORDER BY turn, next_attempt_at, event_id LIMIT $4) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
              WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
                AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
                AND e.id = ANY (ARRAY(SELECT event_id FROM picked)) AND e.id = d.event_id \
-             RETURNING d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
-                 e.event, e.payload"
+             RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
+                 d.attempts_before_retry_round, e.event, e.payload"
         )
+    };
+    (per_webhook) => {
+        " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN $4 ELSE $6 END \
+             FOR UPDATE SKIP LOCKED) AS due"
     };
 }
 
@@ -157,6 +188,87 @@ pub struct ClaimRequest<'a> {
 #[derive(Debug, Clone)]
 pub struct Queue {
     pub(crate) db: Db,
+    /// PostgreSQL's (SQLite's index drops a changed row's entry at once): shared
+    /// by the handle's clones.
+    pub(crate) positions: Option<Arc<Mutex<Positions>>>,
+}
+
+/// How far before a [`Positions`] entry a claim also reads: rows that an
+/// instance whose clock is behind this one's wrote as due "now" are not passed
+/// over.
+const CLOCK_SKEW_MILLIS: i64 = 1_000;
+
+/// Where each webhook's due rows begin, as far as one [`Queue`] handle knows on
+/// PostgreSQL: the newest row it claimed of each, by due time and event id. The
+/// rows before it were claimed, and most are delivered since; a delivered row's
+/// entry stays in the due-index, dead, until a vacuum, and a claim reading a
+/// webhook from its first entry would walk all of them: a drained backlog's
+/// millions.
+///
+/// A row can still fall due behind a position: its lease ran out, or another
+/// instance handed its claim back, or an instance whose clock is behind wrote
+/// it. A claim also reads the [`CLOCK_SKEW_MILLIS`] before each position, this
+/// handle's hand-backs forget their webhooks' positions, and once per lease
+/// period (the request's `lease_until - now`) a claim reads every webhook from
+/// its start: a lease that ran out is taken again within a lease period, and so
+/// is a row due in the very millisecond of a position, with a smaller event id,
+/// written after it was claimed.
+#[derive(Debug, Default)]
+pub(crate) struct Positions {
+    /// Webhook id → the newest row claimed: `(next_attempt_at, event_id)`.
+    newest: HashMap<String, (i64, String)>,
+    /// When a claim last read every webhook from its start.
+    whole_at: i64,
+}
+
+/// Where a claim starts each webhook that has a [`Positions`] entry: lists in
+/// step, as PostgreSQL binds them.
+#[derive(Debug, Default)]
+pub(crate) struct Since {
+    webhooks: Vec<String>,
+    /// The start of the clock skew before each position.
+    from: Vec<i64>,
+    at: Vec<i64>,
+    events: Vec<String>,
+}
+
+impl Positions {
+    /// Where a claim at `now`, leasing for `lease` milliseconds, starts each
+    /// webhook: nowhere when it reads every webhook from its start.
+    fn since(&mut self, now: i64, lease: i64) -> Since {
+        if now.saturating_sub(self.whole_at) >= lease || now < self.whole_at {
+            self.newest.clear();
+            self.whole_at = now;
+        }
+        let mut since = Since::default();
+        for (webhook, (at, event)) in &self.newest {
+            since.webhooks.push(webhook.clone());
+            since.from.push(at.saturating_sub(CLOCK_SKEW_MILLIS));
+            since.at.push(*at);
+            since.events.push(event.clone());
+        }
+        since
+    }
+
+    /// Moves the positions of the claimed rows' webhooks up to them.
+    fn claimed(&mut self, rows: &[ClaimedRow]) {
+        for row in rows {
+            let newest = self
+                .newest
+                .entry(row.webhook_id.clone())
+                .or_insert((i64::MIN, String::new()));
+            if (newest.0, newest.1.as_str()) < (row.next_attempt_at, row.event_id.as_str()) {
+                *newest = (row.next_attempt_at, row.event_id.clone());
+            }
+        }
+    }
+
+    /// Forgets the positions of webhooks whose claims were handed back.
+    fn handed_back<'a>(&mut self, webhooks: impl IntoIterator<Item = &'a str>) {
+        for webhook in webhooks {
+            self.newest.remove(webhook);
+        }
+    }
 }
 
 impl Queue {
@@ -170,10 +282,23 @@ impl Queue {
     pub async fn claim(&self, request: &ClaimRequest<'_>) -> Result<Vec<ClaimedDelivery>> {
         let skip: Vec<String> = request.skip.iter().map(ToString::to_string).collect();
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
-        let claim = Claim::of(request, &skip, &fast);
+        let since = self.since(request);
+        let claim = Claim::of(request, &skip, &fast, &since);
         let claimed = write_conn!(self.db, |conn| conn.claim_due(&claim).await?);
+        if let Some(positions) = &self.positions {
+            lock(positions).claimed(&claimed);
+        }
         self.delivering(claimed, request.now, |_| request.lease_token.to_owned())
             .await
+    }
+
+    /// Where `request` starts each webhook's due rows ([`Positions`]).
+    fn since(&self, request: &ClaimRequest<'_>) -> Since {
+        let Some(positions) = &self.positions else {
+            return Since::default();
+        };
+        let now = request.now.unix_millis();
+        lock(positions).since(now, request.lease_until.unix_millis().saturating_sub(now))
     }
 
     /// A listener's stream's claim: its due deliveries that no live lease holds,
@@ -214,7 +339,8 @@ impl Queue {
         let token = streamed_token(i64::from(attempt));
         let row: Option<ClaimedRow> = with_conn!(self.db, |conn| {
             prepared(
-                "SELECT d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
+                "SELECT d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
+                     d.attempts_before_retry_round, \
                      e.event, e.payload \
                  FROM deliveries AS d JOIN events AS e ON e.id = d.event_id \
                  WHERE d.event_id = $1 AND e.id = $1 AND d.webhook_id = $2 \
@@ -327,12 +453,17 @@ impl Queue {
         };
         let skip: Vec<String> = request.skip.iter().map(ToString::to_string).collect();
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
-        let claim = Claim::of(request, &skip, &fast);
+        let since = self.since(request);
+        let claim = Claim::of(request, &skip, &fast, &since);
         let mut conn = pool.get().await?;
         let lines: Vec<super::PlanLine> = claim_statement(
-            concat!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ", pg_claim!()),
+            concat!(
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
+                pg_claim!()
+            ),
             &claim,
             bind::<Array<Text>, _>,
+            bind::<Array<BigInt>, _>,
         )
         .load(&mut *conn)
         .await?;
@@ -554,7 +685,11 @@ impl Queue {
                 (event, webhook, d.lease_token.clone())
             })
             .collect();
-        self.release_leases(&leases).await
+        let released = self.release_leases(&leases).await?;
+        if let Some(positions) = &self.positions {
+            lock(positions).handed_back(leases.iter().map(|(_, webhook, _)| webhook.as_str()));
+        }
+        Ok(released)
     }
 
     /// [`Queue::release`] of attempts a listener's stream sent without results
@@ -672,11 +807,19 @@ pub(crate) struct Claim<'a> {
     pub(crate) skip: &'a [String],
     pub(crate) per_webhook: i64,
     pub(crate) fast: &'a [String],
+    /// Where each webhook's due rows start ([`Positions`]).
+    pub(crate) since: &'a Since,
 }
 
 impl<'a> Claim<'a> {
-    /// `request` with its webhook lists as text (`skip`, `fast`).
-    fn of(request: &'a ClaimRequest<'a>, skip: &'a [String], fast: &'a [String]) -> Self {
+    /// `request` with its webhook lists as text (`skip`, `fast`), and where each
+    /// webhook starts (`since`).
+    fn of(
+        request: &'a ClaimRequest<'a>,
+        skip: &'a [String],
+        fast: &'a [String],
+        since: &'a Since,
+    ) -> Self {
         Claim {
             lease_until: request.lease_until.unix_millis(),
             token: request.lease_token,
@@ -685,8 +828,17 @@ impl<'a> Claim<'a> {
             skip,
             per_webhook: i64::from(request.per_webhook.max(1)),
             fast,
+            since,
         }
     }
+}
+
+/// `positions`, locked: no code that holds it can panic, so a poisoned lock's
+/// map is whole.
+fn lock(positions: &Mutex<Positions>) -> MutexGuard<'_, Positions> {
+    positions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The lease token of attempt `attempt` of a listener's delivery.
@@ -736,6 +888,9 @@ pub(crate) struct ClaimedRow {
     pub(crate) event_id: String,
     #[diesel(sql_type = diesel::sql_types::Text)]
     pub(crate) webhook_id: String,
+    /// When it fell due: where its webhook's [`Positions`] entry moves to.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) next_attempt_at: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub(crate) attempts: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -850,8 +1005,8 @@ fn hour_of_millis(millis: i64) -> i64 {
 }
 
 /// A [`Claim`]'s parameters, in the order the statements number them;
-/// `Ids` is how the dialect takes a list of ids.
-type ClaimBinds<'a, Ids> = (
+/// `Ids` and `Times` are how the dialect takes a list of ids and of times.
+type ClaimBinds<'a, Ids, Times> = (
     Bind<BigInt, i64>,
     Bind<Text, &'a str>,
     Bind<BigInt, i64>,
@@ -859,15 +1014,20 @@ type ClaimBinds<'a, Ids> = (
     Ids,
     Bind<BigInt, i64>,
     Ids,
+    Ids,
+    Times,
+    Times,
+    Ids,
 );
 
-/// A claim statement with its [`Claim`] bound, the skipped and the fast webhooks
-/// as the dialect binds a list.
-fn claim_statement<'a, Ids>(
+/// A claim statement with its [`Claim`] bound, its lists as the dialect binds
+/// them.
+fn claim_statement<'a, Ids, Times>(
     sql: &'static str,
     claim: &Claim<'a>,
     ids: impl Fn(&'a [String]) -> Ids,
-) -> Prepared<ClaimBinds<'a, Ids>> {
+    times: impl Fn(&'a [i64]) -> Times,
+) -> Prepared<ClaimBinds<'a, Ids, Times>> {
     prepared(sql).binds((
         bind(claim.lease_until),
         bind(claim.token),
@@ -876,6 +1036,10 @@ fn claim_statement<'a, Ids>(
         ids(claim.skip),
         bind(claim.per_webhook),
         ids(claim.fast),
+        ids(&claim.since.webhooks),
+        times(&claim.since.from),
+        times(&claim.since.at),
+        ids(&claim.since.events),
     ))
 }
 
@@ -886,7 +1050,8 @@ impl QueueSql for SqliteConn {
              WHERE rowid IN (",
             due_of_webhook!("rowid", "$2"),
             " LIMIT $4) \
-             RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
+             RETURNING event_id, webhook_id, next_attempt_at, attempts, \
+                 attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
@@ -917,13 +1082,21 @@ impl QueueSql for SqliteConn {
             not_a_listener!(),
             ") ORDER BY ROW_NUMBER() OVER (PARTITION BY webhook_id \
                  ORDER BY next_attempt_at, event_id), next_attempt_at, event_id LIMIT $4) \
-             RETURNING event_id, webhook_id, attempts, attempts_before_retry_round, \
+             RETURNING event_id, webhook_id, next_attempt_at, attempts, \
+                 attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
-        claim_statement(SQL, claim, |ids| bind::<Text, _>(json_string_array(ids)))
-            .load(self)
-            .await
+        // No positions on SQLite (see `Queue::positions`): `$8` to `$11` are
+        // empty, and not named.
+        claim_statement(
+            SQL,
+            claim,
+            |ids| bind::<Text, _>(json_string_array(ids)),
+            |_| bind::<Text, _>(""),
+        )
+        .load(self)
+        .await
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
@@ -1035,7 +1208,8 @@ impl QueueSql for PgConn {
              WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
                AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
                AND e.id = ANY (ARRAY(SELECT event_id FROM picked)) AND e.id = d.event_id \
-             RETURNING d.event_id, d.webhook_id, d.attempts, d.attempts_before_retry_round, \
+             RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
+                 d.attempts_before_retry_round, \
                  e.event, e.payload"
         );
         streamed.statement(SQL).load(self).await
@@ -1044,7 +1218,7 @@ impl QueueSql for PgConn {
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         use diesel::pg::sql_types::Array;
         const SQL: &str = pg_claim!();
-        claim_statement(SQL, claim, bind::<Array<Text>, _>)
+        claim_statement(SQL, claim, bind::<Array<Text>, _>, bind::<Array<BigInt>, _>)
             .load(self)
             .await
     }
