@@ -99,13 +99,17 @@ async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, a
     );
 }
 
+/// The number after `key` (say `rows=`) in a plan line, if it has one.
+fn plan_number(line: &str, key: &str) -> Option<u64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
 /// `(rows, loops)` of every step of an `EXPLAIN ANALYZE` plan.
 fn rows_read(plan: &[String]) -> Vec<(u64, u64)> {
-    let number = |line: &str, key: &str| -> Option<u64> {
-        let rest = &line[line.find(key)? + key.len()..];
-        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-    };
-    plan.iter().filter_map(|line| Some((number(line, "rows=")?, number(line, "loops=")?))).collect()
+    plan.iter()
+        .filter_map(|line| Some((plan_number(line, "rows=")?, plan_number(line, "loops=")?)))
+        .collect()
 }
 
 /// `N` of a plan line's `Rows Removed by Filter: N`.
@@ -1123,13 +1127,7 @@ async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
 /// `Buffers:` line.
 fn pages_read(plan: &[String]) -> u64 {
     let line = plan.iter().find(|line| line.contains("Buffers:")).expect("a plan with buffers");
-    ["hit=", "read="]
-        .iter()
-        .filter_map(|key| {
-            let rest = &line[line.find(key)? + key.len()..];
-            rest.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok()
-        })
-        .sum()
+    ["hit=", "read="].iter().filter_map(|key| plan_number(line, key)).sum()
 }
 
 async fn a_claim_walks_none_of_what_its_handle_took_before(db: TestDb) {
