@@ -60,14 +60,14 @@ macro_rules! not_a_listener {
 }
 
 /// PostgreSQL's claim: per webhook with work (`since`, with its [`Positions`]
-/// entry if it has one: `$8` to `$11`), a `LATERAL` range of its own due rows
+/// entry if it has one: `$8`, `$10`, `$11`), a `LATERAL` range of its own due rows
 /// (all of them up to the claim's size for a fast webhook, `$6` for another),
 /// locked with `SKIP LOCKED`; then of those, each webhook's oldest before any
 /// webhook's second, and so on, oldest due first within a turn (so a fast
 /// webhook's backlog, due since long before, fills only what the others leave
 /// of the claim). A webhook with a position is read in two ranges: the rows
-/// after it, and those due in the clock skew before it (a `LATERAL` that locks
-/// cannot be a `UNION` of its own), its share counted over both. The rows
+/// after it, and those due in the clock skew (`$9`) before it (a `LATERAL` that
+/// locks cannot be a `UNION` of its own), its share counted over both. The rows
 /// picked are found again by key as `= ANY (ARRAY(…))`, which the planner takes
 /// as a few index probes per partition: joined instead, it may read a whole
 /// partition to hash it (a join's cost model knows nothing of the run-time
@@ -76,9 +76,9 @@ macro_rules! pg_claim {
     () => {
         concat!(
             webhooks_with_work!(),
-            ", since AS (SELECT hooks.id, s.from_at, s.at, s.event_id FROM hooks \
-                 LEFT JOIN unnest($8::text[], $9::bigint[], $10::bigint[], $11::text[]) \
-                     AS s(id, from_at, at, event_id) ON s.id = hooks.id \
+            ", since AS (SELECT hooks.id, s.at, s.event_id FROM hooks \
+                 LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[]) \
+                     AS s(id, at, event_id) ON s.id = hooks.id \
                  WHERE NOT (hooks.id = ANY($5::text[])) AND",
             not_a_listener!(),
             "), picked AS MATERIALIZED (SELECT event_id, webhook_id FROM ( \
@@ -88,10 +88,11 @@ macro_rules! pg_claim {
             due_of_webhook!(
                 "event_id, webhook_id, next_attempt_at",
                 "since.id",
-                " AND next_attempt_at >= since.from_at AND next_attempt_at < since.at"
+                " AND next_attempt_at >= since.at - $9 AND next_attempt_at < since.at"
             ),
             pg_claim!(per_webhook),
-            " UNION ALL \
+            " WHERE since.at IS NOT NULL \
+             UNION ALL \
                  SELECT due.* FROM since CROSS JOIN LATERAL (",
             due_of_webhook!(
                 "event_id, webhook_id, next_attempt_at",
@@ -226,8 +227,6 @@ pub(crate) struct Positions {
 #[derive(Debug, Default)]
 pub(crate) struct Since {
     webhooks: Vec<String>,
-    /// The start of the clock skew before each position.
-    from: Vec<i64>,
     at: Vec<i64>,
     events: Vec<String>,
 }
@@ -243,7 +242,6 @@ impl Positions {
         let mut since = Since::default();
         for (webhook, (at, event)) in &self.newest {
             since.webhooks.push(webhook.clone());
-            since.from.push(at.saturating_sub(CLOCK_SKEW_MILLIS));
             since.at.push(*at);
             since.events.push(event.clone());
         }
@@ -253,12 +251,14 @@ impl Positions {
     /// Moves the positions of the claimed rows' webhooks up to them.
     fn claimed(&mut self, rows: &[ClaimedRow]) {
         for row in rows {
-            let newest = self
-                .newest
-                .entry(row.webhook_id.clone())
-                .or_insert((i64::MIN, String::new()));
-            if (newest.0, newest.1.as_str()) < (row.next_attempt_at, row.event_id.as_str()) {
-                *newest = (row.next_attempt_at, row.event_id.clone());
+            let claimed = (row.next_attempt_at, row.event_id.as_str());
+            match self.newest.get_mut(&row.webhook_id) {
+                Some(newest) if (newest.0, newest.1.as_str()) >= claimed => {}
+                Some(newest) => *newest = (row.next_attempt_at, row.event_id.clone()),
+                None => {
+                    let position = (row.next_attempt_at, row.event_id.clone());
+                    self.newest.insert(row.webhook_id.clone(), position);
+                }
             }
         }
     }
@@ -1015,7 +1015,7 @@ type ClaimBinds<'a, Ids, Times> = (
     Bind<BigInt, i64>,
     Ids,
     Ids,
-    Times,
+    Bind<BigInt, i64>,
     Times,
     Ids,
 );
@@ -1037,7 +1037,7 @@ fn claim_statement<'a, Ids, Times>(
         bind(claim.per_webhook),
         ids(claim.fast),
         ids(&claim.since.webhooks),
-        times(&claim.since.from),
+        bind(CLOCK_SKEW_MILLIS),
         times(&claim.since.at),
         ids(&claim.since.events),
     ))
@@ -1087,8 +1087,8 @@ impl QueueSql for SqliteConn {
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
-        // No positions on SQLite (see `Queue::positions`): `$8` to `$11` are
-        // empty, and not named.
+        // No positions on SQLite (see `Queue::positions`): `$8`, `$10` and `$11`
+        // are empty, and like `$9` not named.
         claim_statement(
             SQL,
             claim,
