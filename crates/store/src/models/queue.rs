@@ -685,11 +685,13 @@ impl Queue {
                 (event, webhook, d.lease_token.clone())
             })
             .collect();
-        let released = self.release_leases(&leases).await?;
+        let released = self.release_leases(&leases).await;
+        // Forgotten whatever the answer: a hand-back that failed part-way may
+        // have ended some of the leases.
         if let Some(positions) = &self.positions {
             lock(positions).handed_back(leases.iter().map(|(_, webhook, _)| webhook.as_str()));
         }
-        Ok(released)
+        released
     }
 
     /// [`Queue::release`] of attempts a listener's stream sent without results
