@@ -1,6 +1,7 @@
 //! The worker: claims due deliveries in batches under a lease, attempts each
 //! (signed POST), records the outcome, and sleeps until there is work.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -491,12 +492,7 @@ impl Claims {
             );
             self.failed = 0;
         }
-        let limited = hookline_store::took_all_of_a_webhook(
-            batch.iter().map(|delivery| delivery.webhook_id),
-            wanted,
-            self.per_webhook,
-            &self.fast,
-        );
+        let limited = reached_a_webhook_limit(batch, self.per_webhook, &self.fast);
         self.held_back |= limited;
         // A full batch means more may be due, and so does a webhook that filled
         // its share: claim again at once.
@@ -544,6 +540,24 @@ fn doubled(start: Duration, times: u32, cap: Duration) -> Duration {
 
 /// How often ready deliveries are checked for waiting too long.
 const WAIT_CHECK: Duration = Duration::from_secs(1);
+
+/// Whether a claim took `per_webhook` deliveries of some webhook not known to be
+/// fast (so that one may have more due).
+fn reached_a_webhook_limit(
+    batch: &[ClaimedDelivery],
+    per_webhook: u32,
+    fast: &[WebhookId],
+) -> bool {
+    let mut counts: HashMap<WebhookId, u32> = HashMap::new();
+    batch
+        .iter()
+        .filter(|delivery| !fast.contains(&delivery.webhook_id))
+        .any(|delivery| {
+            let count = counts.entry(delivery.webhook_id).or_default();
+            *count += 1;
+            *count >= per_webhook
+        })
+}
 
 /// An attempt's end, as its lane books it.
 #[derive(Debug)]

@@ -65,7 +65,7 @@ pub use models::api_key::ApiKeys;
 pub use models::event::{Events, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, UsedKey};
 pub use models::portal_link::PortalLinks;
-pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording, took_all_of_a_webhook};
+pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
 pub use models::upkeep::{Forgotten, Upkeep};
 pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;

@@ -61,14 +61,11 @@ macro_rules! not_a_listener {
 
 /// PostgreSQL's claim: per webhook with work (`since`, with its [`Positions`]
 /// entry if it has one: `$8`, `$10`, `$11`), a `LATERAL` range of its own due rows
-/// (`$6` for a webhook not known to be fast; for a fast one its even part of the
-/// claim among the fast webhooks with work, at least `$6`: `fast_share`),
+/// (all of them up to the claim's size for a fast webhook, `$6` for another),
 /// locked with `SKIP LOCKED`; then of those, each webhook's oldest before any
 /// webhook's second, and so on, oldest due first within a turn (so a fast
-/// webhook's backlog, due since long before, does not crowd out the others).
-/// A fast webhook is not offered the whole claim: ten of them would each lock
-/// and sort as many rows as the claim takes. One that gave its whole part may
-/// have more due, and the worker then claims again at once. A webhook with a position is read in two ranges: the rows
+/// webhook's backlog, due since long before, fills only what the others leave
+/// of the claim). A webhook with a position is read in two ranges: the rows
 /// after it, and those due in the clock skew (`$9`) before it (a `LATERAL` that
 /// locks cannot be a `UNION` of its own), its share counted over both. The rows
 /// picked are found again by key as `= ANY (ARRAY(…))`, which the planner takes
@@ -84,10 +81,7 @@ macro_rules! pg_claim {
                      AS s(id, at, event_id) ON s.id = hooks.id \
                  WHERE NOT (hooks.id = ANY($5::text[])) AND",
             not_a_listener!(),
-            "), fast_share AS (SELECT GREATEST($6, ($4 + n - 1) / n) AS n \
-                 FROM (SELECT GREATEST(COUNT(*), 1) AS n FROM since \
-                     WHERE since.id = ANY($7::text[])) AS fast), \
-             picked AS MATERIALIZED (SELECT event_id, webhook_id FROM ( \
+            "), picked AS MATERIALIZED (SELECT event_id, webhook_id FROM ( \
                  SELECT due.*, ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
                      ORDER BY due.next_attempt_at, due.event_id) AS turn FROM ( \
                  SELECT due.* FROM since CROSS JOIN LATERAL (",
@@ -108,8 +102,7 @@ macro_rules! pg_claim {
             ),
             pg_claim!(per_webhook),
             ") AS due) AS due \
-             WHERE turn <= CASE WHEN webhook_id = ANY($7::text[]) \
-                 THEN (SELECT n FROM fast_share) ELSE $6 END \
+             WHERE turn <= CASE WHEN webhook_id = ANY($7::text[]) THEN $4 ELSE $6 END \
              ORDER BY turn, next_attempt_at, event_id LIMIT $4) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
              WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
@@ -120,7 +113,7 @@ macro_rules! pg_claim {
         )
     };
     (per_webhook) => {
-        " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN (SELECT n FROM fast_share) ELSE $6 END \
+        " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN $4 ELSE $6 END \
              FOR UPDATE SKIP LOCKED) AS due"
     };
 }
@@ -186,42 +179,10 @@ pub struct ClaimRequest<'a> {
     /// Webhooks whose deliveries stay where they are (the worker cannot start them
     /// soon: their lanes are full, or their receiver is resting).
     pub skip: &'a [WebhookId],
-    /// Webhooks whose receivers answer quickly: each takes up to its even part of
-    /// `limit` among the fast webhooks with work (at least `per_webhook`), so that
-    /// a claim never reads many times what it takes.
+    /// Webhooks whose receivers answer quickly: `per_webhook` does not limit them.
     pub fast: &'a [WebhookId],
     /// The worker's own token: only its holder records or renews the claim.
     pub lease_token: &'a str,
-}
-
-/// Whether a claim of at most `limit`, at most `per_webhook` of one webhook and
-/// `fast`'s even part of the claim (see [`ClaimRequest::fast`]), that took
-/// deliveries of `claimed` (their webhooks, one per delivery) took all it could of
-/// some webhook, which may then have more due. The fast webhooks are counted as
-/// the claim statements' `fast_share` counts them when each of those with work
-/// had a row due.
-pub fn took_all_of_a_webhook(
-    claimed: impl IntoIterator<Item = WebhookId>,
-    limit: u32,
-    per_webhook: u32,
-    fast: &[WebhookId],
-) -> bool {
-    let mut counts: HashMap<WebhookId, u32> = HashMap::new();
-    for webhook in claimed {
-        *counts.entry(webhook).or_default() += 1;
-    }
-    let fast_with_work = counts.keys().filter(|id| fast.contains(id)).count();
-    let fast_share = u32::try_from(fast_with_work.max(1))
-        .map_or(per_webhook, |fast| limit.div_ceil(fast))
-        .max(per_webhook);
-    counts.iter().any(|(id, &taken)| {
-        taken
-            >= if fast.contains(id) {
-                fast_share
-            } else {
-                per_webhook
-            }
-    })
 }
 
 /// The worker's handle on the outbox: nothing else of the store.
@@ -1101,16 +1062,11 @@ impl QueueSql for SqliteConn {
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         // SQLite's LIMIT cannot name an outer column, so the fast webhooks (`$7`,
-        // each up to `fast_share`, as on PostgreSQL) and the others (`$6` each)
-        // are two branches.
+        // up to the claim's size) and the others (`$6` each) are two branches.
         const SQL: &str = concat!(
             "UPDATE deliveries SET lease_until = $1, lease_token = $2 WHERE rowid IN (",
             webhooks_with_work!(),
-            ", fast_share(n) AS (SELECT max($6, ($4 + n - 1) / n) \
-                 FROM (SELECT max(COUNT(*), 1) AS n FROM hooks \
-                     WHERE hooks.id IN (SELECT value FROM json_each($7)) \
-                       AND hooks.id NOT IN (SELECT value FROM json_each($5)))) \
-             SELECT rowid FROM ( \
+            "SELECT rowid FROM ( \
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
@@ -1122,7 +1078,7 @@ impl QueueSql for SqliteConn {
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
-            " LIMIT (SELECT n FROM fast_share)) \
+            " LIMIT $4) \
                  WHERE hooks.id IN (SELECT value FROM json_each($7)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($5)) AND",
             not_a_listener!(),
