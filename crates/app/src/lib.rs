@@ -59,9 +59,7 @@ pub use keys::CreatedKey;
 pub use page::{DEFAULT_LIMIT, MAX_LIMIT, Page, PageRequest};
 pub use portal::{PortalLink, PortalSession};
 pub use settings::Settings;
-pub use webhooks::{
-    CreatedWebhook, WebhookInput, WebhookSpec, WebhookUpdate, attempt_cursor_pattern,
-};
+pub use webhooks::{CreatedWebhook, WebhookInput, WebhookSpec, WebhookUpdate};
 pub use workspaces::WorkspaceUpdate;
 
 /// What the use cases are configured with. Filled by the binary from

@@ -3,9 +3,10 @@
 
 use hookline_domain::limits::MAX_SECRET_GRACE_SECONDS;
 use hookline_domain::{
-    DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload, HealthWindow, Refusal,
-    TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookHealth, WebhookId,
-    WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
+    AttemptCursor, DeliveryAttempt, Error as Invalid, EventId, EventName, EventPayload,
+    HealthWindow, Refusal, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookHeaders,
+    WebhookHealth, WebhookId, WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId,
+    subscribed_events,
 };
 use hookline_store::{NewWebhook, WebhookChange};
 
@@ -122,24 +123,6 @@ impl AppConfig {
             enabled: input.enabled,
         })
     }
-}
-
-/// What `attempt_cursor` accepts, as a regular expression for the OpenAPI
-/// documents, without anchors (the attempt's number kept to nine digits).
-pub fn attempt_cursor_pattern() -> String {
-    format!("{}:[0-9]{{1,9}}", EventId::unanchored_pattern())
-}
-
-/// An attempt cursor, `<eventId>:<attempt>`.
-fn attempt_cursor(cursor: &str) -> Result<(EventId, u32)> {
-    let invalid = || Invalid::Invalid {
-        field: "before",
-        reason: format!("`{cursor}` is not an attempt cursor (`evt_…:<attempt>`)"),
-    };
-    let (event, number) = cursor.split_once(':').ok_or_else(invalid)?;
-    let event = event.parse::<EventId>().map_err(|_| invalid())?;
-    let number = number.parse::<u32>().map_err(|_| invalid())?;
-    Ok((event, number))
 }
 
 /// A change to a webhook, its values parsed by the front end: each field given is
@@ -369,13 +352,18 @@ impl App {
         id: WebhookId,
         page: &PageRequest,
     ) -> Result<Page<DeliveryAttempt>> {
-        let before = page.cursor.as_deref().map(attempt_cursor).transpose()?;
+        let before = page
+            .cursor
+            .as_deref()
+            .map(str::parse::<AttemptCursor>)
+            .transpose()
+            .map_err(|error| invalid_field("before", error))?;
         let read = self
             .webhooks
             .attempts_before(id, before, page.limit + 1)
             .await?;
         Ok(Page::of_read(read, page, |attempt| {
-            format!("{}:{}", attempt.event_id, attempt.attempt)
+            AttemptCursor::after(attempt).to_string()
         }))
     }
 

@@ -92,6 +92,99 @@ pub struct DeliveryAttempt {
     pub response_body: Option<String>,
 }
 
+/// A place in a webhook's attempt log, newest first: a page starts after the
+/// attempt it names. Written `<eventId>:<attempt>:<at>`, `at` in Unix
+/// milliseconds, so that the next page seeks straight to its place in the log's
+/// index (as the first page does); the shorter `<eventId>:<attempt>`, the form
+/// before the time was carried, is still read, the store then looking the
+/// attempt's time up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptCursor {
+    /// The event of the attempt named.
+    pub event_id: EventId,
+    /// Its number, from 1.
+    pub attempt: u32,
+    /// When it was made; `None` when the cursor came in the short form.
+    pub at: Option<Timestamp>,
+}
+
+impl AttemptCursor {
+    /// The cursor of the page after `attempt`.
+    pub fn after(attempt: &DeliveryAttempt) -> AttemptCursor {
+        AttemptCursor {
+            event_id: attempt.event_id,
+            attempt: attempt.attempt,
+            at: Some(attempt.at),
+        }
+    }
+
+    /// What [`AttemptCursor::from_str`] accepts, as a regular expression without
+    /// anchors for the OpenAPI documents (the number kept to nine digits, the
+    /// time to fifteen).
+    pub fn unanchored_pattern() -> String {
+        format!(
+            "{}:[0-9]{{1,9}}(:[0-9]{{1,15}})?",
+            EventId::unanchored_pattern()
+        )
+    }
+}
+
+impl fmt::Display for AttemptCursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.event_id, self.attempt)?;
+        match self.at {
+            Some(at) => write!(f, ":{}", at.unix_millis()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl FromStr for AttemptCursor {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let invalid = || {
+            Error::invalid(
+                "cursor",
+                format!("`{s}` is not an attempt cursor (`evt_…:<attempt>:<at>`)"),
+            )
+        };
+        let mut parts = s.split(':');
+        let event_id = parts
+            .next()
+            .unwrap_or_default()
+            .parse()
+            .map_err(|_| invalid())?;
+        let attempt = parts
+            .next()
+            .and_then(|number| parse_digits::<u32>(number, 9))
+            .ok_or_else(invalid)?;
+        let at = match parts.next() {
+            None => None,
+            Some(millis) => Some(
+                parse_digits::<i64>(millis, 14)
+                    .and_then(|millis| Timestamp::from_unix_millis(millis).ok())
+                    .ok_or_else(invalid)?,
+            ),
+        };
+        if parts.next().is_some() {
+            return Err(invalid());
+        }
+        Ok(AttemptCursor {
+            event_id,
+            attempt,
+            at,
+        })
+    }
+}
+
+/// `text` as a number of at most `digits` ASCII digits (no sign, no spaces).
+fn parse_digits<N: FromStr>(text: &str, digits: usize) -> Option<N> {
+    let plain =
+        !text.is_empty() && text.len() <= digits && text.bytes().all(|b| b.is_ascii_digit());
+    plain.then(|| text.parse().ok()).flatten()
+}
+
 /// What an attempt leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -218,6 +311,40 @@ mod tests {
         assert_eq!(Outcome::RetryAt(at).to_string(), format!("retry at {at}"));
         assert_eq!(Outcome::GaveUp.to_string(), "gave up");
         assert_eq!(Outcome::Gone.next_state(at), (DeliveryState::Cancelled, at));
+    }
+
+    #[test]
+    fn attempt_cursors_read_back_as_written_in_both_forms() {
+        let event: EventId = "evt_01KAP8X3J2Q4W5E6R7T8Y9Z0AB".parse().unwrap();
+        let at = Timestamp::from_unix_millis(1_795_388_289_427).unwrap();
+        let long = AttemptCursor {
+            event_id: event,
+            attempt: 3,
+            at: Some(at),
+        };
+        assert_eq!(long.to_string(), format!("{event}:3:1795388289427"));
+        assert_eq!(long.to_string().parse(), Ok(long));
+        let short = AttemptCursor { at: None, ..long };
+        assert_eq!(format!("{event}:3").parse(), Ok(short));
+        assert_eq!(short.to_string(), format!("{event}:3"));
+        for bad in [
+            String::new(),
+            event.to_string(),
+            format!("{event}:"),
+            format!("{event}:+3"),
+            format!("{event}:3:"),
+            format!("{event}:3:-1"),
+            format!("{event}:3:1:2"),
+            format!("{event}:1234567890"),
+            format!("{event}:3:123456789012345"),
+            "whk_01KAP8X3J2Q4W5E6R7T8Y9Z0AB:3".to_owned(),
+        ] {
+            let error = bad.parse::<AttemptCursor>().unwrap_err();
+            assert!(
+                error.to_string().contains("not an attempt cursor"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

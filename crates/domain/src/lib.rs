@@ -51,7 +51,8 @@ pub use api_key::{
     AdminTokenRecord, ApiKey, ApiKeyRecord, ApiKeyStatus, KeyHash, KeyName, KeyPrefix, RateWindow,
 };
 pub use delivery::{
-    ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryState, Finished, GoneAction, Outcome,
+    AttemptCursor, ClaimedDelivery, Delivery, DeliveryAttempt, DeliveryState, Finished, GoneAction,
+    Outcome,
 };
 pub use error::{Error, Result};
 pub use event::{

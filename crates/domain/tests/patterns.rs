@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used)] // Tests: a failure is the test failing.
 
 use hookline_domain::{
-    EMAIL_PATTERN, EventName, EventPayload, TargetPolicy, Username, WebhookDescription, WebhookId,
-    WebhookUrl, WorkspaceId, WorkspaceName,
+    AttemptCursor, EMAIL_PATTERN, EventId, EventName, EventPayload, TargetPolicy, Username,
+    WebhookDescription, WebhookId, WebhookUrl, WorkspaceId, WorkspaceName,
 };
 use regex::Regex;
 use serde_json::json;
@@ -122,6 +122,24 @@ fn id_patterns_are_exactly_the_id_rules() {
         assert_eq!(
             pattern.is_match(case),
             case.parse::<WebhookId>().is_ok(),
+            "{case:?}"
+        );
+    }
+}
+
+#[test]
+fn the_attempt_cursor_pattern_is_exactly_the_cursor_rule() {
+    let pattern = regex(&format!("^{}$", AttemptCursor::unanchored_pattern()));
+    let event = EventId::generate().to_string();
+    let mut cases = vec![format!("{event}:1"), format!("{event}:1:1795388289427")];
+    for tail in strings(&[":", "0", "9", "1234567", "+", "-", " ", "a"], 6, 5_000) {
+        cases.push(format!("{event}{tail}"));
+    }
+    cases.extend(strings(&["evt_", &event[4..], ":", "1", "wh_"], 5, 2_000));
+    for case in &cases {
+        assert_eq!(
+            pattern.is_match(case),
+            case.parse::<AttemptCursor>().is_ok(),
             "{case:?}"
         );
     }

@@ -3,9 +3,10 @@
 
 use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
 use hookline_domain::{
-    AccountId, ApiKeyId, ApiKeyRecord, ApiKeyStatus, ClaimedDelivery, DeliveryAttempt,
-    DeliveryState, EventName, EventPayload, Finished, KeyHash, KeyName, Outcome, Plan, Refusal,
-    Timestamp, Username, Webhook, WebhookId, WebhookSource, WorkspaceId, WorkspaceName,
+    AccountId, ApiKeyId, ApiKeyRecord, ApiKeyStatus, AttemptCursor, ClaimedDelivery,
+    DeliveryAttempt, DeliveryState, EventName, EventPayload, Finished, KeyHash, KeyName, Outcome,
+    Plan, Refusal, Timestamp, Username, Webhook, WebhookId, WebhookSource, WorkspaceId,
+    WorkspaceName,
 };
 use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store};
 use hookline_testdb::TestDb;
@@ -1258,7 +1259,7 @@ async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db:
     loop {
         let page = store.webhooks().attempts_before(hook.id, before, 20).await.unwrap();
         let Some(last) = page.last() else { break };
-        before = Some((last.event_id, last.attempt));
+        before = Some(AttemptCursor::after(last));
         pages.push(page);
     }
     assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [20, 20, 20, 20, 15]);
@@ -1268,6 +1269,17 @@ async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db:
     newest_first.sort_unstable_by(|a, b| b.cmp(a));
     newest_first.dedup();
     assert_eq!(ids, newest_first, "each attempt once, newest first");
+    // A cursor without the attempt's time (the form before it was carried)
+    // gives the same pages; one naming no attempt of the log gives none.
+    for (page, next) in pages.iter().zip(&pages[1..]) {
+        let short = AttemptCursor { at: None, ..AttemptCursor::after(page.last().unwrap()) };
+        assert_eq!(
+            &store.webhooks().attempts_before(hook.id, Some(short), 20).await.unwrap(),
+            next
+        );
+    }
+    let unknown = AttemptCursor { attempt: 99, at: None, ..AttemptCursor::after(&pages[0][0]) };
+    assert_eq!(store.webhooks().attempts_before(hook.id, Some(unknown), 20).await.unwrap(), []);
 }
 
 /// On PostgreSQL each page of the attempt log keeps one generic plan: planned
@@ -1297,7 +1309,7 @@ async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
     db.write_history(&history).await;
     db.vacuum().await;
     let page = store.webhooks().attempts(hook.id, 20).await.unwrap();
-    let cursor = page.last().map(|last| (last.event_id, last.attempt)).unwrap();
+    let cursor = page.last().map(AttemptCursor::after).unwrap();
     let plans = store.webhooks().attempt_log_plans(hook.id, cursor, 20).await.unwrap();
     if db.backend() == Backend::Postgres {
         for plan in plans {

@@ -2,10 +2,9 @@
 
 use std::sync::LazyLock;
 
-use hookline_app::attempt_cursor_pattern;
 use hookline_domain::{
-    AccountId, ApiKeyId, EventId, EventPayload, HealthWindow, IdempotencyKey, WebhookId,
-    WorkspaceId,
+    AccountId, ApiKeyId, AttemptCursor, EventId, EventPayload, HealthWindow, IdempotencyKey,
+    WebhookId, WorkspaceId,
 };
 use http_body_util::Full;
 use hyper::Response;
@@ -116,7 +115,7 @@ fn admin() -> Value {
         },
         "/admin/v1/hooks/{wh}/attempts": {
             "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
-                listing(wh(), "before", Some(attempt_cursor_pattern())), None, ("200", page(schemas.of::<AttemptObject<'_>>()))))
+                listing(wh(), "before", Some(AttemptCursor::unanchored_pattern())), None, ("200", page(schemas.of::<AttemptObject<'_>>()))))
         },
         "/admin/v1/hooks/{wh}/stats": {
             "get": with_404(op("The webhook's health over a window: attempts per hour (24h) or UTC day (7d), oldest first, \

@@ -4,8 +4,7 @@
 
 use std::sync::LazyLock;
 
-use hookline_app::attempt_cursor_pattern;
-use hookline_domain::{EventId, EventName, EventPayload, ListenerId, WebhookId};
+use hookline_domain::{AttemptCursor, EventId, EventName, EventPayload, ListenerId, WebhookId};
 use http_body_util::Full;
 use hyper::Response;
 use hyper::body::Bytes;
@@ -67,7 +66,7 @@ fn public() -> Value {
         "/api/v1/hooks/{id}/attempts": {
             "get": op("The webhook's attempt log, newest first: each attempt's status, error, duration and \
                 the start of its answer's body. The cursor is `<eventId>:<attempt>`.",
-                listing(hook_id[0].clone(), "before", Some(attempt_cursor_pattern())), None,
+                listing(hook_id[0].clone(), "before", Some(AttemptCursor::unanchored_pattern())), None,
                 ("200", page(schemas.of::<AttemptObject<'_>>())))
         },
         "/api/v1/events": {

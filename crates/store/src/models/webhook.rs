@@ -7,7 +7,7 @@ use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::{MAX_LISTENERS, MAX_WEBHOOKS};
 use hookline_domain::{
-    DeliveryAttempt, DisabledReason, EventId, EventName, HourCount, TargetPolicy, Timestamp,
+    AttemptCursor, DeliveryAttempt, DisabledReason, EventName, HourCount, TargetPolicy, Timestamp,
     Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret, WebhookSource,
     WebhookUrl, WorkspaceId, subscribed_events,
 };
@@ -607,12 +607,13 @@ impl Webhooks {
         self.attempts_before(webhook_id, None, limit).await
     }
 
-    /// [`Webhooks::attempts`] older than the attempt `before` names (its event and
-    /// number); none when that attempt is not in the log.
+    /// [`Webhooks::attempts`] after the place `before` names in the log (newest
+    /// first). A cursor without its attempt's time gives none when that attempt
+    /// is not in the log.
     pub async fn attempts_before(
         &self,
         webhook_id: WebhookId,
-        before: Option<(EventId, u32)>,
+        before: Option<AttemptCursor>,
         limit: u32,
     ) -> Result<Vec<DeliveryAttempt>> {
         let webhook = webhook_id.to_string();
@@ -624,18 +625,33 @@ impl Webhooks {
                     .load(conn)
                     .await?
             }),
-            Some((event, number)) => {
-                let event = event.to_string();
-                with_conn!(self.db, |conn| {
-                    prepared(ATTEMPTS_BEFORE)
-                        .binds((
-                            bind::<Text, _>(webhook.as_str()),
-                            bind::<Text, _>(event.as_str()),
-                            bind::<BigInt, _>(i64::from(number)),
-                            bind::<BigInt, _>(limit),
-                        ))
-                        .load(conn)
-                        .await?
+            Some(cursor) => {
+                let event = cursor.event_id.to_string();
+                let number = i64::from(cursor.attempt);
+                with_conn!(self.db, |conn| match cursor.at {
+                    Some(at) => {
+                        prepared(ATTEMPTS_BEFORE_AT)
+                            .binds((
+                                bind::<Text, _>(webhook.as_str()),
+                                bind::<Text, _>(event.as_str()),
+                                bind::<BigInt, _>(number),
+                                bind::<BigInt, _>(at.unix_millis()),
+                                bind::<BigInt, _>(limit),
+                            ))
+                            .load(conn)
+                            .await?
+                    }
+                    None => {
+                        prepared(ATTEMPTS_BEFORE)
+                            .binds((
+                                bind::<Text, _>(webhook.as_str()),
+                                bind::<Text, _>(event.as_str()),
+                                bind::<BigInt, _>(number),
+                                bind::<BigInt, _>(limit),
+                            ))
+                            .load(conn)
+                            .await?
+                    }
                 })
             }
         };
@@ -644,25 +660,27 @@ impl Webhooks {
             .collect()
     }
 
-    /// PostgreSQL: the plans the attempt log's two statements (the first page, a
-    /// page after `before`) settle on, each prepared by name on one connection and
-    /// explained after more calls than PostgreSQL plans for the values before it
-    /// may keep a generic plan (five); nothing on SQLite. For tests that hold the
-    /// pages to one plan each, not one planned across every partition at each call.
+    /// PostgreSQL: the plans the attempt log's statements (the first page, a
+    /// page after `before`, and after `before` without its time) settle on, each
+    /// prepared by name on one connection and explained after more calls than
+    /// PostgreSQL plans for the values before it may keep a generic plan (five);
+    /// nothing on SQLite. For tests that hold the pages to one plan each, not one
+    /// planned across every partition at each call.
     #[cfg(feature = "test-util")]
     pub async fn attempt_log_plans(
         &self,
         webhook_id: WebhookId,
-        before: (EventId, u32),
+        before: AttemptCursor,
         limit: u32,
-    ) -> Result<[Vec<String>; 2]> {
+    ) -> Result<[Vec<String>; 3]> {
         const CALLS: usize = 8;
         let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
-            return Ok([Vec::new(), Vec::new()]);
+            return Ok([Vec::new(), Vec::new(), Vec::new()]);
         };
         let mut conn = pool.get().await?;
         // Ids and numbers of our own types: nothing here is outside text.
-        let (event, number) = before;
+        let (event, number) = (before.event_id, before.attempt);
+        let at = before.at.map_or(0, Timestamp::unix_millis);
         let statements = [
             (
                 "first_attempts",
@@ -671,13 +689,19 @@ impl Webhooks {
                 format!("'{webhook_id}', {limit}"),
             ),
             (
+                "attempts_before_at",
+                "text, text, bigint, bigint, bigint",
+                ATTEMPTS_BEFORE_AT,
+                format!("'{webhook_id}', '{event}', {number}, {at}, {limit}"),
+            ),
+            (
                 "attempts_before",
                 "text, text, bigint, bigint",
                 ATTEMPTS_BEFORE,
                 format!("'{webhook_id}', '{event}', {number}, {limit}"),
             ),
         ];
-        let mut plans = [Vec::new(), Vec::new()];
+        let mut plans = [Vec::new(), Vec::new(), Vec::new()];
         for ((name, types, sql, values), plan) in statements.iter().zip(&mut plans) {
             diesel::sql_query(format!("PREPARE {name}({types}) AS {sql}"))
                 .execute(&mut *conn)
@@ -697,10 +721,12 @@ impl Webhooks {
     }
 }
 
-/// A webhook's attempt log, newest first: the first page, and a page after a
-/// cursor (an attempt of the log, by its event and number) whose time is read in
-/// the same statement (NULL, so no rows, when that attempt is not in the log). A
-/// row value, so that both dialects seek the index to the cursor.
+/// A webhook's attempt log, newest first: the first page, a page after a cursor
+/// that carries its attempt's time (an index seek to its place, as cheap as the
+/// first page), and a page after a cursor without it (the time read in the same
+/// statement from the attempt it names; NULL, so no rows, when that attempt is
+/// not in the log). A row value, so that both dialects seek the index to the
+/// cursor.
 ///
 /// On PostgreSQL each is planned once per connection, not at every call across
 /// every partition. A plan made for a call's values looks cheaper than the
@@ -709,18 +735,31 @@ impl Webhooks {
 /// which no plan folds, and the cursor's event through `concat($2)`, which is
 /// not folded at planning either (it is only stable) but still prunes the other
 /// days' partitions before the statement runs.
-const FIRST_ATTEMPTS: &str = "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
-         error, duration_ms, response_body \
-     FROM delivery_attempts WHERE webhook_id = $1 \
-     ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT (SELECT $2)";
-const ATTEMPTS_BEFORE: &str = "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
-         error, duration_ms, response_body \
-     FROM delivery_attempts \
-     WHERE webhook_id = $1 AND (attempted_at, event_id, attempt) < ( \
+macro_rules! attempt_page {
+    ($after:literal, $limit:literal) => {
+        concat!(
+            "SELECT event_id, webhook_id, attempt, event, attempted_at, status, \
+                 error, duration_ms, response_body \
+             FROM delivery_attempts WHERE webhook_id = $1",
+            $after,
+            " ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT (SELECT ",
+            $limit,
+            ")"
+        )
+    };
+}
+const FIRST_ATTEMPTS: &str = attempt_page!("", "$2");
+const ATTEMPTS_BEFORE_AT: &str = attempt_page!(
+    " AND (attempted_at, event_id, attempt) < ($4, $2, $3)",
+    "$5"
+);
+const ATTEMPTS_BEFORE: &str = attempt_page!(
+    " AND (attempted_at, event_id, attempt) < ( \
          (SELECT c.attempted_at FROM delivery_attempts AS c \
           WHERE c.webhook_id = $1 AND c.event_id = concat($2) AND c.attempt = $3), \
-         $2, $3) \
-     ORDER BY attempted_at DESC, event_id DESC, attempt DESC LIMIT (SELECT $4)";
+         $2, $3)",
+    "$4"
+);
 
 /// The webhooks an event is about to fan out to, written per dialect.
 pub(crate) trait FanoutWebhooks {
