@@ -126,7 +126,7 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
             .every(DAY_MS / 2 / chunks),
     )
     .await;
-    db.vacuum().await;
+    db.vacuum_and_checkpoint().await;
     let written = written.elapsed();
 
     let (server, _, _) = serve_admin(hookline, &db, &receiver, &env).await?;

@@ -275,6 +275,16 @@ impl TestDb {
         self.on_postgres("VACUUM (ANALYZE)").await;
     }
 
+    /// [`TestDb::vacuum`], then every changed page written out now
+    /// (`CHECKPOINT`, which needs a superuser: the bench's own cluster; nothing
+    /// on SQLite). Pages that came over days have been written out by the
+    /// checkpoints of those days; a gigabyte written in bulk and measured at once
+    /// would be measured beside the checkpoint that writes it.
+    pub async fn vacuum_and_checkpoint(&self) {
+        self.vacuum().await;
+        self.on_postgres("CHECKPOINT").await;
+    }
+
     /// Statements executed in this database so far, `BEGIN` and `COMMIT`
     /// included (PostgreSQL's `pg_stat_statements`); `None` on SQLite, or when the
     /// server does not load it (see [`keep_statement_statistics`]).
