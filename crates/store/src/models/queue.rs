@@ -1045,13 +1045,18 @@ fn claim_statement<'a, Ids, Times>(
     ))
 }
 
+/// SQLite's claims give their limits as `(SELECT $n)`, not `$n`: SQLite reads a
+/// bound `LIMIT ?` when it plans, marking the statement to be planned again
+/// whenever that parameter is bound anew, which diesel does at every call; so
+/// the whole claim was parsed and planned again each time. A subquery's value is
+/// not read at planning.
 impl QueueSql for SqliteConn {
     async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
         const SQL: &str = concat!(
             "UPDATE deliveries SET lease_until = $1, lease_token = 'listener:' || (attempts + 1) \
              WHERE rowid IN (",
             due_of_webhook!("rowid", "$2"),
-            " LIMIT $4) \
+            " LIMIT (SELECT $4)) \
              RETURNING event_id, webhook_id, next_attempt_at, attempts, \
                  attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
@@ -1063,6 +1068,7 @@ impl QueueSql for SqliteConn {
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         // SQLite's LIMIT cannot name an outer column, so the fast webhooks (`$7`,
         // up to the claim's size) and the others (`$6` each) are two branches.
+        // Each limit comes through `(SELECT $n)` (see above this `impl`).
         const SQL: &str = concat!(
             "UPDATE deliveries SET lease_until = $1, lease_token = $2 WHERE rowid IN (",
             webhooks_with_work!(),
@@ -1070,7 +1076,7 @@ impl QueueSql for SqliteConn {
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
-            " LIMIT $6) \
+            " LIMIT (SELECT $6)) \
                  WHERE hooks.id NOT IN (SELECT value FROM json_each($5)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($7)) AND",
             not_a_listener!(),
@@ -1078,12 +1084,12 @@ impl QueueSql for SqliteConn {
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
-            " LIMIT $4) \
+            " LIMIT (SELECT $4)) \
                  WHERE hooks.id IN (SELECT value FROM json_each($7)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($5)) AND",
             not_a_listener!(),
             ") ORDER BY ROW_NUMBER() OVER (PARTITION BY webhook_id \
-                 ORDER BY next_attempt_at, event_id), next_attempt_at, event_id LIMIT $4) \
+                 ORDER BY next_attempt_at, event_id), next_attempt_at, event_id LIMIT (SELECT $4)) \
              RETURNING event_id, webhook_id, next_attempt_at, attempts, \
                  attempts_before_retry_round, \
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
