@@ -1,7 +1,6 @@
 //! The worker: claims due deliveries in batches under a lease, attempts each
 //! (signed POST), records the outcome, and sleeps until there is work.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -229,12 +228,12 @@ impl Worker {
             }
             tokio::select! {
                 () = &mut shutdown => break,
-                (wanted, claimed) = next_claim(&mut claiming), if claiming.is_some() => {
+                (wanted, limited, claimed) = next_claim(&mut claiming), if claiming.is_some() => {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
                             held.hold(&batch);
-                            claims.took(&batch, wanted, &self.config);
+                            claims.took(&batch, wanted, limited, &self.config);
                             let now = Instant::now();
                             let resting: Vec<ClaimedDelivery> = batch
                                 .into_iter()
@@ -287,7 +286,7 @@ impl Worker {
     async fn release_unstarted(&self, lanes: &mut Lanes, claiming: Option<ClaimFuture<'_>>) {
         let mut unstarted = lanes.take_ready();
         if let Some(claim) = claiming
-            && let (_, Ok(batch)) = claim.await
+            && let (_, _, Ok(batch)) = claim.await
         {
             unstarted.extend(batch);
         }
@@ -304,15 +303,16 @@ impl Worker {
     }
 
     /// Claims up to `wanted` due deliveries under this worker's lease, at most
-    /// `per_webhook` of one webhook (any number of a `fast` one) and none of
-    /// `skip`'s; answers `wanted` with them.
+    /// `per_webhook` of one webhook (more of a `fast` one) and none of `skip`'s;
+    /// answers `wanted` with them, and whether the claim took all it could of
+    /// some webhook (`Queue::took_all_of_a_webhook`).
     async fn claim(
         &self,
         wanted: u32,
         per_webhook: u32,
         skip: Vec<WebhookId>,
         fast: Vec<WebhookId>,
-    ) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
+    ) -> (u32, bool, hookline_store::Result<Vec<ClaimedDelivery>>) {
         let now = self.queue.clock().now();
         let request = ClaimRequest {
             now,
@@ -323,7 +323,11 @@ impl Worker {
             fast: &fast,
             lease_token: &self.lease_token,
         };
-        (wanted, self.queue.claim(&request).await)
+        let claimed = self.queue.claim(&request).await;
+        let limited = claimed
+            .as_ref()
+            .is_ok_and(|batch| self.queue.took_all_of_a_webhook(&request, batch));
+        (wanted, limited, claimed)
     }
 
     /// Books an ended attempt in its lane; the breaker's moves are logged and
@@ -442,8 +446,6 @@ struct Claims {
     held_back: bool,
     /// Claims in a row that failed (the database out of reach).
     failed: u32,
-    /// The webhooks the claim in flight was told are fast (exempt from the share).
-    fast: Vec<WebhookId>,
 }
 
 impl Claims {
@@ -461,7 +463,6 @@ impl Claims {
             empty: 0,
             held_back: false,
             failed: 0,
-            fast: Vec::new(),
         }
     }
 
@@ -474,17 +475,23 @@ impl Claims {
             .then(|| u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size))
     }
 
-    /// A claim goes out: the webhooks it must skip, and those it may take any
-    /// number of, as the lanes say now.
+    /// A claim goes out: the webhooks it must skip, and those known to be fast,
+    /// as the lanes say now.
     fn start(&mut self, lanes: &Lanes, now: Instant) -> (Vec<WebhookId>, Vec<WebhookId>) {
         let skip = lanes.skip(now);
         self.held_back = !skip.is_empty();
-        self.fast = lanes.fast(now);
-        (skip, self.fast.clone())
+        (skip, lanes.fast(now))
     }
 
-    /// A claim for `wanted` came back with `batch`.
-    fn took(&mut self, batch: &[ClaimedDelivery], wanted: u32, config: &DeliveryConfig) {
+    /// A claim for `wanted` came back with `batch`; `limited` when it took all
+    /// it could of some webhook.
+    fn took(
+        &mut self,
+        batch: &[ClaimedDelivery],
+        wanted: u32,
+        limited: bool,
+        config: &DeliveryConfig,
+    ) {
         if self.failed > 0 {
             tracing::info!(
                 failed_claims = self.failed,
@@ -492,7 +499,6 @@ impl Claims {
             );
             self.failed = 0;
         }
-        let limited = reached_a_webhook_limit(batch, self.per_webhook, &self.fast);
         self.held_back |= limited;
         // A full batch means more may be due, and so does a webhook that filled
         // its share: claim again at once.
@@ -541,24 +547,6 @@ fn doubled(start: Duration, times: u32, cap: Duration) -> Duration {
 /// How often ready deliveries are checked for waiting too long.
 const WAIT_CHECK: Duration = Duration::from_secs(1);
 
-/// Whether a claim took `per_webhook` deliveries of some webhook not known to be
-/// fast (so that one may have more due).
-fn reached_a_webhook_limit(
-    batch: &[ClaimedDelivery],
-    per_webhook: u32,
-    fast: &[WebhookId],
-) -> bool {
-    let mut counts: HashMap<WebhookId, u32> = HashMap::new();
-    batch
-        .iter()
-        .filter(|delivery| !fast.contains(&delivery.webhook_id))
-        .any(|delivery| {
-            let count = counts.entry(delivery.webhook_id).or_default();
-            *count += 1;
-            *count >= per_webhook
-        })
-}
-
 /// An attempt's end, as its lane books it.
 #[derive(Debug)]
 struct Done {
@@ -570,13 +558,13 @@ struct Done {
 
 /// A claim in flight, as `Worker::claim` answers it.
 type ClaimFuture<'a> = std::pin::Pin<
-    Box<dyn Future<Output = (u32, hookline_store::Result<Vec<ClaimedDelivery>>)> + Send + 'a>,
+    Box<dyn Future<Output = (u32, bool, hookline_store::Result<Vec<ClaimedDelivery>>)> + Send + 'a>,
 >;
 
 /// The claim in flight's answer; never, when none is.
 async fn next_claim(
     claiming: &mut Option<ClaimFuture<'_>>,
-) -> (u32, hookline_store::Result<Vec<ClaimedDelivery>>) {
+) -> (u32, bool, hookline_store::Result<Vec<ClaimedDelivery>>) {
     match claiming {
         Some(claim) => claim.await,
         None => std::future::pending().await,

@@ -165,6 +165,7 @@ async fn assert_claim_reads_at_most(
 
 backend_tests!(
     claims_take_a_few_of_each_webhook_and_skip_what_they_are_told,
+    a_fast_webhook_takes_its_even_part_of_a_claim,
     an_attempt_ending_after_its_webhook_was_disabled_leaves_the_delivery_stopped,
     workspaces_are_created_read_and_moved_between_plans,
     accounts_connect_disconnect_and_reconnect_with_the_same_id,
@@ -249,6 +250,59 @@ async fn claims_take_a_few_of_each_webhook_and_skip_what_they_are_told(db: TestD
     );
     let request = ClaimRequest { limit: 100, per_webhook: 100, fast: &[], ..request };
     assert_eq!(store.queue().claim(&request).await.unwrap().len(), 18 - 4 - 3 - 5);
+}
+
+async fn a_fast_webhook_takes_its_even_part_of_a_claim(db: TestDb) {
+    let store = db.store();
+    let queue = store.queue();
+    let ws = db.workspace(Plan::Studio).await;
+    let (short, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::LinkClicked]).await;
+    let (long, _) = db.api_webhook(ws, "https://b.example.com/", &[EventName::DmSent]).await;
+    let (busy, _) = db.api_webhook(ws, "https://c.example.com/", &[EventName::BioSubscribed]).await;
+    // The third fast webhook's one pending row is leased by another worker:
+    // pending, but not due, so it is not among those the claim is divided among.
+    emit(store, ws, EventName::BioSubscribed).await;
+    let now = Timestamp::now().plus_millis(1);
+    assert_eq!(claim(store, now, now.plus_millis(60_000), "other").await.len(), 1);
+    emit(store, ws, EventName::LinkClicked).await;
+    for _ in 0..6 {
+        emit(store, ws, EventName::DmSent).await;
+    }
+    let now = Timestamp::now().plus_millis(1);
+    let fast = [short.id, long.id, busy.id];
+    let request = ClaimRequest {
+        now,
+        lease_until: now.plus_millis(60_000),
+        limit: 6,
+        per_webhook: 1,
+        skip: &[],
+        fast: &fast,
+        lease_token: "t",
+    };
+    let taken = |claimed: &[ClaimedDelivery]| {
+        let of = |hook: WebhookId| claimed.iter().filter(|c| c.webhook_id == hook).count();
+        (of(short.id), of(long.id), of(busy.id))
+    };
+    let claimed = queue.claim(&request).await.unwrap();
+    if db.backend() == Backend::Sqlite {
+        // Two fast webhooks with rows due: each may take half the claim, however
+        // long its backlog (a claim reads no more than it may take), and the one
+        // that took all of its half may have more.
+        assert_eq!(taken(&claimed), (1, 3, 0));
+        assert!(queue.took_all_of_a_webhook(&request, &claimed));
+        let claimed = queue.claim(&request).await.unwrap();
+        assert_eq!(taken(&claimed), (0, 3, 0), "the rest, in the claim that follows");
+        assert!(!queue.took_all_of_a_webhook(&request, &claimed));
+    } else {
+        // Each fast webhook may take the whole claim.
+        assert_eq!(taken(&claimed), (1, 5, 0));
+        assert!(!queue.took_all_of_a_webhook(&request, &claimed));
+    }
+    // Not fast, a webhook that took its cap may have more.
+    let slow = ClaimRequest { fast: &[], ..request };
+    let one = &claimed[..1];
+    assert!(queue.took_all_of_a_webhook(&slow, one));
+    assert!(!queue.took_all_of_a_webhook(&slow, &[]));
 }
 
 async fn an_attempt_ending_after_its_webhook_was_disabled_leaves_the_delivery_stopped(db: TestDb) {

@@ -179,7 +179,10 @@ pub struct ClaimRequest<'a> {
     /// Webhooks whose deliveries stay where they are (the worker cannot start them
     /// soon: their lanes are full, or their receiver is resting).
     pub skip: &'a [WebhookId],
-    /// Webhooks whose receivers answer quickly: `per_webhook` does not limit them.
+    /// Webhooks whose receivers answer quickly: `per_webhook` does not limit
+    /// them. On SQLite each takes up to its even part of `limit` among the fast
+    /// webhooks with rows due, so that ten of them do not each read and sort as
+    /// many rows as the claim takes; on PostgreSQL up to `limit`.
     pub fast: &'a [WebhookId],
     /// The worker's own token: only its holder records or renews the claim.
     pub lease_token: &'a str,
@@ -290,6 +293,37 @@ impl Queue {
         }
         self.delivering(claimed, request.now, |_| request.lease_token.to_owned())
             .await
+    }
+
+    /// Whether a claim made as `request` says, which answered `claimed`, took
+    /// all it could of some webhook, which may then have more due: the
+    /// per-webhook cap of one not known to be fast, or a fast one's part of the
+    /// claim (see [`ClaimRequest::fast`]; each fast webhook with rows due gave at
+    /// least one, so those in `claimed` are the ones it was divided among).
+    pub fn took_all_of_a_webhook(
+        &self,
+        request: &ClaimRequest<'_>,
+        claimed: &[ClaimedDelivery],
+    ) -> bool {
+        let mut counts: HashMap<WebhookId, u32> = HashMap::new();
+        for delivery in claimed {
+            *counts.entry(delivery.webhook_id).or_default() += 1;
+        }
+        let fast_share = match self.db.backend() {
+            Backend::Sqlite => {
+                let fast = counts.keys().filter(|id| request.fast.contains(id)).count();
+                u32::try_from(fast.max(1)).map_or(1, |fast| request.limit.div_ceil(fast))
+            }
+            Backend::Postgres => request.limit,
+        };
+        counts.iter().any(|(id, &taken)| {
+            taken
+                >= if request.fast.contains(id) {
+                    fast_share
+                } else {
+                    request.per_webhook
+                }
+        })
     }
 
     /// Where `request` starts each webhook's due rows ([`Positions`]).
@@ -1067,12 +1101,20 @@ impl QueueSql for SqliteConn {
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         // SQLite's LIMIT cannot name an outer column, so the fast webhooks (`$7`,
-        // up to the claim's size) and the others (`$6` each) are two branches.
-        // Each limit comes through `(SELECT $n)` (see above this `impl`).
+        // each its even part of the claim among the fast ones with rows due:
+        // `fast_share`) and the others (`$6` each) are two branches. Each limit
+        // comes through `(SELECT $n)` (see above this `impl`).
         const SQL: &str = concat!(
             "UPDATE deliveries SET lease_until = $1, lease_token = $2 WHERE rowid IN (",
             webhooks_with_work!(),
-            "SELECT rowid FROM ( \
+            ", fast_share(n) AS (SELECT ($4 + n - 1) / n FROM ( \
+                 SELECT max(COUNT(*), 1) AS n FROM hooks \
+                 WHERE hooks.id IN (SELECT value FROM json_each($7)) \
+                   AND hooks.id NOT IN (SELECT value FROM json_each($5)) \
+                   AND EXISTS (",
+            due_of_webhook!("1", "hooks.id"),
+            "))) \
+             SELECT rowid FROM ( \
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
@@ -1084,7 +1126,7 @@ impl QueueSql for SqliteConn {
                  SELECT d.rowid, d.webhook_id, d.next_attempt_at, d.event_id \
                  FROM hooks JOIN deliveries AS d ON d.rowid IN (",
             due_of_webhook!("rowid", "hooks.id"),
-            " LIMIT (SELECT $4)) \
+            " LIMIT (SELECT n FROM fast_share)) \
                  WHERE hooks.id IN (SELECT value FROM json_each($7)) \
                    AND hooks.id NOT IN (SELECT value FROM json_each($5)) AND",
             not_a_listener!(),
