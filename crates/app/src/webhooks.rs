@@ -332,8 +332,8 @@ impl App {
         self.attempts_of(id, page).await
     }
 
-    /// The webhook's attempt log, newest first, a page at a time: the cursor is an
-    /// attempt's `<eventId>:<attempt>`. `NotFound` for an unknown webhook.
+    /// The webhook's attempt log, newest first, a page at a time: the cursor is
+    /// an [`AttemptCursor`]. `NotFound` for an unknown webhook.
     pub async fn attempt_page(
         &self,
         id: WebhookId,

@@ -114,7 +114,7 @@ fn admin() -> Value {
                 ("200", bare_success())))
         },
         "/admin/v1/hooks/{wh}/attempts": {
-            "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>`.",
+            "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>:<at>` (the previous page's `nextCursor`; `<eventId>:<attempt>` is also read).",
                 listing(wh(), "before", Some(AttemptCursor::unanchored_pattern())), None, ("200", page(schemas.of::<AttemptObject<'_>>()))))
         },
         "/admin/v1/hooks/{wh}/stats": {

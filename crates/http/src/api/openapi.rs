@@ -65,7 +65,7 @@ fn public() -> Value {
         },
         "/api/v1/hooks/{id}/attempts": {
             "get": op("The webhook's attempt log, newest first: each attempt's status, error, duration and \
-                the start of its answer's body. The cursor is `<eventId>:<attempt>`.",
+                the start of its answer's body. The cursor is `<eventId>:<attempt>:<at>` (the previous page's `nextCursor`; `<eventId>:<attempt>` is also read).",
                 listing(hook_id[0].clone(), "before", Some(AttemptCursor::unanchored_pattern())), None,
                 ("200", page(schemas.of::<AttemptObject<'_>>())))
         },
