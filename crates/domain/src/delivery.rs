@@ -118,13 +118,20 @@ impl AttemptCursor {
         }
     }
 
+    /// Digits an attempt's number may have.
+    const NUMBER_DIGITS: usize = 9;
+    /// Digits its time may have: any such number of milliseconds is before the
+    /// year 9999, so every time the pattern lets through is one the parser takes.
+    const TIME_DIGITS: usize = 14;
+
     /// What [`AttemptCursor::from_str`] accepts, as a regular expression without
-    /// anchors for the OpenAPI documents (the number kept to nine digits, the
-    /// time to fifteen).
+    /// anchors for the OpenAPI documents.
     pub fn unanchored_pattern() -> String {
         format!(
-            "{}:[0-9]{{1,9}}(:[0-9]{{1,15}})?",
-            EventId::unanchored_pattern()
+            "{}:[0-9]{{1,{}}}(:[0-9]{{1,{}}})?",
+            EventId::unanchored_pattern(),
+            Self::NUMBER_DIGITS,
+            Self::TIME_DIGITS
         )
     }
 }
@@ -157,12 +164,12 @@ impl FromStr for AttemptCursor {
             .map_err(|_| invalid())?;
         let attempt = parts
             .next()
-            .and_then(|number| parse_digits::<u32>(number, 9))
+            .and_then(|number| parse_digits::<u32>(number, Self::NUMBER_DIGITS))
             .ok_or_else(invalid)?;
         let at = match parts.next() {
             None => None,
             Some(millis) => Some(
-                parse_digits::<i64>(millis, 14)
+                parse_digits::<i64>(millis, Self::TIME_DIGITS)
                     .and_then(|millis| Timestamp::from_unix_millis(millis).ok())
                     .ok_or_else(invalid)?,
             ),
@@ -327,6 +334,11 @@ mod tests {
         let short = AttemptCursor { at: None, ..long };
         assert_eq!(format!("{event}:3").parse(), Ok(short));
         assert_eq!(short.to_string(), format!("{event}:3"));
+        let latest = format!("{event}:999999999:99999999999999");
+        assert!(
+            latest.parse::<AttemptCursor>().is_ok(),
+            "the longest number and time"
+        );
         for bad in [
             String::new(),
             event.to_string(),

@@ -132,6 +132,14 @@ fn the_attempt_cursor_pattern_is_exactly_the_cursor_rule() {
     let pattern = regex(&format!("^{}$", AttemptCursor::unanchored_pattern()));
     let event = EventId::generate().to_string();
     let mut cases = vec![format!("{event}:1"), format!("{event}:1:1795388289427")];
+    // The longest number and time, and one digit more of each.
+    for tail in [
+        ":999999999:99999999999999",
+        ":1:999999999999999",
+        ":1234567890",
+    ] {
+        cases.push(format!("{event}{tail}"));
+    }
     for tail in strings(&[":", "0", "9", "1234567", "+", "-", " ", "a"], 6, 5_000) {
         cases.push(format!("{event}{tail}"));
     }
