@@ -1334,6 +1334,13 @@ async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db:
     }
     let unknown = AttemptCursor { attempt: 99, at: None, ..AttemptCursor::after(&pages[0][0]) };
     assert_eq!(store.webhooks().attempts_before(hook.id, Some(unknown), 20).await.unwrap(), []);
+    // The full form names a place: one whose attempt is not in the log (no
+    // attempt is numbered 0) goes on from there.
+    let place = AttemptCursor { attempt: 0, ..AttemptCursor::after(&pages[0][19]) };
+    assert_eq!(
+        &store.webhooks().attempts_before(hook.id, Some(place), 20).await.unwrap(),
+        &pages[1]
+    );
 }
 
 /// On PostgreSQL each page of the attempt log keeps one generic plan: planned
