@@ -34,7 +34,7 @@ macro_rules! due_of_webhook {
     ($columns:literal, $webhook:literal) => {
         due_of_webhook!($columns, $webhook, "")
     };
-    ($columns:literal, $webhook:literal, $from:literal) => {
+    ($columns:literal, $webhook:literal, $from:expr) => {
         concat!(
             "SELECT ",
             $columns,
@@ -61,13 +61,17 @@ macro_rules! not_a_listener {
 
 /// PostgreSQL's claim: per webhook with work (`since`, with its [`Positions`]
 /// entry if it has one: `$8`, `$10`, `$11`), a `LATERAL` range of its own due rows
-/// (all of them up to the claim's size for a fast webhook, `$6` for another),
-/// locked with `SKIP LOCKED`; then of those, each webhook's oldest before any
-/// webhook's second, and so on, oldest due first within a turn (so a fast
-/// webhook's backlog, due since long before, fills only what the others leave
-/// of the claim). A webhook with a position is read in two ranges: the rows
-/// after it, and those due in the clock skew (`$9`) before it (a `LATERAL` that
-/// locks cannot be a `UNION` of its own), its share counted over both. The rows
+/// (a fast webhook's even part of the claim among the fast webhooks with rows
+/// due and not leased, `fast_share`; `$6` for another), locked with `SKIP
+/// LOCKED`; then of those, each webhook's oldest before any webhook's second,
+/// and so on, oldest due first within a turn (so a fast webhook's backlog, due
+/// since long before, fills only what the others leave of the claim). A webhook
+/// with a position is read in two ranges: the rows after it, and those due in
+/// the clock skew (`$9`) before it (a `LATERAL` that locks cannot be a `UNION`
+/// of its own), its share counted over both; `fast_share` probes the same two
+/// ranges, each up to its first due row that no lease holds (as a subquery with
+/// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
+/// may walk the webhook's every row by another index). The rows
 /// picked are found again by key as `= ANY (ARRAY(…))`, which the planner takes
 /// as a few index probes per partition: joined instead, it may read a whole
 /// partition to hash it (a join's cost model knows nothing of the run-time
@@ -81,14 +85,21 @@ macro_rules! pg_claim {
                      AS s(id, at, event_id) ON s.id = hooks.id \
                  WHERE NOT (hooks.id = ANY($5::text[])) AND",
             not_a_listener!(),
-            "), picked AS MATERIALIZED (SELECT event_id, webhook_id FROM ( \
+            "), fast_share(n) AS (SELECT ($4 + n - 1) / n FROM ( \
+                 SELECT greatest(COUNT(*), 1) AS n FROM since \
+                 WHERE since.id = ANY($7::text[]) \
+                   AND (since.at IS NOT NULL AND (",
+            due_of_webhook!("1", "since.id", pg_claim!(before_position)),
+            " LIMIT 1) IS NOT NULL OR (",
+            due_of_webhook!("1", "since.id", pg_claim!(after_position)),
+            " LIMIT 1) IS NOT NULL)) AS fast), picked AS MATERIALIZED (SELECT event_id, webhook_id FROM ( \
                  SELECT due.*, ROW_NUMBER() OVER (PARTITION BY due.webhook_id \
                      ORDER BY due.next_attempt_at, due.event_id) AS turn FROM ( \
                  SELECT due.* FROM since CROSS JOIN LATERAL (",
             due_of_webhook!(
                 "event_id, webhook_id, next_attempt_at",
                 "since.id",
-                " AND next_attempt_at >= since.at - $9 AND next_attempt_at < since.at"
+                pg_claim!(before_position)
             ),
             pg_claim!(per_webhook),
             " WHERE since.at IS NOT NULL \
@@ -97,12 +108,12 @@ macro_rules! pg_claim {
             due_of_webhook!(
                 "event_id, webhook_id, next_attempt_at",
                 "since.id",
-                " AND (next_attempt_at, event_id) > \
-                     (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))"
+                pg_claim!(after_position)
             ),
             pg_claim!(per_webhook),
             ") AS due) AS due \
-             WHERE turn <= CASE WHEN webhook_id = ANY($7::text[]) THEN $4 ELSE $6 END \
+             WHERE turn <= CASE WHEN webhook_id = ANY($7::text[]) \
+                 THEN (SELECT n FROM fast_share) ELSE $6 END \
              ORDER BY turn, next_attempt_at, event_id LIMIT $4) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
              WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
@@ -113,8 +124,17 @@ macro_rules! pg_claim {
         )
     };
     (per_webhook) => {
-        " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN $4 ELSE $6 END \
+        " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN (SELECT n FROM fast_share) ELSE $6 END \
              FOR UPDATE SKIP LOCKED) AS due"
+    };
+    // A webhook's due rows in the clock skew before its position.
+    (before_position) => {
+        " AND next_attempt_at >= since.at - $9 AND next_attempt_at < since.at"
+    };
+    // A webhook's due rows after its position, or all of them without one.
+    (after_position) => {
+        " AND (next_attempt_at, event_id) > \
+             (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))"
     };
 }
 
@@ -180,9 +200,9 @@ pub struct ClaimRequest<'a> {
     /// soon: their lanes are full, or their receiver is resting).
     pub skip: &'a [WebhookId],
     /// Webhooks whose receivers answer quickly: `per_webhook` does not limit
-    /// them. On SQLite each takes up to its even part of `limit` among the fast
-    /// webhooks with rows due, so that ten of them do not each read and sort as
-    /// many rows as the claim takes; on PostgreSQL up to `limit`.
+    /// them. Each takes up to its even part of `limit` among the fast webhooks
+    /// with rows due, so that ten of them do not each read and sort (and on
+    /// PostgreSQL lock) as many rows as the claim takes.
     pub fast: &'a [WebhookId],
     /// The worker's own token: only its holder records or renews the claim.
     pub lease_token: &'a str,
@@ -298,8 +318,12 @@ impl Queue {
     /// Whether a claim made as `request` says, which answered `claimed`, took
     /// all it could of some webhook, which may then have more due: the
     /// per-webhook cap of one not known to be fast, or a fast one's part of the
-    /// claim (see [`ClaimRequest::fast`]; each fast webhook with rows due gave at
-    /// least one, so those in `claimed` are the ones it was divided among).
+    /// claim (see [`ClaimRequest::fast`]). On SQLite each fast webhook with rows
+    /// due gave at least one, so those in `claimed` are the ones the claim was
+    /// divided among. On PostgreSQL one may have given none (its rows locked by
+    /// another worker's claim, `SKIP LOCKED`), so the part is taken at its
+    /// least, divided among all the fast webhooks named: a claim again at once
+    /// that finds less is cheap, a backlog left until the next poll is not.
     pub fn took_all_of_a_webhook(
         &self,
         request: &ClaimRequest<'_>,
@@ -309,13 +333,12 @@ impl Queue {
         for delivery in claimed {
             *counts.entry(delivery.webhook_id).or_default() += 1;
         }
-        let fast_share = match self.db.backend() {
-            Backend::Sqlite => {
-                let fast = counts.keys().filter(|id| request.fast.contains(id)).count();
-                u32::try_from(fast.max(1)).map_or(1, |fast| request.limit.div_ceil(fast))
-            }
-            Backend::Postgres => request.limit,
+        let divided_among = match self.db.backend() {
+            Backend::Sqlite => counts.keys().filter(|id| request.fast.contains(id)).count(),
+            Backend::Postgres => request.fast.len(),
         };
+        let fast_share =
+            u32::try_from(divided_among.max(1)).map_or(1, |n| request.limit.div_ceil(n));
         counts.iter().any(|(id, &taken)| {
             taken
                 >= if request.fast.contains(id) {
