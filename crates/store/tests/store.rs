@@ -197,6 +197,7 @@ backend_tests!(
     a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes,
     a_claim_walks_none_of_a_drained_backlog,
     a_claim_walks_none_of_what_its_handle_took_before,
+    a_record_finds_each_delivery_by_its_key_beside_a_backlog,
     a_claim_finds_what_fell_due_behind_where_the_last_left_off,
     the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace,
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
@@ -1219,6 +1220,59 @@ async fn a_claim_walks_none_of_what_its_handle_took_before(db: TestDb) {
     } else {
         let claimed = queue.claim(&request).await.unwrap();
         assert_eq!(claimed.len(), 10);
+    }
+}
+
+async fn a_record_finds_each_delivery_by_its_key_beside_a_backlog(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let now = Timestamp::now();
+    // The statistics are taken with nothing pending, as at rest; then the webhook
+    // falls behind by 20,000 deliveries.
+    let delivered =
+        hookline_testdb::History::delivered(ws, vec![hook.id], 20_000, now.plus_millis(-7_200_000));
+    db.write_history(&delivered).await;
+    db.analyze().await;
+    let hour_ago = now.plus_millis(-3_600_000);
+    let backlog = hookline_testdb::History::pending(ws, vec![hook.id], 20_000, hour_ago, hour_ago);
+    db.write_history(&backlog).await;
+    let fast = [hook.id];
+    let claimed = store.queue().claim(&ClaimRequest { fast: &fast, ..claim_now(10, &[]) }).await;
+    let finished: Vec<Finished> = claimed
+        .unwrap()
+        .into_iter()
+        .map(|claimed| Finished {
+            attempt: DeliveryAttempt {
+                event_id: claimed.event_id,
+                webhook_id: hook.id,
+                event: claimed.event,
+                attempt: 1,
+                at: now,
+                status: Some(200),
+                error: None,
+                duration_ms: 1,
+                response_body: None,
+            },
+            claimed,
+            outcome: Outcome::Delivered,
+        })
+        .collect();
+    assert_eq!(finished.len(), 10);
+    if db.backend() == Backend::Postgres {
+        // Each delivery is found by its primary key, not in the webhook's range of
+        // the due-index (20,000 entries walked for each).
+        let plan = store.queue().explain_record(&finished).await.unwrap();
+        let text = plan.join("\n");
+        assert!(text.contains("_pkey"), "{text}");
+        assert!(!text.contains("next_attempt_at_event_id_idx"), "{text}");
+    } else {
+        let recorded = store.queue().finish(&finished).await.unwrap();
+        assert!(recorded.iter().all(|r| *r == hookline_store::Recording::Recorded));
+    }
+    for done in &finished {
+        let deliveries = store.events().deliveries(done.claimed.event_id).await.unwrap();
+        assert_eq!(deliveries[0].state, DeliveryState::Delivered);
     }
 }
 

@@ -49,6 +49,19 @@ macro_rules! due_of_webhook {
     };
 }
 
+/// That delivery `{alias}`, found by its key, is still pending, written so that
+/// PostgreSQL cannot prove the due-index's `WHERE state = 'pending'` from it:
+/// with a plain `state = 'pending'` the planner may look the key up in the
+/// due-index (`webhook_id, next_attempt_at, event_id`), walking the webhook's
+/// whole range for each row, rather than in the primary key; it does whenever
+/// its statistics were taken with few deliveries pending, which is the due-index
+/// at rest, and a backlog is when that costs most.
+macro_rules! still_pending {
+    ($alias:literal) => {
+        concat!("(", $alias, ".state = 'pending') IS TRUE")
+    };
+}
+
 /// Of the webhooks with work (`hooks`), those the worker delivers to: a listener's
 /// deliveries go down its stream ([`Queue::claim_streamed`]). One key probe per
 /// webhook with work.
@@ -135,6 +148,48 @@ macro_rules! pg_claim {
     (after_position) => {
         " AND (next_attempt_at, event_id) > \
              (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))"
+    };
+}
+
+/// PostgreSQL's record of outcomes ([`QueueSql::record_outcomes`]): one
+/// statement, so atomic without `BEGIN` and `COMMIT` round trips; the attempts
+/// are inserted for exactly the rows the update recorded, and counted into the
+/// health counters.
+macro_rules! pg_record {
+    () => {
+        concat!(
+            "WITH recorded AS ( \
+                 UPDATE deliveries AS d SET attempts = d.attempts + 1, state = v.state, \
+                     next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
+                     AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
+                 WHERE d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
+                   AND d.lease_token = v.lease_token AND ",
+            still_pending!("d"),
+            " \
+                 RETURNING d.event_id, d.webhook_id), \
+             logged AS ( \
+                 INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
+                     attempted_at, status, error, duration_ms, response_body) \
+                 SELECT a.event_id, a.webhook_id, a.attempt, a.event, a.attempted_at, \
+                     a.status, a.error, a.duration_ms, a.response_body \
+                 FROM unnest($1::text[], $2::text[], $6::bigint[], $7::text[], $8::bigint[], \
+                         $9::bigint[], $10::text[], $11::bigint[], $12::text[]) \
+                     AS a(event_id, webhook_id, attempt, event, attempted_at, status, error, \
+                         duration_ms, response_body) \
+                 JOIN recorded r ON r.event_id = a.event_id AND r.webhook_id = a.webhook_id \
+                 RETURNING webhook_id, attempted_at, status), \
+             counted AS ( \
+                 INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
+                 SELECT webhook_id, attempted_at - attempted_at % 3600000, \
+                     count(*) FILTER (WHERE status BETWEEN 200 AND 299), \
+                     count(*) FILTER (WHERE status IS NULL OR status NOT BETWEEN 200 AND 299) \
+                 FROM logged GROUP BY 1, 2 ORDER BY 1, 2 \
+                 ON CONFLICT (webhook_id, hour_start) DO UPDATE SET \
+                     succeeded = webhook_stats.succeeded + EXCLUDED.succeeded, \
+                     failed = webhook_stats.failed + EXCLUDED.failed) \
+             SELECT event_id, webhook_id FROM recorded",
+        )
     };
 }
 
@@ -395,14 +450,15 @@ impl Queue {
         let (webhook, event) = (webhook.to_string(), event.to_string());
         let token = streamed_token(i64::from(attempt));
         let row: Option<ClaimedRow> = with_conn!(self.db, |conn| {
-            prepared(
+            prepared(concat!(
                 "SELECT d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
                      d.attempts_before_retry_round, \
                      e.event, e.payload \
                  FROM deliveries AS d JOIN events AS e ON e.id = d.event_id \
                  WHERE d.event_id = $1 AND e.id = $1 AND d.webhook_id = $2 \
-                   AND d.state = 'pending' AND d.lease_token = $3",
-            )
+                   AND d.lease_token = $3 AND ",
+                still_pending!("d"),
+            ))
             .binds((
                 bind::<Text, _>(&event),
                 bind::<Text, _>(&webhook),
@@ -521,6 +577,28 @@ impl Queue {
             &claim,
             bind::<Array<Text>, _>,
             bind::<Array<BigInt>, _>,
+        )
+        .load(&mut *conn)
+        .await?;
+        Ok(lines.into_iter().map(|line| line.line).collect())
+    }
+
+    /// PostgreSQL: records `finished` under `EXPLAIN ANALYZE` (so it records,
+    /// too) and answers the plan's lines; nothing on SQLite. For tests that hold
+    /// the record to finding each delivery by its key.
+    #[cfg(feature = "test-util")]
+    pub async fn explain_record(&self, finished: &[Finished]) -> Result<Vec<String>> {
+        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
+        let mut conn = pool.get().await?;
+        let lines: Vec<super::PlanLine> = pg_record(
+            concat!(
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
+                pg_record!()
+            ),
+            &rows,
         )
         .load(&mut *conn)
         .await?;
@@ -1102,6 +1180,29 @@ fn claim_statement<'a, Ids, Times>(
     ))
 }
 
+/// [`pg_record!`] (or a statement over it) with `rows` bound.
+fn pg_record<'a>(
+    sql: &'static str,
+    rows: &'a [FinishRow],
+) -> Prepared<impl crate::prepared::Binds<diesel::pg::Pg> + Send + 'a> {
+    use diesel::pg::sql_types::Array;
+    use diesel::sql_types::Nullable;
+    prepared(sql).binds((
+        bind::<Array<Text>, _>(column(rows, |r| r.event_id.as_str())),
+        bind::<Array<Text>, _>(column(rows, |r| r.webhook_id.as_str())),
+        bind::<Array<Text>, _>(column(rows, |r| r.lease_token.as_str())),
+        bind::<Array<Text>, _>(column(rows, |r| r.state.as_str())),
+        bind::<Array<BigInt>, _>(column(rows, |r| r.next_attempt_at)),
+        bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.attempt)),
+        bind::<Array<Text>, _>(column(rows, |r| r.attempt.event.as_str())),
+        bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.attempted_at)),
+        bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.attempt.status)),
+        bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.error.as_deref())),
+        bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.duration_ms)),
+        bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.response_body.as_deref())),
+    ))
+}
+
 /// SQLite's claims give their limits as `(SELECT $n)`, not `$n`: SQLite reads a
 /// bound `LIMIT ?` when it plans, marking the statement to be planned again
 /// whenever that parameter is bound anew, which diesel does at every call; so
@@ -1297,57 +1398,7 @@ impl QueueSql for PgConn {
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
-        use diesel::pg::sql_types::Array;
-        use diesel::sql_types::Nullable;
-        // One statement, so atomic without BEGIN and COMMIT round trips: the attempts
-        // are inserted for exactly the rows the update recorded.
-        let updated: Vec<KeyRow> = prepared(
-            "WITH recorded AS ( \
-                 UPDATE deliveries AS d SET attempts = d.attempts + 1, state = v.state, \
-                     next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
-                     AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
-                 WHERE d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
-                   AND d.lease_token = v.lease_token AND d.state = 'pending' \
-                 RETURNING d.event_id, d.webhook_id), \
-             logged AS ( \
-                 INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
-                     attempted_at, status, error, duration_ms, response_body) \
-                 SELECT a.event_id, a.webhook_id, a.attempt, a.event, a.attempted_at, \
-                     a.status, a.error, a.duration_ms, a.response_body \
-                 FROM unnest($1::text[], $2::text[], $6::bigint[], $7::text[], $8::bigint[], \
-                         $9::bigint[], $10::text[], $11::bigint[], $12::text[]) \
-                     AS a(event_id, webhook_id, attempt, event, attempted_at, status, error, \
-                         duration_ms, response_body) \
-                 JOIN recorded r ON r.event_id = a.event_id AND r.webhook_id = a.webhook_id \
-                 RETURNING webhook_id, attempted_at, status), \
-             counted AS ( \
-                 INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
-                 SELECT webhook_id, attempted_at - attempted_at % 3600000, \
-                     count(*) FILTER (WHERE status BETWEEN 200 AND 299), \
-                     count(*) FILTER (WHERE status IS NULL OR status NOT BETWEEN 200 AND 299) \
-                 FROM logged GROUP BY 1, 2 ORDER BY 1, 2 \
-                 ON CONFLICT (webhook_id, hour_start) DO UPDATE SET \
-                     succeeded = webhook_stats.succeeded + EXCLUDED.succeeded, \
-                     failed = webhook_stats.failed + EXCLUDED.failed) \
-             SELECT event_id, webhook_id FROM recorded",
-        )
-        .binds((
-            bind::<Array<Text>, _>(column(rows, |r| r.event_id.as_str())),
-            bind::<Array<Text>, _>(column(rows, |r| r.webhook_id.as_str())),
-            bind::<Array<Text>, _>(column(rows, |r| r.lease_token.as_str())),
-            bind::<Array<Text>, _>(column(rows, |r| r.state.as_str())),
-            bind::<Array<BigInt>, _>(column(rows, |r| r.next_attempt_at)),
-            bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.attempt)),
-            bind::<Array<Text>, _>(column(rows, |r| r.attempt.event.as_str())),
-            bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.attempted_at)),
-            bind::<Array<Nullable<BigInt>>, _>(column(rows, |r| r.attempt.status)),
-            bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.error.as_deref())),
-            bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.duration_ms)),
-            bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.response_body.as_deref())),
-        ))
-        .load(self)
-        .await?;
+        let updated: Vec<KeyRow> = pg_record(pg_record!(), rows).load(self).await?;
         Ok(recorded_attempts(rows, &updated).0)
     }
 
