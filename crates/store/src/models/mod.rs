@@ -26,6 +26,19 @@ macro_rules! webhooks_with_work {
     };
 }
 
+/// That delivery `{alias}`, found by its key (or its event's id), is still pending, written so that
+/// PostgreSQL cannot prove the due-index's `WHERE state = 'pending'` from it:
+/// with a plain `state = 'pending'` the planner may look the key up in the
+/// due-index (`webhook_id, next_attempt_at, event_id`), walking the webhook's
+/// whole range for each row, rather than in the primary key; it does whenever
+/// its statistics were taken with few deliveries pending, which is the due-index
+/// at rest, and a backlog is when that costs most.
+macro_rules! still_pending {
+    ($alias:literal) => {
+        concat!("(", $alias, ".state = 'pending') IS TRUE")
+    };
+}
+
 /// A line of `EXPLAIN`'s answer, for tests that hold a statement to the rows it
 /// reads (PostgreSQL).
 #[cfg(feature = "test-util")]

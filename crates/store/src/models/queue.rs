@@ -49,19 +49,6 @@ macro_rules! due_of_webhook {
     };
 }
 
-/// That delivery `{alias}`, found by its key, is still pending, written so that
-/// PostgreSQL cannot prove the due-index's `WHERE state = 'pending'` from it:
-/// with a plain `state = 'pending'` the planner may look the key up in the
-/// due-index (`webhook_id, next_attempt_at, event_id`), walking the webhook's
-/// whole range for each row, rather than in the primary key; it does whenever
-/// its statistics were taken with few deliveries pending, which is the due-index
-/// at rest, and a backlog is when that costs most.
-macro_rules! still_pending {
-    ($alias:literal) => {
-        concat!("(", $alias, ".state = 'pending') IS TRUE")
-    };
-}
-
 /// Of the webhooks with work (`hooks`), those the worker delivers to: a listener's
 /// deliveries go down its stream ([`Queue::claim_streamed`]). One key probe per
 /// webhook with work.

@@ -677,10 +677,13 @@ impl HistorySql for SqliteConn {
         // One IMMEDIATE transaction: the turn's look and its deletion together.
         self.immediate_transaction(async |conn| {
             // Deliveries and attempts go with their events (foreign keys cascade).
-            let delete = "DELETE FROM events WHERE id > $1 AND id <= $2 AND NOT EXISTS \
-                 (SELECT 1 FROM deliveries WHERE deliveries.event_id = events.id \
-                 AND deliveries.state = 'pending')";
-            forget_events_with!(conn, (next_turn!("events"), delete), after, cut, limit)
+            const DELETE: &str = concat!(
+                "DELETE FROM events WHERE id > $1 AND id <= $2 AND NOT EXISTS \
+                 (SELECT 1 FROM deliveries WHERE deliveries.event_id = events.id AND ",
+                still_pending!("deliveries"),
+                ")"
+            );
+            forget_events_with!(conn, (next_turn!("events"), DELETE), after, cut, limit)
         })
         .await
     }
@@ -708,17 +711,21 @@ impl HistorySql for PgConn {
         // Nothing cascades on PostgreSQL (see `partitions::KEYS_AND_INDEXES`): the
         // turn's deliveries and attempts go with their events, from the default
         // partitions too (the same bounds route them there).
-        let delete = "WITH gone AS (SELECT id FROM events_default WHERE id > $1 AND id <= $2 \
+        const DELETE: &str = concat!(
+            "WITH gone AS (SELECT id FROM events_default WHERE id > $1 AND id <= $2 \
              AND NOT EXISTS (SELECT 1 FROM deliveries_default AS d \
-                 WHERE d.event_id = events_default.id AND d.state = 'pending')), \
+                 WHERE d.event_id = events_default.id AND ",
+            still_pending!("d"),
+            ")), \
              deliveries_gone AS (DELETE FROM deliveries_default \
                  WHERE event_id IN (SELECT id FROM gone)), \
              attempts_gone AS (DELETE FROM delivery_attempts_default \
                  WHERE event_id IN (SELECT id FROM gone)) \
-             DELETE FROM events_default WHERE id IN (SELECT id FROM gone)";
+             DELETE FROM events_default WHERE id IN (SELECT id FROM gone)"
+        );
         forget_events_with!(
             self,
-            (next_turn!("events_default"), delete),
+            (next_turn!("events_default"), DELETE),
             after,
             cut,
             limit
