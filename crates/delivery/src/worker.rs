@@ -221,7 +221,7 @@ impl Worker {
                 tokio::spawn(Arc::clone(&attempt).run(delivery));
             }
             if claiming.is_none()
-                && let Some(wanted) = claims.wanted(&lanes)
+                && let Some(wanted) = claims.wanted(lanes.in_flight(), lanes.ready())
             {
                 let (skip, fast) = claims.start(&lanes, now);
                 claiming = Some(Box::pin(self.claim(wanted, claims.per_webhook, skip, fast)));
@@ -233,7 +233,7 @@ impl Worker {
                     match claimed {
                         Ok(batch) => {
                             held.hold(&batch);
-                            claims.took(&batch, wanted, limited, &self.config);
+                            claims.took(batch.len(), wanted, limited, &self.config);
                             let now = Instant::now();
                             let resting: Vec<ClaimedDelivery> = batch
                                 .into_iter()
@@ -467,10 +467,10 @@ impl Claims {
     }
 
     /// How many deliveries to claim now, if a claim should go out: deliveries
-    /// may be due and there is room for at least a round of slots.
-    fn wanted(&self, lanes: &Lanes) -> Option<u32> {
-        let room =
-            (self.concurrency - lanes.in_flight() + self.ahead).saturating_sub(lanes.ready());
+    /// may be due and there is room for at least a round of slots, with
+    /// `in_flight` attempts running and `ready` deliveries waiting in the lanes.
+    fn wanted(&self, in_flight: usize, ready: usize) -> Option<u32> {
+        let room = (self.concurrency.saturating_sub(in_flight) + self.ahead).saturating_sub(ready);
         (self.maybe_due && room >= self.concurrency)
             .then(|| u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size))
     }
@@ -483,15 +483,9 @@ impl Claims {
         (skip, lanes.fast(now))
     }
 
-    /// A claim for `wanted` came back with `batch`; `limited` when it took all
-    /// it could of some webhook.
-    fn took(
-        &mut self,
-        batch: &[ClaimedDelivery],
-        wanted: u32,
-        limited: bool,
-        config: &DeliveryConfig,
-    ) {
+    /// A claim for `wanted` came back with `claimed` deliveries; `limited` when
+    /// it took all it could of some webhook.
+    fn took(&mut self, claimed: usize, wanted: u32, limited: bool, config: &DeliveryConfig) {
         if self.failed > 0 {
             tracing::info!(
                 failed_claims = self.failed,
@@ -502,8 +496,8 @@ impl Claims {
         self.held_back |= limited;
         // A full batch means more may be due, and so does a webhook that filled
         // its share: claim again at once.
-        self.maybe_due = limited || u32::try_from(batch.len()).is_ok_and(|n| n == wanted);
-        self.empty = if batch.is_empty() {
+        self.maybe_due = limited || u32::try_from(claimed).is_ok_and(|n| n == wanted);
+        self.empty = if claimed == 0 {
             self.empty.saturating_add(1)
         } else {
             0
@@ -751,5 +745,67 @@ mod tests {
             .map(|empty| config.next_poll(empty).as_millis())
             .into();
         assert_eq!(polls, [5, 10, 20, 40, 50, 50, 50]);
+    }
+
+    #[test]
+    fn a_claim_goes_out_once_a_round_of_slots_is_free_and_asks_for_the_room() {
+        let config = DeliveryConfig {
+            concurrency: 8,
+            batch_size: 20,
+            ..DeliveryConfig::default()
+        };
+        let mut claims = Claims::new(&config);
+        let ahead = 8 * AHEAD_ROUNDS as usize;
+        // Every slot busy and every round ahead held ready: no room.
+        assert_eq!(claims.wanted(8, ahead), None);
+        // Less than a round of room: not yet.
+        assert_eq!(claims.wanted(8, ahead - 7), None);
+        // A round's room: asks for it.
+        assert_eq!(claims.wanted(8, ahead - 8), Some(8));
+        assert_eq!(claims.wanted(4, ahead - 8), Some(12));
+        // More room than a batch: a batch.
+        assert_eq!(claims.wanted(0, 0), Some(20));
+        // Nothing may be due: no claim, whatever the room.
+        claims.maybe_due = false;
+        assert_eq!(claims.wanted(0, 0), None);
+    }
+
+    #[test]
+    fn a_full_or_limited_claim_claims_again_at_once_and_a_short_one_waits() {
+        let config = DeliveryConfig::default();
+        let mut claims = Claims::new(&config);
+        // Each claim starts with nothing skipped (`start` sets `held_back` so).
+        let mut claim = |claimed, limited| {
+            claims.held_back = false;
+            claims.took(claimed, 16, limited, &config);
+            (claims.maybe_due, claims.held_back, claims.empty)
+        };
+        assert_eq!(
+            claim(16, false),
+            (true, false, 0),
+            "a full batch: more may be due"
+        );
+        assert_eq!(
+            claim(3, true),
+            (true, true, 0),
+            "a webhook gave all of its part"
+        );
+        assert_eq!(
+            claim(3, false),
+            (false, false, 0),
+            "short: wait for the poll"
+        );
+        assert_eq!(
+            claim(0, false),
+            (false, false, 1),
+            "empty: the poll backs off"
+        );
+        // A slot freed after a claim that held nothing back changes nothing; after
+        // one that did, it may take what was left.
+        claims.slot_freed();
+        assert!(!claims.maybe_due);
+        claims.held_back = true;
+        claims.slot_freed();
+        assert!(claims.maybe_due);
     }
 }
