@@ -45,7 +45,26 @@ macro_rules! still_pending {
 #[derive(diesel::QueryableByName)]
 pub(crate) struct PlanLine {
     #[diesel(sql_type = diesel::sql_types::Text, column_name = "QUERY PLAN")]
-    pub(crate) line: String,
+    line: String,
+}
+
+/// The plan's lines of `statement` (an `EXPLAIN` of one), run on PostgreSQL;
+/// none on SQLite. For tests that hold a statement to the rows it reads.
+#[cfg(feature = "test-util")]
+pub(crate) async fn plan_lines<'q, Q>(
+    db: &crate::db::Db,
+    statement: Q,
+) -> crate::Result<Vec<String>>
+where
+    Q: diesel_async::methods::LoadQuery<'q, crate::pool::PgConn, PlanLine> + 'q,
+{
+    use diesel_async::RunQueryDsl as _;
+    let crate::pool::Pools::Postgres(pool) = &db.pools else {
+        return Ok(Vec::new());
+    };
+    let mut conn = pool.get().await?;
+    let lines: Vec<PlanLine> = statement.load(&mut *conn).await?;
+    Ok(lines.into_iter().map(|line| line.line).collect())
 }
 
 pub(crate) mod account;

@@ -548,15 +548,11 @@ impl Queue {
     #[cfg(feature = "test-util")]
     pub async fn explain_claim(&self, request: &ClaimRequest<'_>) -> Result<Vec<String>> {
         use diesel::pg::sql_types::Array;
-        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
-            return Ok(Vec::new());
-        };
         let skip: Vec<String> = request.skip.iter().map(ToString::to_string).collect();
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
         let since = self.since(request);
         let claim = Claim::of(request, &skip, &fast, &since);
-        let mut conn = pool.get().await?;
-        let lines: Vec<super::PlanLine> = claim_statement(
+        let statement = claim_statement(
             concat!(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
                 pg_claim!()
@@ -564,10 +560,8 @@ impl Queue {
             &claim,
             bind::<Array<Text>, _>,
             bind::<Array<BigInt>, _>,
-        )
-        .load(&mut *conn)
-        .await?;
-        Ok(lines.into_iter().map(|line| line.line).collect())
+        );
+        super::plan_lines(&self.db, statement).await
     }
 
     /// PostgreSQL: records `finished` under `EXPLAIN ANALYZE` (so it records,
@@ -575,21 +569,15 @@ impl Queue {
     /// the record to finding each delivery by its key.
     #[cfg(feature = "test-util")]
     pub async fn explain_record(&self, finished: &[Finished]) -> Result<Vec<String>> {
-        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
-            return Ok(Vec::new());
-        };
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
-        let mut conn = pool.get().await?;
-        let lines: Vec<super::PlanLine> = pg_record(
+        let statement = pg_record(
             concat!(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
                 pg_record!()
             ),
             &rows,
-        )
-        .load(&mut *conn)
-        .await?;
-        Ok(lines.into_iter().map(|line| line.line).collect())
+        );
+        super::plan_lines(&self.db, statement).await
     }
 
     /// Records attempts and their outcomes in one transaction (one commit for the

@@ -160,24 +160,18 @@ impl Upkeep {
         workspaces: &[hookline_domain::WorkspaceId],
     ) -> Result<Vec<String>> {
         use diesel::pg::sql_types::Array;
-        let Pools::Postgres(pool) = &self.db.pools else {
-            return Ok(Vec::new());
-        };
         let cut = EventId::first_at(cutoff).to_string();
         let names: Vec<String> = EventName::ALL.iter().map(ToString::to_string).collect();
         let workspaces: Vec<String> = workspaces.iter().map(ToString::to_string).collect();
-        let mut conn = pool.get().await?;
-        let lines: Vec<super::PlanLine> = samples_statement(
+        let statement = samples_statement(
             concat!(
                 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ",
                 pg_newest_before!()
             ),
             (&cut, &names, &workspaces),
             bind::<Array<Text>, _>,
-        )
-        .load(&mut *conn)
-        .await?;
-        Ok(lines.into_iter().map(|line| line.line).collect())
+        );
+        super::plan_lines(&self.db, statement).await
     }
 
     /// Copies aside the samples among the events made before `cut` (an event id):
