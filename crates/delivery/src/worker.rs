@@ -780,26 +780,15 @@ mod tests {
             claims.took(claimed, 16, limited, &config);
             (claims.maybe_due, claims.held_back, claims.empty)
         };
-        assert_eq!(
-            claim(16, false),
-            (true, false, 0),
-            "a full batch: more may be due"
-        );
-        assert_eq!(
-            claim(3, true),
-            (true, true, 0),
-            "a webhook gave all of its part"
-        );
-        assert_eq!(
-            claim(3, false),
-            (false, false, 0),
-            "short: wait for the poll"
-        );
-        assert_eq!(
-            claim(0, false),
-            (false, false, 1),
-            "empty: the poll backs off"
-        );
+        let cases = [
+            (16, false, (true, false, 0), "a full batch: more may be due"),
+            (3, true, (true, true, 0), "a webhook gave all of its part"),
+            (3, false, (false, false, 0), "short: wait for the poll"),
+            (0, false, (false, false, 1), "empty: the poll backs off"),
+        ];
+        for (claimed, limited, then, why) in cases {
+            assert_eq!(claim(claimed, limited), then, "{why}");
+        }
         // A slot freed after a claim that held nothing back changes nothing; after
         // one that did, it may take what was left.
         claims.slot_freed();
