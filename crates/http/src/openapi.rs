@@ -186,6 +186,16 @@ pub(crate) fn listing(parameter: Value, cursor: &str, cursor_form: Option<String
     Value::Array(parameters)
 }
 
+/// What the attempt log's cursor is, in both APIs' descriptions of it (a
+/// macro, so that `concat!` takes it).
+macro_rules! attempt_cursor_is {
+    () => {
+        "The cursor is `<eventId>:<attempt>:<at>` (the previous page's `nextCursor`; \
+         `<eventId>:<attempt>` is also read)."
+    };
+}
+pub(crate) use attempt_cursor_is;
+
 /// What every operation's 503 means.
 pub(crate) const UNAVAILABLE_WHY: &str =
     "The database is not answering; nothing was changed. Retry after `Retry-After` seconds.";

@@ -17,8 +17,8 @@ use crate::admin::wire::{
 };
 use crate::input;
 use crate::openapi::{
-    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, listing, operation, page,
-    paging, path_parameter, schema, success,
+    Schemas, UNAVAILABLE_WHY, attempt_cursor_is, bare_success, document, json_response, listing,
+    operation, page, paging, path_parameter, schema, success,
 };
 use crate::wire::{AccountObject, AttemptObject, CatalogEventObject, KeyObject, TestSentObject};
 
@@ -114,7 +114,7 @@ fn admin() -> Value {
                 ("200", bare_success())))
         },
         "/admin/v1/hooks/{wh}/attempts": {
-            "get": with_404(op("The attempt log, newest first; the cursor is `<eventId>:<attempt>:<at>` (the previous page's `nextCursor`; `<eventId>:<attempt>` is also read).",
+            "get": with_404(op(concat!("The attempt log, newest first. ", attempt_cursor_is!()),
                 listing(wh(), "before", Some(AttemptCursor::unanchored_pattern())), None, ("200", page(schemas.of::<AttemptObject<'_>>()))))
         },
         "/admin/v1/hooks/{wh}/stats": {

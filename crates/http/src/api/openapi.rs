@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use crate::api::stream::StreamedDelivery;
 use crate::input;
 use crate::openapi::{
-    Schemas, UNAVAILABLE_WHY, bare_success, document, json_response, listing, operation, page,
-    path_parameter, schema, success,
+    Schemas, UNAVAILABLE_WHY, attempt_cursor_is, bare_success, document, json_response, listing,
+    operation, page, path_parameter, schema, success,
 };
 use crate::wire::{
     AttemptObject, CatalogEventObject, ListenerObject, Me, TestSentObject, WebhookObject,
@@ -64,8 +64,8 @@ fn public() -> Value {
                 ("200", bare_success()))
         },
         "/api/v1/hooks/{id}/attempts": {
-            "get": op("The webhook's attempt log, newest first: each attempt's status, error, duration and \
-                the start of its answer's body. The cursor is `<eventId>:<attempt>:<at>` (the previous page's `nextCursor`; `<eventId>:<attempt>` is also read).",
+            "get": op(concat!("The webhook's attempt log, newest first: each attempt's status, error, \
+                duration and the start of its answer's body. ", attempt_cursor_is!()),
                 listing(hook_id[0].clone(), "before", Some(AttemptCursor::unanchored_pattern())), None,
                 ("200", page(schemas.of::<AttemptObject<'_>>())))
         },
