@@ -80,8 +80,9 @@ fn rand_bits() -> u128 {
     hookline_domain::EventId::generate().ulid().random()
 }
 
-/// Records a delivered attempt of `claimed`.
-async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, at: Timestamp) {
+/// A first attempt of `claimed` that `webhook`'s receiver answered with 200 at
+/// `at`.
+fn delivered(claimed: &ClaimedDelivery, webhook: WebhookId, at: Timestamp) -> Finished {
     let attempt = DeliveryAttempt {
         event_id: claimed.event_id,
         webhook_id: webhook,
@@ -93,7 +94,12 @@ async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, a
         duration_ms: 1,
         response_body: None,
     };
-    let finished = [Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }];
+    Finished { claimed: claimed.clone(), attempt, outcome: Outcome::Delivered }
+}
+
+/// Records a delivered attempt of `claimed`.
+async fn deliver(store: &Store, claimed: &ClaimedDelivery, webhook: WebhookId, at: Timestamp) {
+    let finished = [delivered(claimed, webhook, at)];
     assert_eq!(
         store.queue().finish(&finished).await.unwrap(),
         [hookline_store::Recording::Recorded]
@@ -1230,34 +1236,17 @@ async fn a_record_finds_each_delivery_by_its_key_beside_a_backlog(db: TestDb) {
     let now = Timestamp::now();
     // The statistics are taken with nothing pending, as at rest; then the webhook
     // falls behind by 20,000 deliveries.
-    let delivered =
+    let at_rest =
         hookline_testdb::History::delivered(ws, vec![hook.id], 20_000, now.plus_millis(-7_200_000));
-    db.write_history(&delivered).await;
+    db.write_history(&at_rest).await;
     db.analyze().await;
     let hour_ago = now.plus_millis(-3_600_000);
     let backlog = hookline_testdb::History::pending(ws, vec![hook.id], 20_000, hour_ago, hour_ago);
     db.write_history(&backlog).await;
     let fast = [hook.id];
     let claimed = store.queue().claim(&ClaimRequest { fast: &fast, ..claim_now(10, &[]) }).await;
-    let finished: Vec<Finished> = claimed
-        .unwrap()
-        .into_iter()
-        .map(|claimed| Finished {
-            attempt: DeliveryAttempt {
-                event_id: claimed.event_id,
-                webhook_id: hook.id,
-                event: claimed.event,
-                attempt: 1,
-                at: now,
-                status: Some(200),
-                error: None,
-                duration_ms: 1,
-                response_body: None,
-            },
-            claimed,
-            outcome: Outcome::Delivered,
-        })
-        .collect();
+    let finished: Vec<Finished> =
+        claimed.unwrap().iter().map(|claimed| delivered(claimed, hook.id, now)).collect();
     assert_eq!(finished.len(), 10);
     if db.backend() == Backend::Postgres {
         // Each delivery is found by its primary key, not in the webhook's range of
