@@ -205,6 +205,7 @@ backend_tests!(
     a_claim_walks_none_of_what_its_handle_took_before,
     a_record_finds_each_delivery_by_its_key_beside_a_backlog,
     a_claim_finds_what_fell_due_behind_where_the_last_left_off,
+    a_claim_looks_behind_the_positions_only_now_and_then,
     the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace,
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
     the_attempt_log_pages_keep_one_plan_each,
@@ -1229,6 +1230,45 @@ async fn a_claim_walks_none_of_what_its_handle_took_before(db: TestDb) {
     }
 }
 
+async fn a_claim_looks_behind_the_positions_only_now_and_then(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://busy.example.com/", &[EventName::DmSent]).await;
+    // A busy second: 2,000 deliveries due every tenth of it, most of them since
+    // claimed and delivered by one handle, dead in the due-index until a vacuum
+    // and due in the clock skew behind its position.
+    let now = Timestamp::now();
+    let history =
+        hookline_testdb::History::pending(ws, vec![hook.id], 20_000, now.plus_millis(-1_000), now)
+            .every(100)
+            .due_as_made();
+    db.write_history(&history).await;
+    db.analyze().await;
+    let queue = store.queue();
+    let fast = [hook.id];
+    let at = |millis| ClaimRequest {
+        now: now.plus_millis(millis),
+        lease_until: now.plus_millis(60_000),
+        fast: &fast,
+        lease_token: "next",
+        ..claim_now(10, &[])
+    };
+    let drained = ClaimRequest { limit: 15_000, lease_token: "drained", ..at(0) };
+    assert_eq!(queue.claim(&drained).await.unwrap().len(), 15_000);
+    db.mark_leased_delivered("drained").await;
+    if db.backend() == Backend::Postgres {
+        // The next claim, a millisecond on, reads only after the position; one a
+        // tenth of a second on also walks the delivered rows behind it.
+        let soon = pages_read(&queue.explain_claim(&at(1)).await.unwrap());
+        let looking = pages_read(&queue.explain_claim(&at(101)).await.unwrap());
+        assert!(soon * 4 < looking, "{soon} pages read at once, {looking} looking behind");
+    } else {
+        for millis in [1, 101] {
+            assert_eq!(queue.claim(&at(millis)).await.unwrap().len(), 10);
+        }
+    }
+}
+
 async fn a_record_finds_each_delivery_by_its_key_beside_a_backlog(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
@@ -1296,19 +1336,21 @@ async fn a_claim_finds_what_fell_due_behind_where_the_last_left_off(db: TestDb) 
     let first = queue.claim(&request(now)).await.unwrap();
     assert_eq!(ids(first.clone()), due[..3]);
     // Written by an instance whose clock is half a second behind: due behind the
-    // newest claimed.
+    // newest claimed, and taken by the next claim that looks behind the
+    // positions (a tenth of a second on, at most).
     let late = emit_at(store, ws, EventName::DmSent, now.plus_millis(-6_500)).await.id;
-    let one = queue.claim(&ClaimRequest { per_webhook: 1, ..request(now.plus_millis(1)) }).await;
+    let look = now.plus_millis(100);
+    let one = queue.claim(&ClaimRequest { per_webhook: 1, ..request(look) }).await;
     assert_eq!(ids(one.unwrap()), [late], "one share, however the rows are read");
-    let again = queue.claim(&request(now.plus_millis(1))).await;
+    let again = queue.claim(&request(look.plus_millis(1))).await;
     assert_eq!(ids(again.unwrap()), [due[3]]);
     // Handed back, seconds behind the newest claimed: due again at once.
     assert_eq!(queue.release(&first[..1]).await.unwrap(), 1);
-    let again = queue.claim(&request(now.plus_millis(2))).await;
+    let again = queue.claim(&request(look.plus_millis(2))).await;
     assert_eq!(ids(again.unwrap()), [due[0]]);
     // Due long before, and leases that ran out: taken within a lease period.
     let far = emit_at(store, ws, EventName::DmSent, now.plus_millis(-60_000)).await.id;
-    let after_lease = now.plus_millis(lease + 10);
+    let after_lease = look.plus_millis(lease + 10);
     let later = queue.claim(&ClaimRequest { limit: 10, ..request(after_lease) }).await;
     assert_eq!(ids(later.unwrap()), [far, due[0], due[1], late, due[2], due[3]]);
 }

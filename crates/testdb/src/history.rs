@@ -27,6 +27,8 @@ pub struct History {
     pub step_ms: i64,
     pub state: &'static str,
     pub due_at: Timestamp,
+    /// Each chunk's deliveries due when it was made, not at `due_at`.
+    pub due_as_made: bool,
     pub attempted: Option<WebhookId>,
 }
 
@@ -48,6 +50,7 @@ impl History {
             step_ms: 1,
             state: "pending",
             due_at,
+            due_as_made: false,
             attempted: None,
         }
     }
@@ -69,6 +72,14 @@ impl History {
     /// The chunks `step_ms` apart.
     pub fn every(self, step_ms: i64) -> Self {
         History { step_ms, ..self }
+    }
+
+    /// Each chunk's deliveries due when it was made (pending ones).
+    pub fn due_as_made(self) -> Self {
+        History {
+            due_as_made: true,
+            ..self
+        }
     }
 
     /// One attempt per delivery to `webhook`.
@@ -197,6 +208,11 @@ macro_rules! write_chunks {
         let mut last = EventId::first_at(at);
         while written < history.events {
             let count = CHUNK.min(history.events - written);
+            let due_at = if history.due_as_made {
+                at
+            } else {
+                history.due_at
+            };
             // `evt_` and the ULID's ten time characters.
             let prefix = EventId::first_at(at).to_string()[..14].to_owned();
             let bound = |statement: &str, target: String| {
@@ -211,7 +227,7 @@ macro_rules! write_chunks {
                 for webhook in &history.webhooks {
                     bound(&$sql[1], webhook.to_string())
                         .bind::<Text, _>(history.state)
-                        .bind::<BigInt, _>(history.due_at.unix_millis())
+                        .bind::<BigInt, _>(due_at.unix_millis())
                         .execute(conn)
                         .await?;
                 }

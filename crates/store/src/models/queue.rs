@@ -60,15 +60,16 @@ macro_rules! not_a_listener {
 }
 
 /// PostgreSQL's claim: per webhook with work (`since`, with its [`Positions`]
-/// entry if it has one: `$8`, `$10`, `$11`), a `LATERAL` range of its own due rows
+/// entry if it has one: `$8` to `$11`), a `LATERAL` range of its own due rows
 /// (a fast webhook's even part of the claim among the fast webhooks with rows
 /// due and not leased, `fast_share`; `$6` for another), locked with `SKIP
 /// LOCKED`; then of those, each webhook's oldest before any webhook's second,
 /// and so on, oldest due first within a turn (so a fast webhook's backlog, due
 /// since long before, fills only what the others leave of the claim). A webhook
-/// with a position is read in two ranges: the rows after it, and those due in
-/// the clock skew (`$9`) before it (a `LATERAL` that locks cannot be a `UNION`
-/// of its own), its share counted over both; `fast_share` probes the same two
+/// with a position is read in two ranges: the rows after it, and, when the claim
+/// looks behind the positions, those due since the last look's clock skew
+/// before it (`behind_from`; a `LATERAL` that locks cannot be a `UNION` of its
+/// own), its share counted over both; `fast_share` probes the same two
 /// ranges, each up to its first due row that no lease holds (as a subquery with
 /// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
 /// may walk the webhook's every row by another index). The rows
@@ -80,15 +81,15 @@ macro_rules! pg_claim {
     () => {
         concat!(
             webhooks_with_work!(),
-            ", since AS (SELECT hooks.id, s.at, s.event_id FROM hooks \
-                 LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[]) \
-                     AS s(id, at, event_id) ON s.id = hooks.id \
+            ", since AS (SELECT hooks.id, s.at, s.event_id, s.behind_from FROM hooks \
+                 LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[], $9::bigint[]) \
+                     AS s(id, at, event_id, behind_from) ON s.id = hooks.id \
                  WHERE NOT (hooks.id = ANY($5::text[])) AND",
             not_a_listener!(),
             "), fast_share(n) AS (SELECT ($4 + n - 1) / n FROM ( \
                  SELECT greatest(COUNT(*), 1) AS n FROM since \
                  WHERE since.id = ANY($7::text[]) \
-                   AND (since.at IS NOT NULL AND (",
+                   AND (since.behind_from < since.at AND (",
             due_of_webhook!("1", "since.id", pg_claim!(before_position)),
             " LIMIT 1) IS NOT NULL OR (",
             due_of_webhook!("1", "since.id", pg_claim!(after_position)),
@@ -102,7 +103,7 @@ macro_rules! pg_claim {
                 pg_claim!(before_position)
             ),
             pg_claim!(per_webhook),
-            " WHERE since.at IS NOT NULL \
+            " WHERE since.behind_from < since.at \
              UNION ALL \
                  SELECT due.* FROM since CROSS JOIN LATERAL (",
             due_of_webhook!(
@@ -127,9 +128,10 @@ macro_rules! pg_claim {
         " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN (SELECT n FROM fast_share) ELSE $6 END \
              FOR UPDATE SKIP LOCKED) AS due"
     };
-    // A webhook's due rows in the clock skew before its position.
+    // A webhook's due rows behind its position, from the last look's clock skew
+    // before it (an empty range when the claim does not look behind).
     (before_position) => {
-        " AND next_attempt_at >= since.at - $9 AND next_attempt_at < since.at"
+        " AND next_attempt_at >= since.behind_from AND next_attempt_at < since.at"
     };
     // A webhook's due rows after its position, or all of them without one.
     (after_position) => {
@@ -259,10 +261,16 @@ pub struct Queue {
     pub(crate) positions: Option<Arc<Mutex<Positions>>>,
 }
 
-/// How far before a [`Positions`] entry a claim also reads: rows that an
-/// instance whose clock is behind this one's wrote as due "now" are not passed
-/// over.
+/// How far before a [`Positions`] entry a claim that looks behind it reads:
+/// rows that an instance whose clock is behind this one's wrote as due "now"
+/// are not passed over.
 const CLOCK_SKEW_MILLIS: i64 = 1_000;
+
+/// How often claims look behind the positions ([`Positions`]): a claim that
+/// looks walks the rows since the last look's clock skew, most of them taken
+/// (leased, or delivered and dead in the due-index until a vacuum), so a
+/// busy worker's claims, milliseconds apart, look only now and then.
+const LOOK_BEHIND_EVERY_MILLIS: i64 = 100;
 
 /// Where each webhook's due rows begin, as far as one [`Queue`] handle knows on
 /// PostgreSQL: the newest row it claimed of each, by due time and event id. The
@@ -273,18 +281,31 @@ const CLOCK_SKEW_MILLIS: i64 = 1_000;
 ///
 /// A row can still fall due behind a position: its lease ran out, or another
 /// instance handed its claim back, or an instance whose clock is behind wrote
-/// it. A claim also reads the [`CLOCK_SKEW_MILLIS`] before each position, this
-/// handle's hand-backs forget their webhooks' positions, and once per lease
-/// period (the request's `lease_until - now`) a claim reads every webhook from
-/// its start: a lease that ran out is taken again within a lease period, and so
-/// is a row due in the very millisecond of a position, with a smaller event id,
-/// written after it was claimed.
+/// it. Every [`LOOK_BEHIND_EVERY_MILLIS`] a claim also reads behind each
+/// position, from the [`CLOCK_SKEW_MILLIS`] before where the position was at
+/// the last look; this handle's hand-backs forget their webhooks' positions;
+/// and once per lease period (the request's `lease_until - now`) a claim reads
+/// every webhook from its start: a lease that ran out is taken again within a
+/// lease period, and so is a row due in the very millisecond of a position,
+/// with a smaller event id, written after it was claimed.
 #[derive(Debug, Default)]
 pub(crate) struct Positions {
-    /// Webhook id → the newest row claimed: `(next_attempt_at, event_id)`.
-    newest: HashMap<String, (i64, String)>,
+    /// Webhook id → where its due rows begin.
+    newest: HashMap<String, Position>,
     /// When a claim last read every webhook from its start.
     whole_at: i64,
+    /// When a claim last looked behind the positions.
+    looked_behind_at: i64,
+}
+
+/// One webhook's [`Positions`] entry.
+#[derive(Debug)]
+struct Position {
+    /// The newest row claimed: `(next_attempt_at, event_id)`.
+    newest: (i64, String),
+    /// Where the next look behind it starts: the clock skew before where it
+    /// was at the last look (or when it was made).
+    behind_from: i64,
 }
 
 /// Where a claim starts each webhook that has a [`Positions`] entry: lists in
@@ -294,6 +315,9 @@ pub(crate) struct Since {
     webhooks: Vec<String>,
     at: Vec<i64>,
     events: Vec<String>,
+    /// Where the range behind each position starts: at the position (an empty
+    /// range) when the claim does not look behind.
+    behind_from: Vec<i64>,
 }
 
 impl Positions {
@@ -304,11 +328,23 @@ impl Positions {
             self.newest.clear();
             self.whole_at = now;
         }
+        let look_behind = now.saturating_sub(self.looked_behind_at) >= LOOK_BEHIND_EVERY_MILLIS
+            || now < self.looked_behind_at;
+        if look_behind {
+            self.looked_behind_at = now;
+        }
         let mut since = Since::default();
-        for (webhook, (at, event)) in &self.newest {
+        for (webhook, position) in &mut self.newest {
+            let (at, event) = &position.newest;
             since.webhooks.push(webhook.clone());
             since.at.push(*at);
             since.events.push(event.clone());
+            if look_behind {
+                since.behind_from.push(position.behind_from);
+                position.behind_from = at - CLOCK_SKEW_MILLIS;
+            } else {
+                since.behind_from.push(*at);
+            }
         }
         since
     }
@@ -318,10 +354,13 @@ impl Positions {
         for row in rows {
             let claimed = (row.next_attempt_at, row.event_id.as_str());
             match self.newest.get_mut(&row.webhook_id) {
-                Some(newest) if (newest.0, newest.1.as_str()) >= claimed => {}
-                Some(newest) => *newest = (row.next_attempt_at, row.event_id.clone()),
+                Some(position) if (position.newest.0, position.newest.1.as_str()) >= claimed => {}
+                Some(position) => position.newest = (row.next_attempt_at, row.event_id.clone()),
                 None => {
-                    let position = (row.next_attempt_at, row.event_id.clone());
+                    let position = Position {
+                        newest: (row.next_attempt_at, row.event_id.clone()),
+                        behind_from: row.next_attempt_at - CLOCK_SKEW_MILLIS,
+                    };
                     self.newest.insert(row.webhook_id.clone(), position);
                 }
             }
@@ -1127,7 +1166,7 @@ type ClaimBinds<'a, Ids, Times> = (
     Bind<BigInt, i64>,
     Ids,
     Ids,
-    Bind<BigInt, i64>,
+    Times,
     Times,
     Ids,
 );
@@ -1149,7 +1188,7 @@ fn claim_statement<'a, Ids, Times>(
         bind(claim.per_webhook),
         ids(claim.fast),
         ids(&claim.since.webhooks),
-        bind(CLOCK_SKEW_MILLIS),
+        times(&claim.since.behind_from),
         times(&claim.since.at),
         ids(&claim.since.events),
     ))
@@ -1236,8 +1275,8 @@ impl QueueSql for SqliteConn {
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
-        // No positions on SQLite (see `Queue::positions`): `$8`, `$10` and `$11`
-        // are empty, and like `$9` not named.
+        // No positions on SQLite (see `Queue::positions`): `$8` to `$11` are
+        // empty, and not named.
         claim_statement(
             SQL,
             claim,
