@@ -1385,8 +1385,8 @@ impl QueueSql for SqliteConn {
 
 impl QueueSql for PgConn {
     async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
-        // The rows picked are found again by key as `= ANY (ARRAY(…))`, which
-        // prunes partitions at run time (see `pg_claim!`).
+        // The rows picked are found again by key as `= ANY (ARRAY(…))`: a few
+        // index probes per partition (see `pg_claim!`).
         const SQL: &str = concat!(
             "WITH picked AS MATERIALIZED (",
             due_of_webhook!("event_id, webhook_id", "$2"),
