@@ -308,6 +308,21 @@ struct Position {
     behind_from: i64,
 }
 
+impl Position {
+    /// A position first made at the row `(at, event)`.
+    fn new(at: i64, event: String) -> Position {
+        Position {
+            newest: (at, event),
+            behind_from: look_behind_from(at),
+        }
+    }
+}
+
+/// Where the next look behind a position that is now at `at` starts.
+fn look_behind_from(at: i64) -> i64 {
+    at - CLOCK_SKEW_MILLIS
+}
+
 /// Where a claim starts each webhook that has a [`Positions`] entry: lists in
 /// step, as PostgreSQL binds them.
 #[derive(Debug, Default)]
@@ -341,7 +356,7 @@ impl Positions {
             since.events.push(event.clone());
             if look_behind {
                 since.behind_from.push(position.behind_from);
-                position.behind_from = at - CLOCK_SKEW_MILLIS;
+                position.behind_from = look_behind_from(*at);
             } else {
                 since.behind_from.push(*at);
             }
@@ -357,10 +372,7 @@ impl Positions {
                 Some(position) if (position.newest.0, position.newest.1.as_str()) >= claimed => {}
                 Some(position) => position.newest = (row.next_attempt_at, row.event_id.clone()),
                 None => {
-                    let position = Position {
-                        newest: (row.next_attempt_at, row.event_id.clone()),
-                        behind_from: row.next_attempt_at - CLOCK_SKEW_MILLIS,
-                    };
+                    let position = Position::new(row.next_attempt_at, row.event_id.clone());
                     self.newest.insert(row.webhook_id.clone(), position);
                 }
             }
