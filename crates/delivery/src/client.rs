@@ -24,6 +24,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
 use tokio::net::TcpStream;
 
+use crate::lookups::Lookups;
 use crate::proxy::EgressProxy;
 use crate::{Error, Result};
 
@@ -111,6 +112,7 @@ impl HttpsClient {
                 policy,
                 connect_timeout: timeout,
                 proxy: proxy.map(Arc::new),
+                lookups: Arc::default(),
             });
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
@@ -263,6 +265,7 @@ pub(crate) struct GuardedConnector {
     policy: TargetPolicy,
     connect_timeout: Duration,
     proxy: Option<Arc<EgressProxy>>,
+    lookups: Arc<Lookups>,
 }
 
 impl tower_service::Service<Uri> for GuardedConnector {
@@ -278,6 +281,7 @@ impl tower_service::Service<Uri> for GuardedConnector {
         let policy = self.policy;
         let connect_timeout = self.connect_timeout;
         let proxy = self.proxy.clone();
+        let lookups = Arc::clone(&self.lookups);
         Box::pin(async move {
             let host = uri
                 .host()
@@ -288,9 +292,7 @@ impl tower_service::Service<Uri> for GuardedConnector {
             let port = uri.port_u16().unwrap_or(443);
             let candidates: Vec<SocketAddr> = match host.parse::<IpAddr>() {
                 Ok(ip) => vec![SocketAddr::new(ip, port)],
-                Err(_) => tokio::net::lookup_host((host.as_str(), port))
-                    .await?
-                    .collect(),
+                Err(_) => lookups.resolve(&host, port).await?,
             };
             let (allowed, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = candidates
                 .into_iter()

@@ -29,6 +29,7 @@
 mod client;
 mod lanes;
 mod leases;
+mod lookups;
 mod proxy;
 mod recorder;
 mod schedule;
