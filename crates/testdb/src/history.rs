@@ -153,46 +153,48 @@ impl TestDb {
     /// them, without new statistics (PostgreSQL's planner still sees them pending
     /// until the next `ANALYZE`).
     pub async fn mark_delivered(&self, webhook: WebhookId) {
-        let sql = self.dialect(
+        self.execute_for(
             "UPDATE deliveries SET state = 'delivered', attempts = 1 WHERE webhook_id = $1",
-        );
-        with_own_connection!(self, |conn| diesel::sql_query(&sql)
-            .bind::<Text, _>(webhook.to_string())
-            .execute(conn)
-            .await)
-        .expect("mark delivered");
+            &webhook.to_string(),
+        )
+        .await;
     }
 
     /// Marks the deliveries leased to `token` delivered, as the records of their
     /// attempts would (their lease ends).
     pub async fn mark_leased_delivered(&self, token: &str) {
-        let sql = self.dialect(
+        self.execute_for(
             "UPDATE deliveries SET state = 'delivered', attempts = 1, lease_until = NULL, \
                  lease_token = NULL WHERE lease_token = $1",
-        );
-        with_own_connection!(self, |conn| diesel::sql_query(&sql)
-            .bind::<Text, _>(token)
-            .execute(conn)
-            .await)
-        .expect("mark leased delivered");
+            token,
+        )
+        .await;
     }
 
     /// Counts `webhook`'s attempts into its health counters (`webhook_stats`), as
     /// the recorder counts each as it records it: for history written in bulk.
     pub async fn count_attempts(&self, webhook: WebhookId) {
-        let sql = self.dialect(
+        self.execute_for(
             "INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
              SELECT webhook_id, attempted_at - attempted_at % 3600000, \
                  SUM(CASE WHEN status BETWEEN 200 AND 299 THEN 1 ELSE 0 END), \
                  SUM(CASE WHEN status BETWEEN 200 AND 299 THEN 0 ELSE 1 END) \
              FROM delivery_attempts WHERE webhook_id = $1 \
              GROUP BY webhook_id, attempted_at - attempted_at % 3600000",
-        );
+            &webhook.to_string(),
+        )
+        .await;
+    }
+
+    /// Runs `sql` (written as PostgreSQL's, `$1` its one parameter) with `value`
+    /// bound, on a connection of its own.
+    async fn execute_for(&self, sql: &str, value: &str) {
+        let sql = self.dialect(sql);
         with_own_connection!(self, |conn| diesel::sql_query(&sql)
-            .bind::<Text, _>(webhook.to_string())
+            .bind::<Text, _>(value)
             .execute(conn)
             .await)
-        .expect("count attempts");
+        .unwrap_or_else(|error| panic!("{sql}: {error}"));
     }
 }
 
