@@ -228,7 +228,7 @@ impl Worker {
             }
             tokio::select! {
                 () = &mut shutdown => break,
-                (wanted, limited, claimed) = next_claim(&mut claiming), if claiming.is_some() => {
+                ClaimAnswer { wanted, limited, claimed } = next_claim(&mut claiming), if claiming.is_some() => {
                     claiming = None;
                     match claimed {
                         Ok(batch) => {
@@ -286,7 +286,7 @@ impl Worker {
     async fn release_unstarted(&self, lanes: &mut Lanes, claiming: Option<ClaimFuture<'_>>) {
         let mut unstarted = lanes.take_ready();
         if let Some(claim) = claiming
-            && let (_, _, Ok(batch)) = claim.await
+            && let Ok(batch) = claim.await.claimed
         {
             unstarted.extend(batch);
         }
@@ -303,16 +303,14 @@ impl Worker {
     }
 
     /// Claims up to `wanted` due deliveries under this worker's lease, at most
-    /// `per_webhook` of one webhook (more of a `fast` one) and none of `skip`'s;
-    /// answers `wanted` with them, and whether the claim took all it could of
-    /// some webhook (`Queue::took_all_of_a_webhook`).
+    /// `per_webhook` of one webhook (more of a `fast` one) and none of `skip`'s.
     async fn claim(
         &self,
         wanted: u32,
         per_webhook: u32,
         skip: Vec<WebhookId>,
         fast: Vec<WebhookId>,
-    ) -> (u32, bool, hookline_store::Result<Vec<ClaimedDelivery>>) {
+    ) -> ClaimAnswer {
         let now = self.queue.clock().now();
         let request = ClaimRequest {
             now,
@@ -327,7 +325,11 @@ impl Worker {
         let limited = claimed
             .as_ref()
             .is_ok_and(|batch| self.queue.took_all_of_a_webhook(&request, batch));
-        (wanted, limited, claimed)
+        ClaimAnswer {
+            wanted,
+            limited,
+            claimed,
+        }
     }
 
     /// Books an ended attempt in its lane; the breaker's moves are logged and
@@ -550,15 +552,22 @@ struct Done {
     took: Duration,
 }
 
-/// A claim in flight, as `Worker::claim` answers it.
-type ClaimFuture<'a> = std::pin::Pin<
-    Box<dyn Future<Output = (u32, bool, hookline_store::Result<Vec<ClaimedDelivery>>)> + Send + 'a>,
->;
+/// What a claim (`Worker::claim`) answered.
+#[derive(Debug)]
+struct ClaimAnswer {
+    /// How many deliveries it asked for.
+    wanted: u32,
+    /// Whether it took all it could of some webhook
+    /// (`Queue::took_all_of_a_webhook`): that webhook may have more due.
+    limited: bool,
+    claimed: hookline_store::Result<Vec<ClaimedDelivery>>,
+}
+
+/// A claim in flight.
+type ClaimFuture<'a> = std::pin::Pin<Box<dyn Future<Output = ClaimAnswer> + Send + 'a>>;
 
 /// The claim in flight's answer; never, when none is.
-async fn next_claim(
-    claiming: &mut Option<ClaimFuture<'_>>,
-) -> (u32, bool, hookline_store::Result<Vec<ClaimedDelivery>>) {
+async fn next_claim(claiming: &mut Option<ClaimFuture<'_>>) -> ClaimAnswer {
     match claiming {
         Some(claim) => claim.await,
         None => std::future::pending().await,
