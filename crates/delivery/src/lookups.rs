@@ -48,7 +48,13 @@ impl Lookups {
     {
         let key = (host.to_owned(), port);
         let running = Arc::clone(self.lock().entry(key.clone()).or_default());
-        let answer = running
+        let waiting = Waiting {
+            lookups: self,
+            key,
+            running,
+        };
+        let answer = waiting
+            .running
             .get_or_init(|| async {
                 lookup()
                     .await
@@ -56,19 +62,36 @@ impl Lookups {
             })
             .await
             .clone();
-        let mut lookups = self.lock();
-        if lookups
-            .get(&key)
-            .is_some_and(|cell| Arc::ptr_eq(cell, &running))
-        {
-            lookups.remove(&key);
-        }
         answer.map_err(|(kind, text)| io::Error::new(kind, text))
     }
 
     fn lock(&self) -> MutexGuard<'_, Running> {
         // The map is whole after any panic: each change is one call on it.
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One connect's wait for a lookup. However the wait ends (answered, or the
+/// connect dropped), the lookup leaves the map once it has ended or no other
+/// connect waits for it, so the map holds only lookups someone waits for.
+struct Waiting<'a> {
+    lookups: &'a Lookups,
+    key: (String, u16),
+    running: Arc<OnceCell<Answer>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut running = self.lookups.lock();
+        // Counts rise only under this lock: two holders are the map and this wait.
+        let last = self.running.initialized() || Arc::strong_count(&self.running) == 2;
+        if last
+            && running
+                .get(&self.key)
+                .is_some_and(|cell| Arc::ptr_eq(cell, &self.running))
+        {
+            running.remove(&self.key);
+        }
     }
 }
 
@@ -127,6 +150,21 @@ mod tests {
         let again = lookups.shared("receiver.example", 443, lookup).await;
         assert_eq!(again.expect("answered"), vec![addr]);
         assert_eq!(started.load(Ordering::SeqCst), 3);
+        assert!(lookups.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_lookup_every_connect_gave_up_on_is_not_kept() {
+        let lookups = Lookups::default();
+        let lookup = || std::future::pending::<io::Result<Vec<SocketAddr>>>();
+        let mut connects: Vec<Connect<'_>> = (0..3)
+            .map(|_| Box::pin(lookups.shared("slow.example", 443, lookup)) as Connect<'_>)
+            .collect();
+        run_until_waiting(&mut connects).await;
+        assert_eq!(lookups.lock().len(), 1);
+        drop(connects.remove(0));
+        assert_eq!(lookups.lock().len(), 1, "two connects still wait");
+        drop(connects);
         assert!(lookups.lock().is_empty());
     }
 
