@@ -9,7 +9,7 @@ use hookline_domain::{Account, Clock, Webhook, WorkspaceId};
 use crate::models::event::{NewEvent, Recorded};
 
 use crate::pool::Pools;
-use crate::write_lock::{WriteLock, WriteTurn};
+use crate::write_lock::{WriteLock, WriteTurn, Writer};
 use crate::{Backend, Error, Result, StoreConfig};
 
 /// A call shared by concurrent callers (see `hookline-batch`), started on first use.
@@ -25,6 +25,8 @@ pub(crate) struct Db {
     /// SQLite has one writer at a time. hookline's writers take turns here (see
     /// `write_lock.rs`) rather than in SQLite's busy handler.
     sqlite_writes: Arc<WriteLock>,
+    /// Whose writes this handle's are: the worker's give way to the others'.
+    writer: Writer,
     /// The two reads every API request makes, and the outbox write.
     pub(crate) accounts_by_workspace: Coalesced<WorkspaceId, Vec<Account>>,
     pub(crate) webhooks_by_workspace: Coalesced<WorkspaceId, Vec<Webhook>>,
@@ -41,7 +43,7 @@ impl Db {
                 // processes opening a new file at once would fail with "database
                 // is locked". Taking the write turn makes them open it in turn.
                 let pools = {
-                    let _turn = writes.turn().await;
+                    let _turn = writes.turn(Writer::Foreground).await;
                     Pools::open(config).await?
                 };
                 (writes, pools)
@@ -53,6 +55,7 @@ impl Db {
             database_url: config.database_url.as_str().into(),
             clock: config.clock.clone(),
             sqlite_writes: Arc::new(sqlite_writes),
+            writer: Writer::Foreground,
             accounts_by_workspace: Arc::default(),
             webhooks_by_workspace: Arc::default(),
             outbox_writes: Arc::default(),
@@ -71,11 +74,20 @@ impl Db {
         }
     }
 
+    /// The same database for the worker's handles: on SQLite their writes give
+    /// way to the requests' (see `write_lock::Writer`).
+    pub(crate) fn for_the_worker(&self) -> Db {
+        Db {
+            writer: Writer::Background,
+            ..self.clone()
+        }
+    }
+
     /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,
     /// whose row locks let writers of different rows run at once.
     pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
         match self.pools {
-            Pools::Sqlite { .. } => Some(self.sqlite_writes.turn().await),
+            Pools::Sqlite { .. } => Some(self.sqlite_writes.turn(self.writer).await),
             Pools::Postgres(_) => None,
         }
     }

@@ -107,7 +107,7 @@ impl Store {
     pub fn queue(&self) -> Queue {
         let positions = (self.db.backend() == Backend::Postgres).then(Default::default);
         Queue {
-            db: self.db.clone(),
+            db: self.db.for_the_worker(),
             positions,
         }
     }
@@ -115,7 +115,7 @@ impl Store {
     /// The worker's housekeeping handle: retention, partitions, space.
     pub fn upkeep(&self) -> Upkeep {
         Upkeep {
-            db: self.db.clone(),
+            db: self.db.for_the_worker(),
         }
     }
 

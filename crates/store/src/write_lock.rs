@@ -38,12 +38,27 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(crate::pool::bus
 #[derive(Debug, Default)]
 pub(crate) struct WriteLock {
     in_process: Mutex<()>,
+    /// The worker's writers queue here first, so that at most one of them waits
+    /// for `in_process` at a time: a request's write (every request writes its
+    /// key's rate window) waits for the turn under way and at most one of the
+    /// worker's, never for each claim and record a busy worker has queued.
+    background: Mutex<()>,
     across_processes: Option<Arc<File>>,
+}
+
+/// Whose write a turn is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// A request, a command: someone waits for its answer.
+    Foreground,
+    /// The worker's claims, records and upkeep, which give way to the others.
+    Background,
 }
 
 /// A writer's turn; it ends when this is dropped.
 #[derive(Debug)]
 pub(crate) struct WriteTurn<'a> {
+    _background: Option<MutexGuard<'a, ()>>,
     _in_process: MutexGuard<'a, ()>,
     _across_processes: Option<FileLock>,
 }
@@ -80,20 +95,25 @@ impl WriteLock {
             }
         };
         WriteLock {
-            in_process: Mutex::new(()),
             across_processes,
+            ..WriteLock::default()
         }
     }
 
-    /// Waits for this writer's turn: first among this process's writers, in order,
-    /// then among the processes.
-    pub(crate) async fn turn(&self) -> WriteTurn<'_> {
+    /// Waits for this writer's turn: first among this process's writers, in order
+    /// (a background writer behind the one before it), then among the processes.
+    pub(crate) async fn turn(&self, writer: Writer) -> WriteTurn<'_> {
+        let background = match writer {
+            Writer::Background => Some(self.background.lock().await),
+            Writer::Foreground => None,
+        };
         let in_process = self.in_process.lock().await;
         let across_processes = match &self.across_processes {
             Some(file) => lock_file(file).await,
             None => None,
         };
         WriteTurn {
+            _background: background,
             _in_process: in_process,
             _across_processes: across_processes,
         }
@@ -142,15 +162,15 @@ mod tests {
         let (first, second) = (Arc::new(WriteLock::sqlite(&url)), WriteLock::sqlite(&url));
         assert!(first.across_processes.is_some());
 
-        let turn = first.turn().await;
+        let turn = first.turn(Writer::Foreground).await;
         let waiting = tokio::spawn({
             let first = Arc::clone(&first);
             async move {
                 // Queued behind the second process's writer, then in order.
-                let _turn = first.turn().await;
+                let _turn = first.turn(Writer::Foreground).await;
             }
         });
-        let mut second_turn = std::pin::pin!(second.turn());
+        let mut second_turn = std::pin::pin!(second.turn(Writer::Foreground));
         assert!(
             tokio::time::timeout(Duration::from_millis(200), &mut second_turn)
                 .await
@@ -163,8 +183,41 @@ mod tests {
         drop(second_turn);
         waiting.await.unwrap();
         // A turn that ended left the file free.
-        assert!(first.turn().await._across_processes.is_some());
+        assert!(
+            first
+                .turn(Writer::Foreground)
+                .await
+                ._across_processes
+                .is_some()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A request's write queued behind two of the worker's goes after the first.
+    #[tokio::test]
+    async fn a_foreground_writer_waits_for_one_background_writer_at_most() {
+        let lock = Arc::new(WriteLock::default());
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let held = lock.turn(Writer::Foreground).await;
+        let mut writers = Vec::new();
+        for (name, writer) in [
+            ("worker 1", Writer::Background),
+            ("worker 2", Writer::Background),
+            ("request", Writer::Foreground),
+        ] {
+            let (lock, order) = (Arc::clone(&lock), Arc::clone(&order));
+            writers.push(tokio::spawn(async move {
+                let _turn = lock.turn(writer).await;
+                order.lock().unwrap().push(name);
+            }));
+            // Each one queued before the next starts.
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["worker 1", "request", "worker 2"]);
     }
 
     #[test]
