@@ -292,6 +292,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "HOOKLINE_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_connections: Option<u32>,
 
+    /// How much lower the CPU priority of the delivery threads is than the API's,
+    /// as a nice increment (0 to 19): on a busy machine requests are answered
+    /// first and deliveries take the CPU left; 0 shares it evenly.
+    #[arg(long, env = "HOOKLINE_DELIVERY_NICENESS", default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub(crate) delivery_niceness: u8,
+
     #[command(flatten)]
     pub(crate) key: KeyPrefixArg,
 

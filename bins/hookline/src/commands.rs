@@ -129,14 +129,21 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     }
     let max_connections = http.max_connections;
     let store = config.open_store().await?;
-    let worker = Worker::new(
-        store.queue(),
-        store.upkeep(),
-        delivery_config(&config, &args.worker.delivery),
-    )?;
+    let deliveries = DeliveryRuntime::start(args.delivery_niceness)?;
+    let worker = deliveries
+        .spawn({
+            let store = store.clone();
+            let delivery = delivery_config(&config, &args.worker.delivery);
+            async move {
+                let store = store.for_this_runtime().await?;
+                anyhow::Ok(Worker::new(store.queue(), store.upkeep(), delivery)?)
+            }
+        })
+        .await??;
     let app = App::new(&store, worker.outbox(store.events()), config.app.clone())
-        .with_streamed(worker.streamed());
+        .with_streamed(worker.streamed(store.queue()));
     let server = Server::bind(http, app, store.key_check(), store.admin_tokens()).await?;
+    let stop = stop_signal();
     if let Some(addr) = server.local_addr() {
         tracing::info!(%addr, backend = config.store.backend()?.as_str(), max_connections, "listening on {addr}");
     }
@@ -144,11 +151,79 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(%addr, "admin API listening on {addr}");
     }
     tracing::info!("ready: serving both APIs and delivering webhooks; SIGTERM or Ctrl-C stops");
-    let stop = stop_signal();
-    tokio::join!(server.run(stop.wait()), worker.run(stop.wait()));
+    let (_, delivered) = tokio::join!(
+        server.run(stop.wait()),
+        deliveries.spawn(worker.run(stop.wait()))
+    );
+    delivered?;
     tracing::info!("stopped");
     Ok(())
 }
+
+/// The Tokio runtime `serve` delivers on, beside the one the API runs on: its
+/// threads (blocking ones included, which run SQLite's statements) have a lower
+/// CPU priority, so that when the CPU is short (a large backlog draining at full
+/// pace) requests are answered first and deliveries take what is left.
+struct DeliveryRuntime {
+    handle: tokio::runtime::Handle,
+    /// Taken when dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl DeliveryRuntime {
+    fn start(niceness: u8) -> anyhow::Result<DeliveryRuntime> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            // Each thread keeps its own allocator heap; a second one cost memory
+            // and gained nothing measured (docs/PERFORMANCE.md).
+            .worker_threads(1)
+            .thread_name("hookline-delivery")
+            .on_thread_start(move || lower_thread_priority(niceness))
+            .enable_all()
+            .build()
+            .context("cannot start the delivery threads")?;
+        Ok(DeliveryRuntime {
+            handle: runtime.handle().clone(),
+            runtime: Some(runtime),
+        })
+    }
+
+    fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
+}
+
+impl Drop for DeliveryRuntime {
+    /// Dropping a runtime waits for its threads, which async code must not do;
+    /// by now the worker has finished, and what is left (idle connections) stops.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Adds `niceness` to the calling thread's nice value: Linux keeps one per thread.
+#[cfg(target_os = "linux")]
+fn lower_thread_priority(niceness: u8) {
+    use rustix::process::{getpriority_process, setpriority_process};
+    if niceness == 0 {
+        return;
+    }
+    let thread = Some(rustix::thread::gettid());
+    let lowered = getpriority_process(thread)
+        .and_then(|nice| setpriority_process(thread, nice + i32::from(niceness)));
+    if let Err(error) = lowered {
+        tracing::warn!(%error, "cannot lower a delivery thread's CPU priority; it shares the CPU evenly with requests");
+    }
+}
+
+/// Elsewhere a nice value is the whole process's: the delivery threads keep it.
+#[cfg(not(target_os = "linux"))]
+fn lower_thread_priority(_niceness: u8) {}
 
 /// Delivers webhooks until SIGTERM or SIGINT.
 async fn worker(config: Config, args: WorkerArgs) -> anyhow::Result<()> {
@@ -192,39 +267,43 @@ fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
 struct StopSignal(tokio::sync::watch::Receiver<bool>);
 
 impl StopSignal {
-    async fn wait(&self) {
+    /// Completes once stopping; it borrows nothing, so another runtime can run it.
+    fn wait(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut stopped = self.0.clone();
-        let _ = stopped.wait_for(|stopped| *stopped).await;
+        async move {
+            let _ = stopped.wait_for(|stopped| *stopped).await;
+        }
     }
 }
 
 fn stop_signal() -> StopSignal {
+    use tokio::signal::unix::{SignalKind, signal};
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    // Listened for from this call on, before the caller says it is ready: until
+    // then a signal's default action would end the process without a clean stop.
+    let mut terminate = signal(SignalKind::terminate());
+    let mut interrupt = signal(SignalKind::interrupt());
     tokio::spawn(async move {
-        shutdown_signal().await;
+        tokio::select! {
+            () = received(&mut terminate, "SIGTERM") => {}
+            () = received(&mut interrupt, "SIGINT") => {}
+        }
         tracing::info!("stopping");
         let _ = stop.send(true);
     });
     StopSignal(stopped)
 }
 
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let terminate = async {
-        match signal(SignalKind::terminate()) {
-            Ok(mut stream) => {
-                stream.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM; stop with SIGINT");
-                std::future::pending::<()>().await;
-            }
+/// Completes when the signal arrives; never if it cannot be listened for.
+async fn received(signal: &mut std::io::Result<tokio::signal::unix::Signal>, name: &str) {
+    match signal {
+        Ok(stream) => {
+            stream.recv().await;
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+        Err(error) => {
+            tracing::warn!(%error, "cannot listen for {name}");
+            std::future::pending::<()>().await;
+        }
     }
 }
 

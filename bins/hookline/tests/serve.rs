@@ -1061,3 +1061,65 @@ async fn postgres_out_of_reach_answers_503_within_the_deadline_then_recovers() {
     answers_again(public, &key, Duration::from_secs(60)).await;
     assert!(signal(child, "-TERM").await.success());
 }
+
+/// Each thread of process `pid`: its name and its nice value (from
+/// `/proc/<pid>/task/<tid>/stat`, whose 19th field it is).
+fn threads_and_nice_values(pid: u32) -> Vec<(String, i32)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let path = task.unwrap().path();
+        // A thread that ended since the directory was listed is skipped.
+        let (Ok(name), Ok(stat)) = (
+            std::fs::read_to_string(path.join("comm")),
+            std::fs::read_to_string(path.join("stat")),
+        ) else {
+            continue;
+        };
+        // The fields after the name, which is in parentheses, start at the 3rd.
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let nice = after_name.split(' ').nth(19 - 3).unwrap().parse().unwrap();
+        threads.push((name.trim_end().to_owned(), nice));
+    }
+    threads
+}
+
+/// The nice values of `serve`'s delivery threads and of its other threads,
+/// with `niceness` given (or the default).
+async fn nice_values_of_serve(db: &TestDb, niceness: Option<&str>) -> (Vec<i32>, Vec<i32>) {
+    let env: Vec<_> =
+        niceness.map(|value| ("HOOKLINE_DELIVERY_NICENESS", value)).into_iter().collect();
+    let (child, _) = start(db, "serve", &env, "listening on ").await;
+    let threads = threads_and_nice_values(child.id().unwrap());
+    let (delivery, other): (Vec<_>, Vec<_>) =
+        threads.into_iter().partition(|(name, _)| name.starts_with("hookline-deliv"));
+    let exit = signal(child, "-TERM").await;
+    assert!(exit.success(), "exit status {exit}");
+    let nice = |threads: Vec<(String, i32)>| threads.into_iter().map(|(_, nice)| nice).collect();
+    (nice(delivery), nice(other))
+}
+
+backend_tests!(serve_delivers_on_threads_of_lower_cpu_priority_than_the_apis);
+
+async fn serve_delivers_on_threads_of_lower_cpu_priority_than_the_apis(db: TestDb) {
+    let (delivery, other) = nice_values_of_serve(&db, None).await;
+    assert!(!delivery.is_empty() && !other.is_empty(), "{delivery:?} {other:?}");
+    // Every thread but the delivery ones keeps the nice value the process started with.
+    let started = other[0];
+    assert!(other.iter().all(|&nice| nice == started), "{other:?}");
+    let lowered = (started + 10).min(19);
+    assert!(delivery.iter().all(|&nice| nice == lowered), "{delivery:?}, started at {started}");
+
+    let (delivery, other) = nice_values_of_serve(&db, Some("0")).await;
+    assert!(!delivery.is_empty(), "no delivery threads");
+    assert!(delivery.iter().chain(&other).all(|&nice| nice == started), "{delivery:?} {other:?}");
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["serve", "--delivery-niceness", "20"])
+        .env("DATABASE_URL", db.url())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("--delivery-niceness") && said.contains("0..=19"), "{said}");
+}

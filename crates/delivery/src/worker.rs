@@ -153,9 +153,11 @@ impl Worker {
     }
 
     /// The handle listeners' streams claim and record their deliveries by,
-    /// with this worker's timeout and retry schedule.
-    pub fn streamed(&self) -> StreamedDeliveries {
-        StreamedDeliveries::new(self.queue.clone(), &self.config)
+    /// through `queue` (the API's, where the API runs on another runtime than the
+    /// worker: see `Store::for_this_runtime`), with this worker's timeout and retry
+    /// schedule.
+    pub fn streamed(&self, queue: Queue) -> StreamedDeliveries {
+        StreamedDeliveries::new(queue, &self.config)
     }
 
     /// An outbox whose emits wake this worker at once.

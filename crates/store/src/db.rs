@@ -20,6 +20,8 @@ pub(crate) type Coalesced<I, O> = Arc<OnceLock<Batcher<I, O, Error>>>;
 pub(crate) struct Db {
     pub(crate) pools: Pools,
     pub(crate) database_url: Arc<str>,
+    /// The pool size it was opened with, for a pool opened again on another runtime.
+    max_connections: usize,
     /// Where every handle reads the time it writes and compares.
     pub(crate) clock: Clock,
     /// SQLite has one writer at a time. hookline's writers take turns here (see
@@ -53,6 +55,7 @@ impl Db {
         Ok(Db {
             pools,
             database_url: config.database_url.as_str().into(),
+            max_connections: config.max_connections,
             clock: config.clock.clone(),
             sqlite_writes: Arc::new(sqlite_writes),
             writer: Writer::Foreground,
@@ -81,6 +84,26 @@ impl Db {
             writer: Writer::Background,
             ..self.clone()
         }
+    }
+
+    /// The same database for the Tokio runtime this is called on (see
+    /// [`Store::for_this_runtime`](crate::Store::for_this_runtime)).
+    pub(crate) async fn for_this_runtime(&self) -> Result<Db> {
+        let pools = match &self.pools {
+            Pools::Sqlite { .. } => self.pools.clone(),
+            Pools::Postgres(_) => {
+                let config = StoreConfig {
+                    database_url: self.database_url.to_string(),
+                    max_connections: self.max_connections,
+                    clock: self.clock.clone(),
+                };
+                Pools::open(&config).await?
+            }
+        };
+        Ok(Db {
+            pools,
+            ..self.detached()
+        })
     }
 
     /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,

@@ -92,6 +92,18 @@ impl Store {
         })
     }
 
+    /// This store, for use on the Tokio runtime this is called on (`hookline serve`
+    /// delivers on a runtime of its own). On PostgreSQL it opens a pool of its own:
+    /// each connection is driven by a task on the runtime that opened it, so a pool
+    /// shared by two runtimes would run one runtime's queries on the other's
+    /// threads. On SQLite it shares the pools and the write turn (a connection runs
+    /// on its caller's blocking threads); only its coalesced calls are its own.
+    pub async fn for_this_runtime(&self) -> Result<Store> {
+        Ok(Store {
+            db: self.db.for_this_runtime().await?,
+        })
+    }
+
     /// The backend this store is on.
     pub fn backend(&self) -> Backend {
         self.db.backend()

@@ -106,7 +106,7 @@ impl Admin {
             Some(delivery) => {
                 let worker = Worker::new(store.queue(), store.upkeep(), delivery).unwrap();
                 let app = App::new(&store, worker.outbox(store.events()), app_config)
-                    .with_streamed(worker.streamed());
+                    .with_streamed(worker.streamed(store.queue()));
                 let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
                 let running = tokio::spawn(worker.run(async {
                     let _ = stopped.await;
