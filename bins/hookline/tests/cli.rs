@@ -709,7 +709,7 @@ async fn migrate_creates_the_schema_of_a_new_sqlite_file() {
         .await
         .unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&again.stdout).unwrap(), json!({"applied": []}));
-    for suffix in ["", "-wal", "-shm", "-writer.lock"] {
+    for suffix in hookline_store::SQLITE_FILE_SUFFIXES {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }

@@ -71,6 +71,7 @@ pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
 #[cfg(feature = "test-util")]
 pub use statements::{count_statements, statements_sent};
+pub use write_lock::SQLITE_FILE_SUFFIXES;
 
 /// The database, and the handles on it. Cheap to clone; clones and handles share
 /// one pool.

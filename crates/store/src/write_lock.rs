@@ -18,6 +18,14 @@
 //! cannot be interrupted, so a wait given up on (a peer stopped while holding the
 //! file) would keep a blocking thread until then, one more for every write that
 //! gives up, and a Tokio runtime being dropped would wait for them all.
+//!
+//! A waiter that tries every millisecond loses to a process whose writers take
+//! their turns back to back (a worker draining a backlog: claim, record, claim),
+//! since the file is free only for the moment between two of them. So a waiter
+//! says it waits, with a shared lock on a second file
+//! (`<database>-writers-waiting.lock`) held while it tries, and a background
+//! writer (the worker's) that sees one waiting lets it go first: it takes its
+//! turn once no one waits, or after [`MOST_DEFERRED`].
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::PathBuf;
@@ -28,6 +36,10 @@ use tokio::sync::{Mutex, MutexGuard};
 
 /// How often a writer tries the lock file again while another process holds it.
 const RETRY_STEP: Duration = Duration::from_millis(1);
+
+/// The longest a background writer lets writers of other processes go first, so
+/// that a process whose writers always wait cannot stop the worker.
+const MOST_DEFERRED: Duration = Duration::from_millis(50);
 
 /// How long a writer waits for its turn across processes before it falls back to
 /// SQLite's busy handler; SQLite's own busy timeout (`SQLITE_PRAGMAS`) is the same.
@@ -43,7 +55,89 @@ pub(crate) struct WriteLock {
     /// key's rate window) waits for the turn under way and at most one of the
     /// worker's, never for each claim and record a busy worker has queued.
     background: Mutex<()>,
-    across_processes: Option<Arc<File>>,
+    across_processes: Option<LockFiles>,
+}
+
+/// The files that order the writers of several processes.
+#[derive(Debug)]
+struct LockFiles {
+    /// Locked by the process whose writer has the turn.
+    turn: Arc<File>,
+    /// Locked shared by a writer while it waits for `turn`.
+    waiting: File,
+    /// The same file opened again, to look for waiters of other processes: a
+    /// lock taken through `waiting` would change the one held there.
+    others_waiting: File,
+}
+
+impl LockFiles {
+    fn open(database_url: &str) -> std::io::Result<LockFiles> {
+        let open = |path: PathBuf| {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+        };
+        let waiting = lock_file_path(database_url, WAITING_SUFFIX);
+        Ok(LockFiles {
+            turn: Arc::new(open(lock_file_path(database_url, TURN_SUFFIX))?),
+            waiting: open(waiting.clone())?,
+            others_waiting: open(waiting)?,
+        })
+    }
+
+    /// Whether a writer (of another process, or one of this process's waiting
+    /// for another process) waits for the turn.
+    fn someone_waits(&self) -> bool {
+        match self.others_waiting.try_lock() {
+            Ok(()) => {
+                let _ = self.others_waiting.unlock();
+                false
+            }
+            Err(TryLockError::WouldBlock) => true,
+            Err(TryLockError::Error(_)) => false,
+        }
+    }
+
+    /// Waits while someone waits for the turn, at most [`MOST_DEFERRED`].
+    async fn let_waiters_go_first(&self) {
+        let give_up = tokio::time::Instant::now() + MOST_DEFERRED;
+        while self.someone_waits() && tokio::time::Instant::now() < give_up {
+            tokio::time::sleep(RETRY_STEP).await;
+        }
+    }
+
+    /// The turn among the processes, tried every [`RETRY_STEP`]; `None` after
+    /// [`BUSY_TIMEOUT`] or when the file cannot be locked.
+    async fn take_turn(&self) -> Option<FileLock> {
+        let give_up = tokio::time::Instant::now() + BUSY_TIMEOUT;
+        let mut announced: Option<Announced<'_>> = None;
+        loop {
+            match self.turn.try_lock() {
+                Ok(()) => return Some(FileLock(Arc::clone(&self.turn))),
+                Err(TryLockError::WouldBlock) if tokio::time::Instant::now() < give_up => {
+                    // Fails only while another process looks for waiters; the
+                    // next step tries again.
+                    if announced.is_none() && self.waiting.try_lock_shared().is_ok() {
+                        announced = Some(Announced(&self.waiting));
+                    }
+                    tokio::time::sleep(RETRY_STEP).await;
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// A waiter's shared lock on the waiting file, released when dropped (when the
+/// wait ends, or is given up on).
+struct Announced<'a>(&'a File);
+
+impl Drop for Announced<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
 }
 
 /// Whose write a turn is for.
@@ -77,19 +171,13 @@ impl Drop for FileLock {
 impl WriteLock {
     /// The write lock of the SQLite database at `database_url`.
     pub(crate) fn sqlite(database_url: &str) -> WriteLock {
-        let path = lock_file_path(database_url);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path);
-        let across_processes = match file {
-            Ok(file) => Some(Arc::new(file)),
+        let across_processes = match LockFiles::open(database_url) {
+            Ok(files) => Some(files),
             Err(error) => {
                 tracing::warn!(
-                    path = %path.display(),
+                    path = %lock_file_path(database_url, TURN_SUFFIX).display(),
                     %error,
-                    "cannot open the writers' lock file; writers of other processes wait in SQLite's busy handler"
+                    "cannot open the writers' lock files; writers of other processes wait in SQLite's busy handler"
                 );
                 None
             }
@@ -101,15 +189,22 @@ impl WriteLock {
     }
 
     /// Waits for this writer's turn: first among this process's writers, in order
-    /// (a background writer behind the one before it), then among the processes.
+    /// (a background writer behind the one before it, and after the writers of
+    /// other processes that wait), then among the processes.
     pub(crate) async fn turn(&self, writer: Writer) -> WriteTurn<'_> {
         let background = match writer {
-            Writer::Background => Some(self.background.lock().await),
+            Writer::Background => {
+                let queued = self.background.lock().await;
+                if let Some(files) = &self.across_processes {
+                    files.let_waiters_go_first().await;
+                }
+                Some(queued)
+            }
             Writer::Foreground => None,
         };
         let in_process = self.in_process.lock().await;
         let across_processes = match &self.across_processes {
-            Some(file) => lock_file(file).await,
+            Some(files) => files.take_turn().await,
             None => None,
         };
         WriteTurn {
@@ -120,28 +215,23 @@ impl WriteLock {
     }
 }
 
-async fn lock_file(file: &Arc<File>) -> Option<FileLock> {
-    let give_up = tokio::time::Instant::now() + BUSY_TIMEOUT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Some(FileLock(Arc::clone(file))),
-            Err(TryLockError::WouldBlock) if tokio::time::Instant::now() < give_up => {
-                tokio::time::sleep(RETRY_STEP).await;
-            }
-            Err(_) => return None,
-        }
-    }
-}
+/// The lock files' names: the database file's with these after it.
+const TURN_SUFFIX: &str = "-writer.lock";
+const WAITING_SUFFIX: &str = "-writers-waiting.lock";
 
-/// `<database file>-writer.lock`, from the URL forms `Backend::from_url` accepts: a
+/// What a SQLite database is kept in: its file, and the files SQLite (`-wal`,
+/// `-shm`) and hookline's writers put beside it, each its name with this after it.
+pub const SQLITE_FILE_SUFFIXES: [&str; 5] = ["", "-wal", "-shm", TURN_SUFFIX, WAITING_SUFFIX];
+
+/// `<database file><suffix>`, from the URL forms `Backend::from_url` accepts: a
 /// path, `sqlite://path` or `file:path?query`.
-fn lock_file_path(database_url: &str) -> PathBuf {
+fn lock_file_path(database_url: &str, suffix: &str) -> PathBuf {
     let path = database_url
         .strip_prefix("sqlite://")
         .or_else(|| database_url.strip_prefix("file:"))
         .unwrap_or(database_url);
     let path = path.split(['?', '#']).next().unwrap_or(path);
-    PathBuf::from(format!("{path}-writer.lock"))
+    PathBuf::from(format!("{path}{suffix}"))
 }
 
 #[cfg(test)]
@@ -193,6 +283,46 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A worker's write, though its process has the turn, lets the writer of
+    /// another process that waits for it go first.
+    #[tokio::test]
+    async fn a_background_writer_lets_another_process_waiting_go_first() {
+        let dir = std::env::temp_dir().join(format!(
+            "hookline-write-lock-{}",
+            hookline_domain::EventId::generate()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = dir.join("h.db").display().to_string();
+        let (first, second) = (
+            Arc::new(WriteLock::sqlite(&url)),
+            Arc::new(WriteLock::sqlite(&url)),
+        );
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let write = |lock: &Arc<WriteLock>, writer, name| {
+            let (lock, order) = (Arc::clone(lock), Arc::clone(&order));
+            tokio::spawn(async move {
+                let _turn = lock.turn(writer).await;
+                order.lock().unwrap().push(name);
+            })
+        };
+
+        let held = first.turn(Writer::Foreground).await;
+        let other = write(&second, Writer::Foreground, "other process");
+        let files = first.across_processes.as_ref().unwrap();
+        while !files.someone_waits() {
+            tokio::time::sleep(RETRY_STEP).await;
+        }
+        let worker = write(&first, Writer::Background, "worker");
+        tokio::task::yield_now().await;
+        drop(held);
+        other.await.unwrap();
+        worker.await.unwrap();
+        assert_eq!(*order.lock().unwrap(), ["other process", "worker"]);
+        // The waiter's mark went with its wait.
+        assert!(!files.someone_waits());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A request's write queued behind two of the worker's goes after the first.
     #[tokio::test]
     async fn a_foreground_writer_waits_for_one_background_writer_at_most() {
@@ -228,7 +358,11 @@ mod tests {
             ("sqlite://data.db", "data.db-writer.lock"),
             ("file:data.db?mode=rwc", "data.db-writer.lock"),
         ] {
-            assert_eq!(lock_file_path(url), PathBuf::from(path), "{url}");
+            assert_eq!(
+                lock_file_path(url, TURN_SUFFIX),
+                PathBuf::from(path),
+                "{url}"
+            );
         }
     }
 }

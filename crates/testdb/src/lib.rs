@@ -451,7 +451,7 @@ impl Drop for Database {
     fn drop(&mut self) {
         match &self.cleanup {
             Cleanup::SqliteFile(path) => {
-                for suffix in ["", "-wal", "-shm", "-writer.lock"] {
+                for suffix in hookline_store::SQLITE_FILE_SUFFIXES {
                     let mut file = path.clone().into_os_string();
                     file.push(suffix);
                     let _ = std::fs::remove_file(file);
