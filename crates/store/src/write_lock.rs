@@ -37,9 +37,11 @@ use tokio::sync::{Mutex, MutexGuard};
 /// How often a writer tries the lock file again while another process holds it.
 const RETRY_STEP: Duration = Duration::from_millis(1);
 
-/// The longest a background writer lets writers of other processes go first, so
-/// that a process whose writers always wait cannot stop the worker.
-const MOST_DEFERRED: Duration = Duration::from_millis(50);
+/// The longest a background writer lets writers of other processes go first:
+/// long enough for a waiter, which tries every [`RETRY_STEP`] (a step of Tokio's
+/// timer takes 1 to 2 ms), to find the file free; short, because a process whose
+/// writers wait one after the other holds the worker back this long at each turn.
+const MOST_DEFERRED: Duration = Duration::from_millis(4);
 
 /// How long a writer waits for its turn across processes before it falls back to
 /// SQLite's busy handler; SQLite's own busy timeout (`SQLITE_PRAGMAS`) is the same.
@@ -68,6 +70,8 @@ struct LockFiles {
     /// The same file opened again, to look for waiters of other processes: a
     /// lock taken through `waiting` would change the one held there.
     others_waiting: File,
+    /// [`MOST_DEFERRED`]; longer in a test that must not depend on the timing.
+    most_deferred: Duration,
 }
 
 impl LockFiles {
@@ -84,6 +88,7 @@ impl LockFiles {
             turn: Arc::new(open(lock_file_path(database_url, TURN_SUFFIX))?),
             waiting: open(waiting.clone())?,
             others_waiting: open(waiting)?,
+            most_deferred: MOST_DEFERRED,
         })
     }
 
@@ -100,9 +105,9 @@ impl LockFiles {
         }
     }
 
-    /// Waits while someone waits for the turn, at most [`MOST_DEFERRED`].
+    /// Waits while someone waits for the turn, at most `most_deferred`.
     async fn let_waiters_go_first(&self) {
-        let give_up = tokio::time::Instant::now() + MOST_DEFERRED;
+        let give_up = tokio::time::Instant::now() + self.most_deferred;
         while self.someone_waits() && tokio::time::Instant::now() < give_up {
             tokio::time::sleep(RETRY_STEP).await;
         }
@@ -152,9 +157,11 @@ pub(crate) enum Writer {
 /// A writer's turn; it ends when this is dropped.
 #[derive(Debug)]
 pub(crate) struct WriteTurn<'a> {
-    _background: Option<MutexGuard<'a, ()>>,
-    _in_process: MutexGuard<'a, ()>,
+    // Dropped in this order: the file first, so that the next writer of this
+    // process, woken by the mutex, finds it free rather than waiting a step.
     _across_processes: Option<FileLock>,
+    _in_process: MutexGuard<'a, ()>,
+    _background: Option<MutexGuard<'a, ()>>,
 }
 
 /// The lock of the file, released when dropped.
@@ -240,15 +247,21 @@ mod tests {
 
     use super::*;
 
-    /// Two processes' write locks: two opens of the same lock file.
-    #[tokio::test]
-    async fn writers_of_two_processes_take_turns() {
+    /// A directory of its own, and the URL of a database in it.
+    fn database_in_a_new_dir() -> (PathBuf, String) {
         let dir = std::env::temp_dir().join(format!(
             "hookline-write-lock-{}",
             hookline_domain::EventId::generate()
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let url = dir.join("h.db").display().to_string();
+        (dir, url)
+    }
+
+    /// Two processes' write locks: two opens of the same lock file.
+    #[tokio::test]
+    async fn writers_of_two_processes_take_turns() {
+        let (dir, url) = database_in_a_new_dir();
         let (first, second) = (Arc::new(WriteLock::sqlite(&url)), WriteLock::sqlite(&url));
         assert!(first.across_processes.is_some());
 
@@ -287,16 +300,11 @@ mod tests {
     /// another process that waits for it go first.
     #[tokio::test]
     async fn a_background_writer_lets_another_process_waiting_go_first() {
-        let dir = std::env::temp_dir().join(format!(
-            "hookline-write-lock-{}",
-            hookline_domain::EventId::generate()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let url = dir.join("h.db").display().to_string();
-        let (first, second) = (
-            Arc::new(WriteLock::sqlite(&url)),
-            Arc::new(WriteLock::sqlite(&url)),
-        );
+        let (dir, url) = database_in_a_new_dir();
+        let mut first = WriteLock::sqlite(&url);
+        // The order is the test's, not a race with the bound.
+        first.across_processes.as_mut().unwrap().most_deferred = Duration::from_secs(60);
+        let (first, second) = (Arc::new(first), Arc::new(WriteLock::sqlite(&url)));
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let write = |lock: &Arc<WriteLock>, writer, name| {
             let (lock, order) = (Arc::clone(lock), Arc::clone(&order));
@@ -320,6 +328,22 @@ mod tests {
         assert_eq!(*order.lock().unwrap(), ["other process", "worker"]);
         // The waiter's mark went with its wait.
         assert!(!files.someone_waits());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A waiter that never gets its turn (stopped, say) holds the worker back
+    /// for a bounded time only.
+    #[tokio::test]
+    async fn a_background_writer_defers_for_a_bounded_time() {
+        let (dir, url) = database_in_a_new_dir();
+        let lock = WriteLock::sqlite(&url);
+        let stuck = File::open(lock_file_path(&url, WAITING_SUFFIX)).unwrap();
+        stuck.lock_shared().unwrap();
+        assert!(lock.across_processes.as_ref().unwrap().someone_waits());
+        let turn = lock.turn(Writer::Background).await;
+        assert!(turn._across_processes.is_some());
+        drop(turn);
+        drop(stuck);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
