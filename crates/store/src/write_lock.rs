@@ -75,19 +75,22 @@ struct LockFiles {
 }
 
 impl LockFiles {
-    fn open(database_url: &str) -> std::io::Result<LockFiles> {
-        let open = |path: PathBuf| {
+    /// The files beside the database at `database_url`; on failure, the one
+    /// that could not be opened and why.
+    fn open(database_url: &str) -> Result<LockFiles, (PathBuf, std::io::Error)> {
+        let open = |suffix| {
+            let path = lock_file_path(database_url, suffix);
             OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
-                .open(path)
+                .open(&path)
+                .map_err(|error| (path, error))
         };
-        let waiting = lock_file_path(database_url, WAITING_SUFFIX);
         Ok(LockFiles {
-            turn: Arc::new(open(lock_file_path(database_url, TURN_SUFFIX))?),
-            waiting: open(waiting.clone())?,
-            others_waiting: open(waiting)?,
+            turn: Arc::new(open(TURN_SUFFIX)?),
+            waiting: open(WAITING_SUFFIX)?,
+            others_waiting: open(WAITING_SUFFIX)?,
             most_deferred: MOST_DEFERRED,
         })
     }
@@ -180,9 +183,9 @@ impl WriteLock {
     pub(crate) fn sqlite(database_url: &str) -> WriteLock {
         let across_processes = match LockFiles::open(database_url) {
             Ok(files) => Some(files),
-            Err(error) => {
+            Err((path, error)) => {
                 tracing::warn!(
-                    path = %lock_file_path(database_url, TURN_SUFFIX).display(),
+                    path = %path.display(),
                     %error,
                     "cannot open the writers' lock files; writers of other processes wait in SQLite's busy handler"
                 );
@@ -317,8 +320,9 @@ mod tests {
         let held = first.turn(Writer::Foreground).await;
         let other = write(&second, Writer::Foreground, "other process");
         let files = first.across_processes.as_ref().unwrap();
+        // The other process's writer runs until it has tried the turn and marked its wait.
         while !files.someone_waits() {
-            tokio::time::sleep(RETRY_STEP).await;
+            tokio::task::yield_now().await;
         }
         let worker = write(&first, Writer::Background, "worker");
         tokio::task::yield_now().await;
