@@ -137,11 +137,13 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     // HTTP work runs on a runtime of its own, so that the healthy figures'
     // client, emitter and receiver (on this runtime) do not wait in line behind
     // its tasks, which would be counted as hookline's delay.
-    let elsewhere = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("dead-receiver")
-        .enable_all()
-        .build()?;
+    let elsewhere = Elsewhere(Some(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("dead-receiver")
+            .enable_all()
+            .build()?,
+    ));
     let back = elsewhere.spawn(Receiver::start_at(dead_addr)).await?;
     let started = Instant::now();
     let mut drained = 0;
@@ -158,9 +160,7 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     count(&mut drained).await;
     let drain = started.elapsed();
     server.stop().await?;
-    drop(back);
-    // Dropping a runtime waits for its threads, which an async context must not.
-    elsewhere.shutdown_background();
+    drop((back, elsewhere));
 
     let mut report = format!(
         "Backlog ({events} due deliveries to a receiver refusing connections, beside a healthy workspace; its emit-to-receipt at 40/s and GET /api/v1/hooks at {HOOKS_RATE:.0}/s, together)\n  \
@@ -209,6 +209,31 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
         drained as f64 / drain.as_secs_f64()
     );
     Ok(report)
+}
+
+/// A runtime dropped without waiting for its threads, which an async context
+/// must not do (Tokio panics), on every way out of the run, errors too.
+struct Elsewhere(Option<tokio::runtime::Runtime>);
+
+impl Elsewhere {
+    fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0
+            .as_ref()
+            .expect("the runtime is there until dropped")
+            .spawn(task)
+    }
+}
+
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// The healthy workspace's figures at one moment.
