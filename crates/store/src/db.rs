@@ -8,7 +8,8 @@ use hookline_domain::{Account, Clock, Webhook, WorkspaceId};
 
 use crate::models::event::{NewEvent, Recorded};
 
-use crate::pool::Pools;
+use crate::checkpoint::Checkpointer;
+use crate::pool::{Pools, sqlite_connection};
 use crate::write_lock::{WriteLock, WriteTurn, Writer};
 use crate::{Backend, Error, Result, StoreConfig};
 
@@ -27,6 +28,8 @@ pub(crate) struct Db {
     /// SQLite has one writer at a time. hookline's writers take turns here (see
     /// `write_lock.rs`) rather than in SQLite's busy handler.
     sqlite_writes: Arc<WriteLock>,
+    /// SQLite's WAL checkpoints, out of the writers' turns.
+    pub(crate) checkpointer: Option<Arc<Checkpointer>>,
     /// Whose writes this handle's are: the worker's give way to the others'.
     writer: Writer,
     /// The two reads every API request makes, and the outbox write.
@@ -37,20 +40,22 @@ pub(crate) struct Db {
 
 impl Db {
     pub(crate) async fn open(config: &StoreConfig) -> Result<Db> {
-        let (sqlite_writes, pools) = match config.backend()? {
+        let (sqlite_writes, pools, checkpointer) = match config.backend()? {
             Backend::Sqlite => {
                 let writes = WriteLock::sqlite(&config.database_url);
                 // The first connection switches a new file to WAL, which takes an
                 // exclusive lock that SQLite's busy handler does not wait for: two
                 // processes opening a new file at once would fail with "database
                 // is locked". Taking the write turn makes them open it in turn.
-                let pools = {
+                let (pools, checkpointing) = {
                     let _turn = writes.turn(Writer::Foreground).await;
-                    Pools::open(config).await?
+                    let pools = Pools::open(config).await?;
+                    (pools, sqlite_connection(&config.database_url).await?)
                 };
-                (writes, pools)
+                let checkpointer = Checkpointer::start_default(checkpointing);
+                (writes, pools, Some(Arc::new(checkpointer)))
             }
-            Backend::Postgres => (WriteLock::default(), Pools::open(config).await?),
+            Backend::Postgres => (WriteLock::default(), Pools::open(config).await?, None),
         };
         Ok(Db {
             pools,
@@ -58,6 +63,7 @@ impl Db {
             max_connections: config.max_connections,
             clock: config.clock.clone(),
             sqlite_writes: Arc::new(sqlite_writes),
+            checkpointer,
             writer: Writer::Foreground,
             accounts_by_workspace: Arc::default(),
             webhooks_by_workspace: Arc::default(),
@@ -110,7 +116,12 @@ impl Db {
     /// whose row locks let writers of different rows run at once.
     pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
         match self.pools {
-            Pools::Sqlite { .. } => Some(self.sqlite_writes.turn(self.writer).await),
+            Pools::Sqlite { .. } => {
+                if let Some(checkpointer) = &self.checkpointer {
+                    checkpointer.written();
+                }
+                Some(self.sqlite_writes.turn(self.writer).await)
+            }
             Pools::Postgres(_) => None,
         }
     }

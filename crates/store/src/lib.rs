@@ -14,6 +14,7 @@
 //! Layout: `models/` has one file per entity (row type, handle methods, and its SQL
 //! for both dialects); `pool.rs` the two pools and the macros that expand one query
 //! for both; `db.rs` what every handle shares; `write_lock.rs` SQLite's write turn;
+//! `checkpoint.rs` SQLite's WAL checkpoints, kept out of that turn;
 //! `prepared.rs` and `text_in.rs` hand-written statements that stay prepared;
 //! `migrate.rs` the embedded migrations.
 //!
@@ -42,6 +43,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod checkpoint;
 mod config;
 mod db;
 mod error;

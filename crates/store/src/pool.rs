@@ -32,11 +32,23 @@ pub(crate) use busy_timeout_ms;
 /// failing, and comes first: setting the journal mode itself takes a lock, which
 /// fails at once while another process writes if nothing says to wait. WAL lets
 /// readers run beside the one writer; foreign keys are off by default.
-pub(crate) const SQLITE_PRAGMAS: &str = concat!(
-    "PRAGMA busy_timeout = ",
-    busy_timeout_ms!(),
-    "; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
-);
+macro_rules! sqlite_pragmas {
+    () => {
+        concat!(
+            "PRAGMA busy_timeout = ",
+            busy_timeout_ms!(),
+            "; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+        )
+    };
+}
+pub(crate) const SQLITE_PRAGMAS: &str = sqlite_pragmas!();
+
+/// The writes connection's: checkpoints are the checkpointer's (`checkpoint.rs`),
+/// not a commit's. The connection checkpoints by itself only past this many WAL
+/// pages (about 40 MiB), should the checkpointer fall behind: the WAL stays
+/// bounded.
+const SQLITE_WRITER_PRAGMAS: &str =
+    concat!(sqlite_pragmas!(), " PRAGMA wal_autocheckpoint = 10000;");
 
 /// Per PostgreSQL connection. No JIT: a claim beside a large backlog is
 /// estimated costly enough to be compiled, across every partition, at each
@@ -68,15 +80,15 @@ impl Pools {
         let size = config.max_connections;
         let pools = match config.backend()? {
             Backend::Sqlite => {
-                let manager = || {
+                let manager = |pragmas| {
                     let mut manager = ManagerConfig::<SqliteConn>::default();
                     manager.recycling_method = RecyclingMethod::Fast;
-                    manager.custom_setup = connect_with::<SqliteConn>(SQLITE_PRAGMAS);
+                    manager.custom_setup = connect_with::<SqliteConn>(pragmas);
                     AsyncDieselConnectionManager::new_with_config(url, manager)
                 };
                 Pools::Sqlite {
-                    reads: configure(Pool::builder(manager()), size)?,
-                    writes: configure(Pool::builder(manager()), 1)?,
+                    reads: configure(Pool::builder(manager(SQLITE_PRAGMAS)), size)?,
+                    writes: configure(Pool::builder(manager(SQLITE_WRITER_PRAGMAS)), 1)?,
                 }
             }
             Backend::Postgres => {
@@ -98,6 +110,13 @@ impl Pools {
         }
         Ok(pools)
     }
+}
+
+/// A SQLite connection of its own, outside the pools (the checkpointer's).
+pub(crate) async fn sqlite_connection(url: &str) -> Result<SqliteConn> {
+    connect_with::<SqliteConn>(SQLITE_PRAGMAS)(url)
+        .await
+        .map_err(|e| Error::Connect(e.to_string()))
 }
 
 /// A pool's way to connect: the connection, then `settings` on it.

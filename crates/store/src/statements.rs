@@ -1,6 +1,7 @@
 //! Tests: counts the SQL statements this process sends, on every connection made
-//! after [`count_statements`] (diesel's instrumentation), so that a budget of
-//! statements per operation can be held without timing anything.
+//! after [`count_statements`] (diesel's instrumentation) but SQLite's
+//! checkpointer's, whose rounds go by time, so that a budget of statements per
+//! operation can be held without timing anything.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
