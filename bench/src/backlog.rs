@@ -113,6 +113,10 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
             .prepare_partitions(now.plus_millis(-days_back * DAY_MS))
             .await?;
     }
+    // Analyzed and checkpointed as the tables are before the other figures:
+    // otherwise the baseline alone runs on tables PostgreSQL's planner has no
+    // statistics for.
+    db.vacuum_and_checkpoint().await;
     let (server, _, _) = serve_admin(hookline, &db, &receiver, &env).await?;
     tokio::time::sleep(SETTLE).await;
     let alone = figures(&server).await?;
