@@ -250,8 +250,8 @@ impl Worker {
                     self.attempt_done(&mut lanes, &finished);
                     claims.slot_freed();
                 }
-                () = self.wakeup.notified() => claims.maybe_due = true,
-                () = next_notification(&mut listener) => claims.maybe_due = true,
+                () = self.wakeup.notified() => claims.woken(),
+                () = next_notification(&mut listener) => claims.woken(),
                 () = tokio::time::sleep_until(claims.poll_at), if !claims.maybe_due && claiming.is_none() => {
                     claims.maybe_due = true;
                 }
@@ -450,6 +450,11 @@ struct Claims {
     held_back: bool,
     /// Claims in a row that failed (the database out of reach).
     failed: u32,
+    /// Whether a wake-up (an emit, a NOTIFY) came since the claim under way
+    /// began: that claim may have read the queue before the rows that woke the
+    /// worker were committed, so its coming back short does not mean that
+    /// nothing is due.
+    woken: bool,
 }
 
 impl Claims {
@@ -467,6 +472,7 @@ impl Claims {
             empty: 0,
             held_back: false,
             failed: 0,
+            woken: false,
         }
     }
 
@@ -484,6 +490,7 @@ impl Claims {
     fn start(&mut self, lanes: &Lanes, now: Instant) -> (Vec<WebhookId>, Vec<WebhookId>) {
         let skip = lanes.skip(now);
         self.held_back = !skip.is_empty();
+        self.woken = false;
         (skip, lanes.fast(now))
     }
 
@@ -500,7 +507,7 @@ impl Claims {
         self.held_back |= limited;
         // A full batch means more may be due, and so does a webhook that filled
         // its share: claim again at once.
-        self.maybe_due = limited || u32::try_from(claimed).is_ok_and(|n| n == wanted);
+        self.maybe_due = self.woken || limited || u32::try_from(claimed).is_ok_and(|n| n == wanted);
         self.empty = if claimed == 0 {
             self.empty.saturating_add(1)
         } else {
@@ -524,6 +531,12 @@ impl Claims {
     }
 
     /// An attempt ended: its slot may take what the last claim left behind.
+    /// Deliveries may have become due: an emit of this process, or a NOTIFY.
+    fn woken(&mut self) {
+        self.maybe_due = true;
+        self.woken = true;
+    }
+
     fn slot_freed(&mut self) {
         if self.held_back {
             self.maybe_due = true;
@@ -807,5 +820,22 @@ mod tests {
         claims.held_back = true;
         claims.slot_freed();
         assert!(claims.maybe_due);
+    }
+
+    #[test]
+    fn a_wake_up_during_a_claim_claims_again_though_it_came_back_short() {
+        let config = DeliveryConfig::default();
+        let mut claims = Claims::new(&config);
+        let lanes = Lanes::new(config.isolation.clone(), config.concurrency);
+        claims.start(&lanes, Instant::now());
+        // An emit's NOTIFY while the claim runs, which may have read the queue
+        // before the emit committed.
+        claims.woken();
+        claims.took(0, 16, false, &config);
+        assert!(claims.maybe_due, "the emit waited for the poll");
+        // The next claim began after the wake-up, so it saw the emit's rows.
+        claims.start(&lanes, Instant::now());
+        claims.took(0, 16, false, &config);
+        assert!(!claims.maybe_due);
     }
 }
