@@ -84,22 +84,12 @@ async fn checkpoint(conn: &mut SqliteConn) -> Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use super::*;
     use crate::pool::Pools;
+    use crate::write_lock::tests::database_in_a_new_dir;
     use crate::{Store, StoreConfig};
-
-    /// A directory of its own, and the path of a database in it.
-    fn database_in_a_new_dir() -> (PathBuf, PathBuf) {
-        let dir = std::env::temp_dir().join(format!(
-            "hookline-checkpoint-{}",
-            hookline_domain::EventId::generate()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("h.db");
-        (dir, path)
-    }
 
     fn size(path: &Path) -> u64 {
         std::fs::metadata(path).unwrap().len()
@@ -110,8 +100,9 @@ mod tests {
     /// before the commit returned); the checkpoint copies it.
     #[tokio::test]
     async fn a_write_leaves_the_checkpoint_to_the_checkpointer() {
-        let (dir, path) = database_in_a_new_dir();
-        let config = StoreConfig::new(path.display().to_string());
+        let (dir, url) = database_in_a_new_dir();
+        let path = Path::new(&url);
+        let config = StoreConfig::new(url.clone());
         let Pools::Sqlite { reads, writes } = Pools::open(&config).await.unwrap() else {
             unreachable!("a SQLite URL")
         };
@@ -127,10 +118,10 @@ mod tests {
             .await
             .unwrap();
         let written = 2000 * 4000;
-        assert!(size(&path) < written, "checkpointed within the commit");
+        assert!(size(path) < written, "checkpointed within the commit");
 
         checkpoint(&mut reads.get().await.unwrap()).await.unwrap();
-        assert!(size(&path) >= written, "not checkpointed");
+        assert!(size(path) >= written, "not checkpointed");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -138,10 +129,8 @@ mod tests {
     /// and drops stores without leaking one.
     #[tokio::test]
     async fn the_checkpointer_ends_with_its_store() {
-        let (dir, path) = database_in_a_new_dir();
-        let store = Store::connect(&StoreConfig::new(path.display().to_string()))
-            .await
-            .unwrap();
+        let (dir, url) = database_in_a_new_dir();
+        let store = Store::connect(&StoreConfig::new(url)).await.unwrap();
         let checkpointer = store.db.checkpointer.as_ref().unwrap();
         let flag = Arc::downgrade(&checkpointer.written);
         let task = checkpointer.task.clone();

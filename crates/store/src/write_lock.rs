@@ -245,15 +245,15 @@ fn lock_file_path(database_url: &str, suffix: &str) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
 
     /// A directory of its own, and the URL of a database in it.
-    fn database_in_a_new_dir() -> (PathBuf, String) {
+    pub(crate) fn database_in_a_new_dir() -> (PathBuf, String) {
         let dir = std::env::temp_dir().join(format!(
-            "hookline-write-lock-{}",
+            "hookline-store-{}",
             hookline_domain::EventId::generate()
         ));
         std::fs::create_dir_all(&dir).unwrap();
