@@ -530,13 +530,13 @@ impl Claims {
         self.poll_at = Instant::now() + claim_retry(poll_interval, self.failed);
     }
 
-    /// An attempt ended: its slot may take what the last claim left behind.
     /// Deliveries may have become due: an emit of this process, or a NOTIFY.
     fn woken(&mut self) {
         self.maybe_due = true;
         self.woken = true;
     }
 
+    /// An attempt ended: its slot may take what the last claim left behind.
     fn slot_freed(&mut self) {
         if self.held_back {
             self.maybe_due = true;

@@ -33,19 +33,15 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts checkpointing on `conn`, on the current Tokio runtime, every `every`.
-    pub(crate) fn start(mut conn: SqliteConn, every: Duration) -> Checkpointer {
+    /// Starts checkpointing on `conn`, on the current Tokio runtime, every
+    /// [`CHECKPOINT_EVERY`].
+    pub(crate) fn start(mut conn: SqliteConn) -> Checkpointer {
         // Its rounds go by time, not by operation: left out of the statements a
         // test counts per operation (`statements.rs`).
         conn.set_instrumentation(None::<fn(InstrumentationEvent<'_>)>);
         let written = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(run(conn, Arc::clone(&written), every)).abort_handle();
+        let task = tokio::spawn(run(conn, Arc::clone(&written))).abort_handle();
         Checkpointer { written, task }
-    }
-
-    /// [`Checkpointer::start`] at the store's pace.
-    pub(crate) fn start_default(conn: SqliteConn) -> Checkpointer {
-        Checkpointer::start(conn, CHECKPOINT_EVERY)
     }
 
     /// Notes that this process is about to write: the next round checkpoints.
@@ -60,16 +56,31 @@ impl Drop for Checkpointer {
     }
 }
 
-async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>, every: Duration) {
-    let mut rounds = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>) {
+    let first = tokio::time::Instant::now() + CHECKPOINT_EVERY;
+    let mut rounds = tokio::time::interval_at(first, CHECKPOINT_EVERY);
     rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
     loop {
         rounds.tick().await;
         // Cleared first: a write during the checkpoint is left for the next round.
-        if written.swap(false, Ordering::Relaxed)
-            && let Err(error) = checkpoint(&mut conn).await
-        {
-            tracing::warn!(%error, "WAL checkpoint failed; the next round tries again");
+        if !written.swap(false, Ordering::Relaxed) {
+            continue;
+        }
+        match checkpoint(&mut conn).await {
+            Ok(()) if failing => {
+                tracing::info!("WAL checkpoints succeed again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(error) => {
+                // Said once, not every round; the next round tries again.
+                if !failing {
+                    tracing::warn!(%error, "WAL checkpoint failed; retried every round");
+                }
+                failing = true;
+                written.store(true, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -138,9 +149,14 @@ mod tests {
         drop(store);
         assert!(!task.is_finished(), "stopped while a handle was left");
         drop(handle);
-        while !task.is_finished() {
+        // The abort runs when the runtime next polls the task.
+        for _ in 0..1_000 {
+            if task.is_finished() {
+                break;
+            }
             tokio::task::yield_now().await;
         }
+        assert!(task.is_finished(), "the task outlived its store");
         assert!(flag.upgrade().is_none(), "the task's connection was kept");
         std::fs::remove_dir_all(&dir).unwrap();
     }

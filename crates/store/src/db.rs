@@ -52,7 +52,7 @@ impl Db {
                     let pools = Pools::open(config).await?;
                     (pools, sqlite_connection(&config.database_url).await?)
                 };
-                let checkpointer = Checkpointer::start_default(checkpointing);
+                let checkpointer = Checkpointer::start(checkpointing);
                 (writes, pools, Some(Arc::new(checkpointer)))
             }
             Backend::Postgres => (WriteLock::default(), Pools::open(config).await?, None),
