@@ -114,7 +114,8 @@ mod tests {
         let (dir, url) = database_in_a_new_dir();
         let path = Path::new(&url);
         let config = StoreConfig::new(url.clone());
-        let Pools::Sqlite { reads, writes } = Pools::open(&config).await.unwrap() else {
+        // Nothing marks these writes, so the store's own checkpointer leaves them.
+        let Pools::Sqlite { reads, writes, .. } = Pools::open(&config).await.unwrap() else {
             unreachable!("a SQLite URL")
         };
         writes
@@ -142,7 +143,9 @@ mod tests {
     async fn the_checkpointer_ends_with_its_store() {
         let (dir, url) = database_in_a_new_dir();
         let store = Store::connect(&StoreConfig::new(url)).await.unwrap();
-        let checkpointer = store.db.checkpointer.as_ref().unwrap();
+        let Pools::Sqlite { checkpointer, .. } = &store.db.pools else {
+            unreachable!("a SQLite URL")
+        };
         let flag = Arc::downgrade(&checkpointer.written);
         let task = checkpointer.task.clone();
         let handle = store.queue();

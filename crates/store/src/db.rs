@@ -8,8 +8,7 @@ use hookline_domain::{Account, Clock, Webhook, WorkspaceId};
 
 use crate::models::event::{NewEvent, Recorded};
 
-use crate::checkpoint::Checkpointer;
-use crate::pool::{Pools, sqlite_connection};
+use crate::pool::Pools;
 use crate::write_lock::{WriteLock, WriteTurn, Writer};
 use crate::{Backend, Error, Result, StoreConfig};
 
@@ -28,8 +27,6 @@ pub(crate) struct Db {
     /// SQLite has one writer at a time. hookline's writers take turns here (see
     /// `write_lock.rs`) rather than in SQLite's busy handler.
     sqlite_writes: Arc<WriteLock>,
-    /// SQLite's WAL checkpoints, out of the writers' turns.
-    pub(crate) checkpointer: Option<Arc<Checkpointer>>,
     /// Whose writes this handle's are: the worker's give way to the others'.
     writer: Writer,
     /// The two reads every API request makes, and the outbox write.
@@ -40,22 +37,20 @@ pub(crate) struct Db {
 
 impl Db {
     pub(crate) async fn open(config: &StoreConfig) -> Result<Db> {
-        let (sqlite_writes, pools, checkpointer) = match config.backend()? {
+        let (sqlite_writes, pools) = match config.backend()? {
             Backend::Sqlite => {
                 let writes = WriteLock::sqlite(&config.database_url);
                 // The first connection switches a new file to WAL, which takes an
                 // exclusive lock that SQLite's busy handler does not wait for: two
                 // processes opening a new file at once would fail with "database
                 // is locked". Taking the write turn makes them open it in turn.
-                let (pools, checkpointing) = {
+                let pools = {
                     let _turn = writes.turn(Writer::Foreground).await;
-                    let pools = Pools::open(config).await?;
-                    (pools, sqlite_connection(&config.database_url).await?)
+                    Pools::open(config).await?
                 };
-                let checkpointer = Checkpointer::start(checkpointing);
-                (writes, pools, Some(Arc::new(checkpointer)))
+                (writes, pools)
             }
-            Backend::Postgres => (WriteLock::default(), Pools::open(config).await?, None),
+            Backend::Postgres => (WriteLock::default(), Pools::open(config).await?),
         };
         Ok(Db {
             pools,
@@ -63,7 +58,6 @@ impl Db {
             max_connections: config.max_connections,
             clock: config.clock.clone(),
             sqlite_writes: Arc::new(sqlite_writes),
-            checkpointer,
             writer: Writer::Foreground,
             accounts_by_workspace: Arc::default(),
             webhooks_by_workspace: Arc::default(),
@@ -115,11 +109,9 @@ impl Db {
     /// This process's turn to write, on SQLite; nothing to wait for on PostgreSQL,
     /// whose row locks let writers of different rows run at once.
     pub(crate) async fn write_turn(&self) -> Option<WriteTurn<'_>> {
-        match self.pools {
-            Pools::Sqlite { .. } => {
-                if let Some(checkpointer) = &self.checkpointer {
-                    checkpointer.written();
-                }
+        match &self.pools {
+            Pools::Sqlite { checkpointer, .. } => {
+                checkpointer.written();
                 Some(self.sqlite_writes.turn(self.writer).await)
             }
             Pools::Postgres(_) => None,

@@ -2,6 +2,7 @@
 //! that expand a query once per backend. What the dialects do differently is written
 //! by the entity it concerns, in its own module (`models/`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool::managed::{Manager, PoolBuilder, PoolError};
@@ -14,6 +15,7 @@ use diesel_async::pooled_connection::{
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 
+use crate::checkpoint::Checkpointer;
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -70,6 +72,8 @@ pub(crate) enum Pools {
     Sqlite {
         reads: Pool<SqliteConn>,
         writes: Pool<SqliteConn>,
+        /// The WAL's checkpoints, on a connection of its own.
+        checkpointer: Arc<Checkpointer>,
     },
     Postgres(Pool<PgConn>),
 }
@@ -86,9 +90,13 @@ impl Pools {
                     manager.custom_setup = connect_with::<SqliteConn>(pragmas);
                     AsyncDieselConnectionManager::new_with_config(url, manager)
                 };
+                let checkpointing = connect_with::<SqliteConn>(SQLITE_PRAGMAS)(url)
+                    .await
+                    .map_err(|e| Error::Connect(e.to_string()))?;
                 Pools::Sqlite {
                     reads: configure(Pool::builder(manager(SQLITE_PRAGMAS)), size)?,
                     writes: configure(Pool::builder(manager(SQLITE_WRITER_PRAGMAS)), 1)?,
+                    checkpointer: Arc::new(Checkpointer::start(checkpointing)),
                 }
             }
             Backend::Postgres => {
@@ -102,7 +110,7 @@ impl Pools {
         };
         // Fail now, with the reason, rather than on the first request.
         match &pools {
-            Pools::Sqlite { reads, writes } => {
+            Pools::Sqlite { reads, writes, .. } => {
                 drop(reads.get().await.map_err(connect_error)?);
                 drop(writes.get().await.map_err(connect_error)?);
             }
@@ -110,13 +118,6 @@ impl Pools {
         }
         Ok(pools)
     }
-}
-
-/// A SQLite connection of its own, outside the pools (the checkpointer's).
-pub(crate) async fn sqlite_connection(url: &str) -> Result<SqliteConn> {
-    connect_with::<SqliteConn>(SQLITE_PRAGMAS)(url)
-        .await
-        .map_err(|e| Error::Connect(e.to_string()))
 }
 
 /// A pool's way to connect: the connection, then `settings` on it.
