@@ -3,11 +3,15 @@
 //!
 //! Every webhook with claimed deliveries has a lane. Lanes take turns for free
 //! slots (round robin), so a backlog never queues ahead of another webhook's
-//! delivery. A receiver that answers quickly may use any free slot: it gives them
-//! back within milliseconds. A *slow* one (its recent attempts took longer than
-//! `slow_after`, or one in flight has, or nothing is known of it yet) is capped:
-//! per webhook, per destination host, per workspace, and all slow lanes together
-//! leave a quarter of the slots to the rest.
+//! delivery. A receiver that answers quickly may use any free slot while it is
+//! the only webhook with a lane, and three quarters of them otherwise: a slot
+//! comes back only once its outcome is handed to the recorder, which a backlog
+//! draining at full pace keeps busy, so with every slot its own it held another
+//! webhook's delivery waiting for tens of milliseconds (see PERFORMANCE.md). A
+//! *slow* one (its recent attempts took longer than `slow_after`, or one in
+//! flight has, or nothing is known of it yet) is capped: per webhook, per
+//! destination host, per workspace, and all slow lanes together leave a quarter
+//! of the slots to the rest.
 //!
 //! Each lane has a breaker. After `breaker_misses` attempts in a row that got no
 //! answer at all (timed out, refused, reset), the lane rests: its deliveries are
@@ -202,8 +206,9 @@ impl Lane {
 #[derive(Debug)]
 pub(crate) struct Lanes {
     config: Isolation,
-    /// Slow lanes' attempts together, at most.
-    slow_total: usize,
+    /// Attempts in flight of all slow lanes together, or of one fast lane beside
+    /// others, at most: a quarter of the slots is left to the rest.
+    most_in_flight: usize,
     lanes: HashMap<WebhookId, Lane>,
     /// Attempts of slow lanes in flight, per host and per workspace.
     hosts: HashMap<String, usize>,
@@ -228,7 +233,7 @@ impl Lanes {
     pub(crate) fn new(config: Isolation, concurrency: usize) -> Lanes {
         Lanes {
             config,
-            slow_total: (concurrency - concurrency / 4).max(1),
+            most_in_flight: (concurrency - concurrency / 4).max(1),
             lanes: HashMap::new(),
             hosts: HashMap::new(),
             workspaces: HashMap::new(),
@@ -289,6 +294,7 @@ impl Lanes {
     /// with ready deliveries is at a cap or resting. The caller starts it and
     /// reports with [`Lanes::done`].
     pub(crate) fn next(&mut self, now: Instant) -> Option<ClaimedDelivery> {
+        let alone = self.lanes.len() == 1;
         for _ in 0..self.turns.len() {
             let id = self.turns.pop_front()?;
             let Some(lane) = self.lanes.get_mut(&id) else {
@@ -300,14 +306,14 @@ impl Lanes {
             }
             let speed = lane.speed(now, self.config.slow_after);
             let capped = match speed {
-                Speed::Fast => false,
+                Speed::Fast => !alone && lane.in_flight.len() >= self.most_in_flight,
                 Speed::Unknown => {
                     lane.in_flight.len() >= self.config.per_webhook
-                        || self.slow_in_flight >= self.slow_total
+                        || self.slow_in_flight >= self.most_in_flight
                 }
                 Speed::Slow => {
                     lane.in_flight.len() >= self.config.per_webhook
-                        || self.slow_in_flight >= self.slow_total
+                        || self.slow_in_flight >= self.most_in_flight
                         || full(&self.hosts, &lane.host, self.config.per_host)
                         || full(&self.workspaces, &lane.workspace, self.config.per_workspace)
                 }
@@ -386,13 +392,14 @@ impl Lanes {
     }
 
     /// Webhooks whose deliveries a claim should leave alone: resting, with
-    /// enough ready already, or slow and blocked by a shared cap.
-    pub(crate) fn skip(&self, now: Instant) -> Vec<WebhookId> {
-        let slow_full = self.slow_in_flight >= self.slow_total;
+    /// enough ready already, or slow and blocked by a shared cap; and, for a claim
+    /// `for_new_work` only, every webhook with deliveries waiting ready.
+    pub(crate) fn skip(&self, now: Instant, for_new_work: bool) -> Vec<WebhookId> {
+        let slow_full = self.slow_in_flight >= self.most_in_flight;
         self.lanes
             .iter()
             .filter(|(_, lane)| {
-                if !lane.breaker_allows(now) {
+                if !lane.breaker_allows(now) || for_new_work && !lane.ready.is_empty() {
                     return true;
                 }
                 let speed = lane.speed(now, self.config.slow_after);
@@ -500,7 +507,7 @@ fn next_breaker(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use hookline_domain::{
         EventName, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookSecret,
         WebhookSource, WebhookUrl,
@@ -520,7 +527,7 @@ mod tests {
         }
     }
 
-    fn webhook(host: &str, workspace: WorkspaceId) -> Webhook {
+    pub(crate) fn webhook(host: &str, workspace: WorkspaceId) -> Webhook {
         Webhook {
             id: WebhookId::generate(),
             workspace_id: workspace,
@@ -539,7 +546,7 @@ mod tests {
         }
     }
 
-    fn delivery(webhook: &Webhook) -> ClaimedDelivery {
+    pub(crate) fn delivery(webhook: &Webhook) -> ClaimedDelivery {
         ClaimedDelivery {
             event_id: EventId::generate(),
             webhook_id: webhook.id,
@@ -582,7 +589,7 @@ mod tests {
         assert_eq!(order, [a.id, b.id, a.id]);
         assert_eq!((lanes.in_flight(), lanes.ready()), (3, 8));
         // A holds ready as much as two rounds of its cap: claims leave it alone.
-        assert_eq!(lanes.skip(now), [a.id]);
+        assert_eq!(lanes.skip(now, false), [a.id]);
     }
 
     #[test]
@@ -622,6 +629,46 @@ mod tests {
     }
 
     #[test]
+    fn a_quick_receivers_backlog_leaves_a_quarter_of_the_slots_to_the_others() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        add(&mut lanes, &a, 1, now);
+        let first = start_all(&mut lanes, now);
+        lanes.done(
+            a.id,
+            first[0].event_id,
+            Reach::Answered,
+            Duration::from_millis(5),
+            now,
+        );
+        let b = webhook("b.example.com", WorkspaceId::generate());
+        add(&mut lanes, &b, 1, now);
+        let second = start_all(&mut lanes, now);
+        lanes.done(
+            b.id,
+            second[0].event_id,
+            Reach::Answered,
+            Duration::from_millis(5),
+            now,
+        );
+        // Both answer quickly; A's backlog takes three quarters of the slots.
+        add(&mut lanes, &a, 20, now);
+        assert_eq!(start_all(&mut lanes, now).len(), 6);
+        assert_eq!(lanes.in_flight(), 6);
+        // B's new delivery starts at once: no slot of A's has to come back first.
+        add(&mut lanes, &b, 1, now);
+        let started = start_all(&mut lanes, now);
+        assert_eq!(
+            started.iter().map(|d| d.webhook_id).collect::<Vec<_>>(),
+            [b.id]
+        );
+        // A claim for new work leaves A, which has deliveries waiting, alone.
+        assert_eq!(lanes.skip(now, false), Vec::<WebhookId>::new());
+        assert_eq!(lanes.skip(now, true), [a.id]);
+    }
+
+    #[test]
     fn slow_webhooks_share_their_host_and_workspace_caps() {
         let now = Instant::now();
         let mut lanes = Lanes::new(config(), 8);
@@ -657,7 +704,7 @@ mod tests {
             1,
             "another host is not held up"
         );
-        let skipped = lanes.skip(now);
+        let skipped = lanes.skip(now, false);
         assert!(hooks.iter().all(|hook| skipped.contains(&hook.id)));
     }
 
@@ -678,7 +725,7 @@ mod tests {
         let rest = Duration::from_secs(10);
         assert_eq!(change, Some(BreakerChange::Opened { rest }));
         assert_eq!(handed_back.len(), 4, "what waited goes back unattempted");
-        assert_eq!(lanes.skip(now), [a.id]);
+        assert_eq!(lanes.skip(now, false), [a.id]);
         assert!(
             lanes.add(delivery(&a), now).is_some(),
             "resting: handed back"

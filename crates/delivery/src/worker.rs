@@ -225,8 +225,13 @@ impl Worker {
             if claiming.is_none()
                 && let Some(wanted) = claims.wanted(lanes.in_flight(), lanes.ready())
             {
-                let (skip, fast) = claims.start(&lanes, now);
-                claiming = Some(Box::pin(self.claim(wanted, claims.per_webhook, skip, fast)));
+                let (skip, fast) = claims.start(&lanes, now, wanted.for_new_work);
+                claiming = Some(Box::pin(self.claim(
+                    wanted.count,
+                    claims.per_webhook,
+                    skip,
+                    fast,
+                )));
             }
             tokio::select! {
                 () = &mut shutdown => break,
@@ -455,6 +460,23 @@ struct Claims {
     /// worker were committed, so its coming back short does not mean that
     /// nothing is due.
     woken: bool,
+    /// Whether the last claim was one [`Wanted::for_new_work`]: the next one
+    /// waits for a round of room, so that a stream of wake-ups (a busy emitter)
+    /// cannot turn the claims into a stream of small ones.
+    claimed_for_new_work: bool,
+}
+
+/// A claim to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wanted {
+    /// Deliveries to ask for.
+    count: u32,
+    /// Only for webhooks with no deliveries waiting ready: a wake-up came and
+    /// there is less than a round of room. The new work may be another
+    /// webhook's, for which the lanes keep a slot free; waiting for a round of
+    /// room behind a backlog draining at full pace held it for tens of
+    /// milliseconds (see PERFORMANCE.md).
+    for_new_work: bool,
 }
 
 impl Claims {
@@ -473,24 +495,38 @@ impl Claims {
             held_back: false,
             failed: 0,
             woken: false,
+            claimed_for_new_work: false,
         }
     }
 
-    /// How many deliveries to claim now, if a claim should go out: deliveries
-    /// may be due and there is room for at least a round of slots, with
-    /// `in_flight` attempts running and `ready` deliveries waiting in the lanes.
-    fn wanted(&self, in_flight: usize, ready: usize) -> Option<u32> {
+    /// The claim to make now, if one should go out, with `in_flight` attempts
+    /// running and `ready` deliveries waiting in the lanes: deliveries may be
+    /// due and there is room for at least a round of slots; or a wake-up came
+    /// and there is some room, for new work only.
+    fn wanted(&self, in_flight: usize, ready: usize) -> Option<Wanted> {
         let room = (self.concurrency.saturating_sub(in_flight) + self.ahead).saturating_sub(ready);
-        (self.maybe_due && room >= self.concurrency)
-            .then(|| u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size))
+        let for_new_work = room < self.concurrency;
+        let goes = self.maybe_due
+            && room > 0
+            && (!for_new_work || self.woken && !self.claimed_for_new_work);
+        goes.then(|| Wanted {
+            count: u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size),
+            for_new_work,
+        })
     }
 
     /// A claim goes out: the webhooks it must skip, and those known to be fast,
     /// as the lanes say now.
-    fn start(&mut self, lanes: &Lanes, now: Instant) -> (Vec<WebhookId>, Vec<WebhookId>) {
-        let skip = lanes.skip(now);
+    fn start(
+        &mut self,
+        lanes: &Lanes,
+        now: Instant,
+        for_new_work: bool,
+    ) -> (Vec<WebhookId>, Vec<WebhookId>) {
+        let skip = lanes.skip(now, for_new_work);
         self.held_back = !skip.is_empty();
         self.woken = false;
+        self.claimed_for_new_work = for_new_work;
         (skip, lanes.fast(now))
     }
 
@@ -761,6 +797,8 @@ pub(crate) fn retry_or_give_up(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lanes;
+    use hookline_domain::WorkspaceId;
 
     #[test]
     fn the_poll_backs_off_from_a_tenth_of_the_interval_to_the_interval() {
@@ -780,18 +818,69 @@ mod tests {
         };
         let mut claims = Claims::new(&config);
         let ahead = 8 * AHEAD_ROUNDS as usize;
+        let all = |count| {
+            Some(Wanted {
+                count,
+                for_new_work: false,
+            })
+        };
         // Every slot busy and every round ahead held ready: no room.
         assert_eq!(claims.wanted(8, ahead), None);
         // Less than a round of room: not yet.
         assert_eq!(claims.wanted(8, ahead - 7), None);
         // A round's room: asks for it.
-        assert_eq!(claims.wanted(8, ahead - 8), Some(8));
-        assert_eq!(claims.wanted(4, ahead - 8), Some(12));
+        assert_eq!(claims.wanted(8, ahead - 8), all(8));
+        assert_eq!(claims.wanted(4, ahead - 8), all(12));
         // More room than a batch: a batch.
-        assert_eq!(claims.wanted(0, 0), Some(20));
+        assert_eq!(claims.wanted(0, 0), all(20));
         // Nothing may be due: no claim, whatever the room.
         claims.maybe_due = false;
         assert_eq!(claims.wanted(0, 0), None);
+    }
+
+    #[test]
+    fn a_wake_up_claims_for_new_work_in_less_than_a_round_of_room_once() {
+        let config = DeliveryConfig {
+            concurrency: 8,
+            batch_size: 20,
+            ..DeliveryConfig::default()
+        };
+        let mut claims = Claims::new(&config);
+        let mut lanes = Lanes::new(config.isolation.clone(), config.concurrency);
+        let ahead = 8 * AHEAD_ROUNDS as usize;
+        let busy = lanes::tests::webhook("a.example.com", WorkspaceId::generate());
+        assert!(
+            lanes
+                .add(lanes::tests::delivery(&busy), Instant::now())
+                .is_none()
+        );
+        claims.woken();
+        // Three slots' room: for new work only, skipping the webhook with
+        // deliveries waiting.
+        let wanted = claims.wanted(8, ahead - 3);
+        assert_eq!(
+            wanted,
+            Some(Wanted {
+                count: 3,
+                for_new_work: true
+            })
+        );
+        let (skip, _) = claims.start(&lanes, Instant::now(), true);
+        assert_eq!(skip, [busy.id]);
+        claims.took(3, 3, false, &config);
+        // Another wake-up: the next claim waits for a round's room.
+        claims.woken();
+        assert_eq!(claims.wanted(8, ahead - 3), None);
+        assert_eq!(
+            claims
+                .wanted(8, ahead - 8)
+                .map(|wanted| wanted.for_new_work),
+            Some(false)
+        );
+        // No wake-up: less than a round's room claims nothing.
+        claims.start(&lanes, Instant::now(), false);
+        claims.took(8, 8, false, &config);
+        assert_eq!(claims.wanted(8, ahead - 3), None);
     }
 
     #[test]
@@ -827,14 +916,14 @@ mod tests {
         let config = DeliveryConfig::default();
         let mut claims = Claims::new(&config);
         let lanes = Lanes::new(config.isolation.clone(), config.concurrency);
-        claims.start(&lanes, Instant::now());
+        claims.start(&lanes, Instant::now(), false);
         // An emit's NOTIFY while the claim runs, which may have read the queue
         // before the emit committed.
         claims.woken();
         claims.took(0, 16, false, &config);
         assert!(claims.maybe_due, "the emit waited for the poll");
         // The next claim began after the wake-up, so it saw the emit's rows.
-        claims.start(&lanes, Instant::now());
+        claims.start(&lanes, Instant::now(), false);
         claims.took(0, 16, false, &config);
         assert!(!claims.maybe_due);
     }
