@@ -633,25 +633,19 @@ pub(crate) mod tests {
         let now = Instant::now();
         let mut lanes = Lanes::new(config(), 8);
         let a = webhook("a.example.com", WorkspaceId::generate());
-        add(&mut lanes, &a, 1, now);
-        let first = start_all(&mut lanes, now);
-        lanes.done(
-            a.id,
-            first[0].event_id,
-            Reach::Answered,
-            Duration::from_millis(5),
-            now,
-        );
         let b = webhook("b.example.com", WorkspaceId::generate());
-        add(&mut lanes, &b, 1, now);
-        let second = start_all(&mut lanes, now);
-        lanes.done(
-            b.id,
-            second[0].event_id,
-            Reach::Answered,
-            Duration::from_millis(5),
-            now,
-        );
+        for hook in [&a, &b] {
+            add(&mut lanes, hook, 1, now);
+            for started in start_all(&mut lanes, now) {
+                lanes.done(
+                    hook.id,
+                    started.event_id,
+                    Reach::Answered,
+                    Duration::from_millis(5),
+                    now,
+                );
+            }
+        }
         // Both answer quickly; A's backlog takes three quarters of the slots.
         add(&mut lanes, &a, 20, now);
         assert_eq!(start_all(&mut lanes, now).len(), 6);
