@@ -1,6 +1,7 @@
 //! The worker's housekeeping, beside the delivery loop and never in its way:
-//! auto-disable, the outbox's planner statistics, PostgreSQL's partitions ahead,
-//! and retention (history, idempotency keys, portal links, SQLite's free pages).
+//! auto-disable, the outbox's planner statistics, PostgreSQL's partitions ahead
+//! and the claims' pending floor, and retention (history, idempotency keys,
+//! portal links, SQLite's free pages).
 
 use std::time::Duration;
 
@@ -9,7 +10,8 @@ use hookline_store::Upkeep;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// How often the upkeep looks at auto-disable and the planner's statistics.
+/// How often the upkeep looks at auto-disable, the planner's statistics and the
+/// claims' pending floor.
 const STATISTICS_CHECK: Duration = Duration::from_secs(10);
 /// How often the upkeep forgets what is past retention and makes partitions.
 const RETENTION_CHECK: Duration = Duration::from_secs(3600);
@@ -39,6 +41,9 @@ pub(crate) async fn run(
                 );
             }
             Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),
+        }
+        if let Err(error) = upkeep.raise_pending_floor().await {
+            tracing::warn!(%error, "cannot raise the claims' pending floor");
         }
         if Instant::now() >= next_retention {
             // A round over a large history takes a while; a shutdown does not wait

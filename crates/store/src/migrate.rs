@@ -48,6 +48,9 @@ impl Store {
                         .execute(&mut conn)?;
                     let applied = apply(&mut conn).and_then(|applied| {
                         partition_history(&mut conn)?;
+                        for statement in crate::partitions::CREATE_PENDING_FLOOR {
+                            diesel::sql_query(statement).execute(&mut conn)?;
+                        }
                         Ok(applied)
                     });
                     diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))

@@ -101,6 +101,60 @@ pub(crate) fn day_has_pending(day: HistoryDay) -> String {
     )
 }
 
+/// The pending floor: no pending delivery's event id sorts below
+/// `pending_floor.pending_from`. The claims' walks over the due-index are
+/// bounded by it (`pending_floor!`), which lets PostgreSQL skip, at run time,
+/// the day partitions below it: without it each step of a walk descends every
+/// day's due-index, the empty ones too, so a claim's cost grew with the days
+/// kept. One row, made at start-up (idempotent).
+///
+/// Who moves it: whatever makes an older event's delivery pending again
+/// (redeliver, recover, a bulk write of history) lowers it in the same
+/// transaction ([`LOWER_PENDING_FLOOR`]); the upkeep raises it to the first day
+/// that still has a pending delivery ([`RAISE_PENDING_FLOOR`]), never past the
+/// start of yesterday (UTC, [`pending_floor_cap`]): new events' ids are made
+/// from the clock of whichever instance takes the emit, and a day is the clock
+/// skew tolerated; an outbox write of an older event lowers it too. A
+/// raise is a compare-and-set on `version`, which every lowering bumps: a
+/// delivery made pending while the upkeep looked (and so not seen by it) moves
+/// the version, and the raise is not made.
+pub(crate) const CREATE_PENDING_FLOOR: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS pending_floor (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), \
+     pending_from TEXT NOT NULL, version BIGINT NOT NULL)",
+    "INSERT INTO pending_floor (pending_from, version) VALUES ('', 0) ON CONFLICT DO NOTHING",
+];
+
+/// The highest day the pending floor rises to: yesterday, by the system clock
+/// (see [`CREATE_PENDING_FLOOR`]). An outbox write of an event older than its
+/// start (an embedder's own event id, a test's) lowers the floor.
+pub(crate) fn pending_floor_cap() -> HistoryDay {
+    HistoryDay::of(hookline_domain::Timestamp::now()).plus_days(-1)
+}
+
+/// Lowers the pending floor to `$1` (or leaves it where it is lower).
+pub(crate) const LOWER_PENDING_FLOOR: &str =
+    "UPDATE pending_floor SET pending_from = LEAST(pending_from, $1), version = version + 1";
+
+/// The pending floor and its version.
+pub(crate) const PENDING_FLOOR: &str = "SELECT pending_from, version FROM pending_floor";
+
+/// Sets the pending floor to `$1` unless it moved since `$2` was its version.
+pub(crate) const RAISE_PENDING_FLOOR: &str =
+    "UPDATE pending_floor SET pending_from = $1, version = version + 1 WHERE version = $2";
+
+/// Whether the default partition of deliveries has a pending one (a day with no
+/// partition of its own): the floor then stays at the lowest id.
+pub(crate) const DEFAULT_HAS_PENDING: &str =
+    "SELECT EXISTS (SELECT 1 FROM deliveries_default WHERE state = 'pending') AS answer";
+
+#[derive(QueryableByName)]
+pub(crate) struct PendingFloor {
+    #[diesel(sql_type = Text)]
+    pub(crate) pending_from: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub(crate) version: i64,
+}
+
 /// The partitions of `events` there are, by name.
 pub(crate) const EVENTS_PARTITIONS: &str = "SELECT c.relname::text AS name FROM pg_inherits i \
      JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass";

@@ -4,9 +4,9 @@
 use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
 use hookline_domain::{
     AccountId, ApiKeyId, ApiKeyRecord, ApiKeyStatus, AttemptCursor, ClaimedDelivery,
-    DeliveryAttempt, DeliveryState, EventName, EventPayload, Finished, KeyHash, KeyName, Outcome,
-    Plan, Refusal, Timestamp, Username, Webhook, WebhookId, WebhookSource, WorkspaceId,
-    WorkspaceName,
+    DeliveryAttempt, DeliveryState, EventName, EventPayload, Finished, HistoryDay, KeyHash,
+    KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook, WebhookId, WebhookSource,
+    WorkspaceId, WorkspaceName,
 };
 use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store};
 use hookline_testdb::TestDb;
@@ -80,14 +80,14 @@ fn rand_bits() -> u128 {
     hookline_domain::EventId::generate().ulid().random()
 }
 
-/// A first attempt of `claimed` that `webhook`'s receiver answered with 200 at
-/// `at`.
+/// The next attempt of `claimed`, which `webhook`'s receiver answered with 200
+/// at `at`.
 fn delivered(claimed: &ClaimedDelivery, webhook: WebhookId, at: Timestamp) -> Finished {
     let attempt = DeliveryAttempt {
         event_id: claimed.event_id,
         webhook_id: webhook,
         event: claimed.event,
-        attempt: 1,
+        attempt: claimed.attempts + 1,
         at,
         status: Some(200),
         error: None,
@@ -201,6 +201,7 @@ backend_tests!(
     retention_forgets_whole_days_keeps_the_samples_and_anything_pending,
     the_backlog_counts_due_deliveries_up_to_a_cap_and_finds_the_oldest,
     a_claim_beside_a_resting_backlog_reads_only_the_rows_it_takes,
+    claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on,
     a_claim_walks_none_of_a_drained_backlog,
     a_claim_walks_none_of_what_its_handle_took_before,
     a_record_finds_each_delivery_by_its_key_beside_a_backlog,
@@ -1186,6 +1187,77 @@ async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
         assert_eq!(claimed.len(), 10);
         assert!(claimed.iter().all(|c| c.webhook_id == busy.id));
     }
+}
+
+/// On PostgreSQL a claim reads the day partitions from the oldest with a pending
+/// delivery on (the pending floor, which the upkeep raises and anything that
+/// makes an older event's delivery pending lowers), and finds every pending
+/// delivery; on SQLite, which has no days to skip, it finds them all too.
+async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db: TestDb) {
+    const DAY_MS: i64 = 86_400_000;
+    let store = db.store();
+    let upkeep = store.upkeep();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let now = Timestamp::now();
+    for days_back in (0..=30).rev().step_by(2) {
+        upkeep.prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
+    }
+    let days_ago = |days: i64| HistoryDay::of(now.plus_millis(-days * DAY_MS));
+    let floor = async || upkeep.raise_pending_floor().await.unwrap();
+    let on_postgres =
+        |day: HistoryDay| (db.backend() == Backend::Postgres).then(|| day.first_id().to_string());
+    // Each delivery is claimed and delivered at a later instant than the last,
+    // so that the claim under EXPLAIN, whose lease ends first, is over.
+    let mut at = now;
+    let mut claim_and_deliver = async |event: &EventPayload| {
+        at = at.plus_millis(120_000);
+        let claimed = claim(store, at, at.plus_millis(60_000), "t").await;
+        assert_eq!(claimed.iter().map(|c| c.event_id).collect::<Vec<_>>(), [event.id]);
+        deliver(store, &claimed[0], hook.id, at).await;
+    };
+
+    // Forty days ago there is no partition: the default partition's pending
+    // delivery holds the floor at the lowest id.
+    let oldest = emit_at(store, ws, EventName::DmSent, now.plus_millis(-40 * DAY_MS)).await;
+    assert_eq!(floor().await, (db.backend() == Backend::Postgres).then(String::new));
+    claim_and_deliver(&oldest).await;
+    assert_eq!(floor().await, on_postgres(days_ago(1)), "nothing pending: yesterday");
+
+    // An event of ten days ago lowers the floor as it is written.
+    let old = emit_at(store, ws, EventName::DmSent, now.plus_millis(-10 * DAY_MS)).await;
+    assert_eq!(floor().await, on_postgres(days_ago(10)));
+    if db.backend() == Backend::Postgres {
+        let plan = store.queue().explain_claim(&claim_now(10, &[])).await.unwrap();
+        // The days of the partitions of deliveries and events the plan scans.
+        let days_scanned = |executed: bool| {
+            plan.iter()
+                .filter(|line| {
+                    line.contains(" Scan ") && line.contains("never executed") != executed
+                })
+                .filter_map(|line| {
+                    let table = [" on deliveries_p", " on events_p"]
+                        .into_iter()
+                        .find_map(|table| Some(line.find(table)? + table.len()))?;
+                    HistoryDay::from_label(line.get(table..table + 8)?)
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (read, skipped) = (days_scanned(true), days_scanned(false));
+        assert!(read.iter().all(|day| *day >= days_ago(10)), "{}", plan.join("\n"));
+        assert!(read.contains(&days_ago(10)), "{}", plan.join("\n"));
+        assert!(skipped.contains(&days_ago(20)), "{}", plan.join("\n"));
+    }
+    claim_and_deliver(&old).await;
+    assert_eq!(floor().await, on_postgres(days_ago(1)));
+
+    // Sent again, it is pending below the floor: the floor comes down with it.
+    assert_eq!(store.events().send_again(old.id, None).await.unwrap(), 1);
+    claim_and_deliver(&old).await;
+    assert_eq!(floor().await, on_postgres(days_ago(1)));
+    assert_eq!(store.events().send_again(old.id, None).await.unwrap(), 1);
+    assert_eq!(floor().await, on_postgres(days_ago(10)), "raised to its day, no further");
+    claim_and_deliver(&old).await;
 }
 
 /// The pages a plan's statement read, in all: `hit` and `read` of its first

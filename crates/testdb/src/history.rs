@@ -146,7 +146,18 @@ impl TestDb {
             Backend::Postgres => POSTGRES,
         }
         .map(|statement| self.dialect(statement));
-        with_own_connection!(self, |conn| write_chunks!(conn, sql, history))
+        let last = with_own_connection!(self, |conn| write_chunks!(conn, sql, history));
+        if self.backend() == Backend::Postgres {
+            // As the store lowers the claims' pending floor when it makes an older
+            // event's delivery pending (its upkeep raises it again).
+            self.execute_for(
+                "UPDATE pending_floor SET pending_from = LEAST(pending_from, $1), \
+                 version = version + 1",
+                &EventId::first_at(history.from).to_string(),
+            )
+            .await;
+        }
+        last
     }
 
     /// Marks every delivery of `webhook` delivered, as a drained backlog leaves

@@ -221,7 +221,7 @@ impl Events {
                     .execute(conn)
                     .await?;
             }
-            Ok(conn.notify_if_queued(queued).await?)
+            Ok(conn.sent_again(queued, &event_id).await?)
         })?;
         Ok(u64::try_from(queued).unwrap_or(0))
     }
@@ -245,7 +245,10 @@ impl Events {
                 .set(send_again(now))
                 .execute(conn)
                 .await?;
-            Ok(conn.notify_if_queued(queued).await?)
+            // Their events' ids are not read (a dead receiver's may be a
+            // million): the floor goes to the lowest id, and the upkeep raises it
+            // again.
+            Ok(conn.sent_again(queued, "").await?)
         })?;
         Ok(u64::try_from(queued).unwrap_or(0))
     }
@@ -473,10 +476,17 @@ pub(crate) trait InsertOutbox {
     /// SQLite, whose workers poll.
     async fn notify_workers(&mut self) -> QueryResult<()>;
 
-    /// [`InsertOutbox::notify_workers`] when `queued` deliveries were sent again;
-    /// answers `queued`.
-    async fn notify_if_queued(&mut self, queued: usize) -> QueryResult<usize> {
+    /// PostgreSQL: lowers the pending floor to `event_id` (see
+    /// `partitions::CREATE_PENDING_FLOOR`), in the transaction that makes an
+    /// older event's delivery pending again; nothing on SQLite.
+    async fn lower_pending_floor(&mut self, event_id: &str) -> QueryResult<()>;
+
+    /// When `queued` deliveries were sent again, of events from `oldest_event`
+    /// on: lowers the pending floor to it and wakes the workers
+    /// ([`InsertOutbox::notify_workers`]). Answers `queued`.
+    async fn sent_again(&mut self, queued: usize, oldest_event: &str) -> QueryResult<usize> {
         if queued > 0 {
+            self.lower_pending_floor(oldest_event).await?;
             self.notify_workers().await?;
         }
         Ok(queued)
@@ -575,6 +585,10 @@ impl InsertOutbox for SqliteConn {
         Ok(())
     }
 
+    async fn lower_pending_floor(&mut self, _event_id: &str) -> QueryResult<()> {
+        Ok(())
+    }
+
     claim_idempotency_key!();
 }
 
@@ -585,6 +599,14 @@ impl InsertOutbox for PgConn {
         deliveries: &[NewDelivery],
     ) -> QueryResult<()> {
         use diesel::pg::sql_types::Array;
+        let cap = crate::partitions::pending_floor_cap()
+            .first_id()
+            .to_string();
+        if let Some(oldest) = deliveries.iter().map(|d| d.event_id.as_str()).min()
+            && oldest < cap.as_str()
+        {
+            self.lower_pending_floor(oldest).await?;
+        }
         // The deliveries' foreign keys are checked at the end of the statement, when
         // the CTE has inserted their events.
         prepared(
@@ -614,6 +636,14 @@ impl InsertOutbox for PgConn {
 
     async fn notify_workers(&mut self) -> QueryResult<()> {
         prepared(NOTIFY_WORKERS).execute(self).await.map(|_| ())
+    }
+
+    async fn lower_pending_floor(&mut self, event_id: &str) -> QueryResult<()> {
+        prepared(crate::partitions::LOWER_PENDING_FLOOR)
+            .binds((bind::<Text, _>(event_id),))
+            .execute(self)
+            .await
+            .map(|_| ())
     }
 
     claim_idempotency_key!();

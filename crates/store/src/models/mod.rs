@@ -13,16 +13,45 @@
 /// row's entry stays in the index on PostgreSQL, dead, until a vacuum, and a
 /// draining backlog's dead entries are its oldest, which a probe going up would
 /// walk before it met a pending row.
+///
+/// `webhooks_with_work!(pending_floor!())` walks from the pending floor on
+/// (PostgreSQL's claims).
 macro_rules! webhooks_with_work {
     () => {
-        "WITH RECURSIVE hooks(id) AS ( \
-             SELECT (SELECT webhook_id FROM deliveries WHERE state = 'pending' \
-                     ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
+        webhooks_with_work!("")
+    };
+    ($bound:expr) => {
+        concat!(
+            "WITH RECURSIVE hooks(id) AS ( \
+             SELECT (SELECT webhook_id FROM deliveries WHERE state = 'pending'",
+            $bound,
+            " ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
              UNION ALL \
              SELECT (SELECT webhook_id FROM deliveries \
-                     WHERE state = 'pending' AND webhook_id < hooks.id \
-                     ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
+                     WHERE state = 'pending' AND webhook_id < hooks.id",
+            $bound,
+            " ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
              FROM hooks WHERE hooks.id IS NOT NULL) "
+        )
+    };
+}
+
+/// PostgreSQL: a condition on `deliveries` (its `event_id`, or `$column` for
+/// an alias's) that bounds a walk of the due-index, or a search by key, by the
+/// pending floor (see `partitions::CREATE_PENDING_FLOOR`): an
+/// uncorrelated subquery, whose answer PostgreSQL prunes the day partitions by
+/// when the walk starts, so that only the days from the oldest with a pending
+/// delivery on are read. It holds for every pending row, so it filters none.
+macro_rules! pending_floor {
+    () => {
+        pending_floor!("event_id")
+    };
+    ($column:literal) => {
+        concat!(
+            " AND ",
+            $column,
+            " >= (SELECT pending_from FROM pending_floor)"
+        )
     };
 }
 

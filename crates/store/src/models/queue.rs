@@ -59,6 +59,31 @@ macro_rules! not_a_listener {
     };
 }
 
+/// PostgreSQL: the deliveries `picked(event_id, webhook_id)` (a materialized
+/// CTE of rows locked) leased until `$1` to `$lease_token`, each answered with
+/// its event. Each event is looked up by its id alone (a `LATERAL` that cannot
+/// be flattened), which PostgreSQL prunes to its one day partition; the
+/// deliveries are found again by key as `= ANY (ARRAY(…))`, a few index probes
+/// per partition, which cannot prune by the array, and so are bounded by the
+/// pending floor too (joined instead, the planner may read a whole partition to
+/// hash it, its cost model knowing nothing of run-time pruning).
+macro_rules! lease_picked {
+    ($lease_token:literal) => {
+        concat!(
+            ", leased AS MATERIALIZED (SELECT p.event_id, p.webhook_id, e.event, e.payload \
+                 FROM picked AS p CROSS JOIN LATERAL (SELECT event, payload FROM events \
+                     WHERE events.id = p.event_id LIMIT 1) AS e) \
+             UPDATE deliveries AS d SET lease_until = $1, lease_token = ",
+            $lease_token,
+            " FROM leased WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM leased)) \
+               AND d.event_id = leased.event_id AND d.webhook_id = leased.webhook_id",
+            pending_floor!("d.event_id"),
+            " RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
+                 d.attempts_before_retry_round, leased.event, leased.payload"
+        )
+    };
+}
+
 /// PostgreSQL's claim: per webhook with work (`since`, with its [`Positions`]
 /// entry if it has one: `$8` to `$11`), a `LATERAL` range of its own due rows
 /// (a fast webhook's even part of the claim among the fast webhooks with rows
@@ -73,14 +98,13 @@ macro_rules! not_a_listener {
 /// ranges, each up to its first due row that no lease holds (as a subquery with
 /// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
 /// may walk the webhook's every row by another index). The rows
-/// picked are found again by key as `= ANY (ARRAY(…))`, which the planner takes
-/// as a few index probes per partition: joined instead, it may read a whole
-/// partition to hash it (a join's cost model knows nothing of the run-time
-/// pruning that makes the probes cheap).
+/// picked are leased by [`lease_picked!`]. Every walk of the due-index is
+/// bounded by the pending floor (`pending_floor!`): the days below it are not
+/// read.
 macro_rules! pg_claim {
     () => {
         concat!(
-            webhooks_with_work!(),
+            webhooks_with_work!(pending_floor!()),
             ", since AS (SELECT hooks.id, s.at, s.event_id, s.behind_from FROM hooks \
                  LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[], $9::bigint[]) \
                      AS s(id, at, event_id, behind_from) ON s.id = hooks.id \
@@ -115,13 +139,8 @@ macro_rules! pg_claim {
             ") AS due) AS due \
              WHERE turn <= CASE WHEN webhook_id = ANY($7::text[]) \
                  THEN (SELECT n FROM fast_share) ELSE $6 END \
-             ORDER BY turn, next_attempt_at, event_id LIMIT $4) \
-             UPDATE deliveries AS d SET lease_until = $1, lease_token = $2 FROM events AS e \
-             WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
-               AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
-               AND e.id = ANY (ARRAY(SELECT event_id FROM picked)) AND e.id = d.event_id \
-             RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
-                 d.attempts_before_retry_round, e.event, e.payload"
+             ORDER BY turn, next_attempt_at, event_id LIMIT $4)",
+            lease_picked!("$2")
         )
     };
     (per_webhook) => {
@@ -131,12 +150,18 @@ macro_rules! pg_claim {
     // A webhook's due rows behind its position, from the last look's clock skew
     // before it (an empty range when the claim does not look behind).
     (before_position) => {
-        " AND next_attempt_at >= since.behind_from AND next_attempt_at < since.at"
+        concat!(
+            " AND next_attempt_at >= since.behind_from AND next_attempt_at < since.at",
+            pending_floor!()
+        )
     };
     // A webhook's due rows after its position, or all of them without one.
     (after_position) => {
-        " AND (next_attempt_at, event_id) > \
-             (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))"
+        concat!(
+            " AND (next_attempt_at, event_id) > \
+             (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))",
+            pending_floor!()
+        )
     };
 }
 
@@ -1397,20 +1422,11 @@ impl QueueSql for SqliteConn {
 
 impl QueueSql for PgConn {
     async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
-        // The rows picked are found again by key as `= ANY (ARRAY(…))`: a few
-        // index probes per partition (see `pg_claim!`).
         const SQL: &str = concat!(
             "WITH picked AS MATERIALIZED (",
-            due_of_webhook!("event_id, webhook_id", "$2"),
-            " LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             UPDATE deliveries AS d SET lease_until = $1, \
-                 lease_token = 'listener:' || (d.attempts + 1) FROM events AS e \
-             WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM picked)) \
-               AND (d.event_id, d.webhook_id) IN (SELECT event_id, webhook_id FROM picked) \
-               AND e.id = ANY (ARRAY(SELECT event_id FROM picked)) AND e.id = d.event_id \
-             RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
-                 d.attempts_before_retry_round, \
-                 e.event, e.payload"
+            due_of_webhook!("event_id, webhook_id", "$2", pending_floor!()),
+            " LIMIT $4 FOR UPDATE SKIP LOCKED)",
+            lease_picked!("'listener:' || (d.attempts + 1)")
         );
         streamed.statement(SQL).load(self).await
     }

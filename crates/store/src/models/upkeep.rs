@@ -262,6 +262,34 @@ impl Upkeep {
         Ok(made)
     }
 
+    /// PostgreSQL: raises the pending floor (see
+    /// `partitions::CREATE_PENDING_FLOOR`) to the start of the first day from
+    /// the floor's own on that has a pending delivery, or of yesterday by the
+    /// system clock (which event ids are made from) when none before it has; to
+    /// the lowest id while the default partition holds one. One probe of a day's
+    /// due-index per day between the floor and yesterday: at rest, one or two.
+    /// Answers the floor it leaves (`None` on SQLite, which has no partitions).
+    pub async fn raise_pending_floor(&self) -> Result<Option<String>> {
+        let Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(None);
+        };
+        let mut conn = pool.get().await?;
+        let floor: partitions::PendingFloor = diesel::sql_query(partitions::PENDING_FLOOR)
+            .get_result(&mut *conn)
+            .await?;
+        let raised = pending_floor(&mut conn, &floor.pending_from).await?;
+        if raised == floor.pending_from {
+            return Ok(Some(raised));
+        }
+        let set = diesel::sql_query(partitions::RAISE_PENDING_FLOOR)
+            .bind::<Text, _>(&raised)
+            .bind::<BigInt, _>(floor.version)
+            .execute(&mut *conn)
+            .await?;
+        // Lowered meanwhile: the next look raises it.
+        Ok(Some(if set == 1 { raised } else { floor.pending_from }))
+    }
+
     /// SQLite: gives free pages back to the file system, a few at a time, so the
     /// file shrinks after retention instead of only growing. Answers how many.
     /// Stops when a turn frees none (a file not switched to incremental vacuum
@@ -449,6 +477,35 @@ async fn partition_days(conn: &mut PgConn) -> Result<Vec<HistoryDay>> {
         .iter()
         .filter_map(|partition| partitions::day_of_events_partition(&partition.name))
         .collect())
+}
+
+/// PostgreSQL: where the pending floor can go from `floor` (see
+/// [`Upkeep::raise_pending_floor`]).
+async fn pending_floor(conn: &mut PgConn, floor: &str) -> Result<String> {
+    if ask(conn, partitions::DEFAULT_HAS_PENDING).await? {
+        return Ok(String::new());
+    }
+    let yesterday = partitions::pending_floor_cap();
+    let from = floor
+        .parse::<EventId>()
+        .map_or(HistoryDay::of(Timestamp::EPOCH), HistoryDay::of_event);
+    let mut days = partition_days(conn).await?;
+    days.sort_unstable();
+    for day in days
+        .into_iter()
+        .filter(|day| (from..yesterday).contains(day))
+    {
+        if ask(conn, &partitions::day_has_pending(day)).await? {
+            return Ok(day.first_id().to_string());
+        }
+    }
+    Ok(yesterday.first_id().to_string())
+}
+
+/// PostgreSQL: the answer of a query answering `answer`.
+async fn ask(conn: &mut PgConn, sql: &str) -> Result<bool> {
+    let answer: Answer = diesel::sql_query(sql).get_result(conn).await?;
+    Ok(answer.answer)
 }
 
 /// PostgreSQL: runs one step of forgetting `day` (see [`run_ddl`]), only when
