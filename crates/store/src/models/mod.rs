@@ -41,7 +41,8 @@ macro_rules! webhooks_with_work {
 /// pending floor (see `partitions::CREATE_PENDING_FLOOR`): an
 /// uncorrelated subquery, whose answer PostgreSQL prunes the day partitions by
 /// when the walk starts, so that only the days from the oldest with a pending
-/// delivery on are read. It holds for every pending row, so it filters none.
+/// delivery on are read. It holds for every pending row, so it filters none;
+/// without the floor's row (removed by hand) it bounds nothing.
 macro_rules! pending_floor {
     () => {
         pending_floor!("event_id")
@@ -50,7 +51,7 @@ macro_rules! pending_floor {
         concat!(
             " AND ",
             $column,
-            " >= (SELECT pending_from FROM pending_floor)"
+            " >= COALESCE((SELECT pending_from FROM pending_floor), '')"
         )
     };
 }
