@@ -1210,18 +1210,22 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
     // Each delivery is claimed and delivered at a later instant than the last,
     // so that the claim under EXPLAIN, whose lease ends first, is over.
     let mut at = now;
-    let mut claim_and_deliver = async |event: &EventPayload| {
+    let mut claim_and_finish = async |event: &EventPayload, outcome: Outcome| {
         at = at.plus_millis(120_000);
         let claimed = claim(store, at, at.plus_millis(60_000), "t").await;
         assert_eq!(claimed.iter().map(|c| c.event_id).collect::<Vec<_>>(), [event.id]);
-        deliver(store, &claimed[0], hook.id, at).await;
+        let finished = Finished { outcome, ..delivered(&claimed[0], hook.id, at) };
+        assert_eq!(
+            store.queue().finish(&[finished]).await.unwrap(),
+            [hookline_store::Recording::Recorded]
+        );
     };
 
     // Forty days ago there is no partition: the default partition's pending
     // delivery holds the floor at the lowest id.
     let oldest = emit_at(store, ws, EventName::DmSent, now.plus_millis(-40 * DAY_MS)).await;
     assert_eq!(floor().await, (db.backend() == Backend::Postgres).then(String::new));
-    claim_and_deliver(&oldest).await;
+    claim_and_finish(&oldest, Outcome::Delivered).await;
     assert_eq!(floor().await, on_postgres(days_ago(1)), "nothing pending: yesterday");
 
     // An event of ten days ago lowers the floor as it is written.
@@ -1248,16 +1252,24 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
         assert!(read.contains(&days_ago(10)), "{}", plan.join("\n"));
         assert!(skipped.contains(&days_ago(20)), "{}", plan.join("\n"));
     }
-    claim_and_deliver(&old).await;
+    claim_and_finish(&old, Outcome::Delivered).await;
     assert_eq!(floor().await, on_postgres(days_ago(1)));
 
     // Sent again, it is pending below the floor: the floor comes down with it.
     assert_eq!(store.events().send_again(old.id, None).await.unwrap(), 1);
-    claim_and_deliver(&old).await;
+    claim_and_finish(&old, Outcome::Delivered).await;
     assert_eq!(floor().await, on_postgres(days_ago(1)));
     assert_eq!(store.events().send_again(old.id, None).await.unwrap(), 1);
     assert_eq!(floor().await, on_postgres(days_ago(10)), "raised to its day, no further");
-    claim_and_deliver(&old).await;
+    claim_and_finish(&old, Outcome::Delivered).await;
+
+    // Given up, then recovered: the floor comes down for it too.
+    assert_eq!(store.events().send_again(old.id, None).await.unwrap(), 1);
+    claim_and_finish(&old, Outcome::GaveUp).await;
+    assert_eq!(floor().await, on_postgres(days_ago(1)));
+    assert_eq!(store.events().recover(hook.id, now).await.unwrap(), 1);
+    assert_eq!(floor().await, on_postgres(days_ago(10)));
+    claim_and_finish(&old, Outcome::Delivered).await;
 }
 
 /// The pages a plan's statement read, in all: `hit` and `read` of its first
