@@ -503,7 +503,7 @@ async fn pending_floor(conn: &mut PgConn, floor: &str) -> Result<String> {
 }
 
 /// PostgreSQL: the answer of a query answering `answer`.
-async fn ask(conn: &mut PgConn, sql: &str) -> Result<bool> {
+async fn ask(conn: &mut PgConn, sql: &str) -> QueryResult<bool> {
     let answer: Answer = diesel::sql_query(sql).get_result(conn).await?;
     Ok(answer.answer)
 }
@@ -556,11 +556,10 @@ async fn run_ddl(
                 .await?;
             for (n, statement) in statements.into_iter().enumerate() {
                 diesel::sql_query(statement).execute(conn).await?;
-                if let (0, Some(unless)) = (n, &unless) {
-                    let answer: Answer = diesel::sql_query(unless).get_result(conn).await?;
-                    if answer.answer {
-                        return QueryResult::Ok(false);
-                    }
+                if let (0, Some(unless)) = (n, &unless)
+                    && ask(conn, unless).await?
+                {
+                    return QueryResult::Ok(false);
                 }
             }
             Ok(true)
