@@ -165,9 +165,14 @@ pub(crate) async fn run(
     )
     .await?;
     let half = halves[0];
-    if let Some(other) = other {
-        other.server.stop().await?;
-    }
+    let other_cost = match other {
+        Some(other) => {
+            let cost = (other.server.peak_rss_mib(), other.server.cpu_seconds());
+            other.server.stop().await?;
+            Some(cost)
+        }
+        None => None,
+    };
     let (peak_rss, cpu) = (this.server.peak_rss_mib(), this.server.cpu_seconds());
     this.server.stop().await?;
 
@@ -236,5 +241,11 @@ pub(crate) async fn run(
         report,
         "  hookline serve: peak RSS {peak_rss:.1} MiB, {cpu:.1} CPU s"
     );
+    if let Some((peak_rss, cpu)) = other_cost {
+        let _ = writeln!(
+            report,
+            "    against: peak RSS {peak_rss:.1} MiB, {cpu:.1} CPU s"
+        );
+    }
     Ok(report)
 }
