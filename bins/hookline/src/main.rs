@@ -2,6 +2,7 @@
 //!
 //! Argument parsing and wiring only: every rule lives in the library crates.
 
+mod allocator;
 mod cli;
 mod commands;
 mod devkit;
@@ -13,12 +14,8 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-/// Requests and deliveries allocate on one thread and free on another; glibc's
-/// malloc locks its arenas for that, mimalloc does not (see docs/PERFORMANCE.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
+    allocator::return_freed_memory_promptly();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return cli::exit_on_usage_error(&error),
