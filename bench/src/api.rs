@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 
 use crate::load::{self, Call, Load, Side};
 use crate::process::Measured;
+use crate::targets::{Targets, verdict};
 use crate::work::Work;
 
 /// hookline and its baseline take turns this many times per figure.
@@ -160,14 +161,10 @@ pub(crate) async fn run(
         "baseline req/s",
         "ratio"
     );
-    let target = if backend == Backend::Sqlite {
-        1.0 / 3.0
-    } else {
-        0.1
-    };
+    let targets = Targets::of(backend);
     // Every request hookline answered, to check its windows counted each one.
     let mut sent = 0;
-    for path in ["/api/v1/me", "/api/v1/hooks"] {
+    for (path, target) in [("/api/v1/me", targets.me), ("/api/v1/hooks", targets.hooks)] {
         let size = body_size(addr, path, &this.keys[0]).await?;
         let (baseline, base_line) = Measured::start(
             &crate::process::sibling("hookline-bench")?,
@@ -212,7 +209,7 @@ pub(crate) async fn run(
             base.per_second,
             ratio,
             target,
-            if ratio >= target { "met" } else { "MISSED" },
+            verdict(ratio >= target),
             failures(&measured)
         );
         let _ = writeln!(
@@ -233,10 +230,12 @@ pub(crate) async fn run(
         "  {}",
         guarantees(&this.db, this.ws, addr, &this.keys, &this.key_ids, sent).await?
     );
+    let peak_rss = server.peak_rss_mib();
     let _ = writeln!(
         report,
-        "  hookline serve: peak RSS {:.1} MiB, {:.1} CPU s",
-        server.peak_rss_mib(),
+        "  hookline serve: peak RSS {peak_rss:.1} MiB (<= {:.0} MiB {}), {:.1} CPU s",
+        targets.peak_rss_mib,
+        verdict(peak_rss <= targets.peak_rss_mib),
         server.cpu_seconds()
     );
     server.stop().await?;

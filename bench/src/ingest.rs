@@ -16,6 +16,7 @@ use hookline_tests::Receiver;
 use crate::api::{ROUNDS, against_line, failures, listening_addr, micros};
 use crate::load::{self, Call, Side};
 use crate::process::Measured;
+use crate::targets::{Targets, verdict};
 
 /// Keep-alive connections of the ingest load.
 const CONNECTIONS: usize = 32;
@@ -177,11 +178,8 @@ pub(crate) async fn run(
     this.server.stop().await?;
 
     let ratio = measured.per_second / base.per_second;
-    let target = if backend == Backend::Sqlite {
-        0.06
-    } else {
-        0.04
-    };
+    let targets = Targets::of(backend);
+    let target = targets.ingest;
     let mut report = format!(
         "Ingest (admin API, {CONNECTIONS} keep-alive connections, {} s in {ROUNDS} turns with the baseline; one HTTPS webhook delivered meanwhile)\n",
         seconds.as_secs()
@@ -200,23 +198,24 @@ pub(crate) async fn run(
         micros(measured.p99),
         base.per_second,
         ratio,
-        if ratio >= target { "met" } else { "MISSED" },
+        verdict(ratio >= target),
         failures(&measured)
     );
     if against.is_some() {
         let _ = writeln!(report, "{}", against_line(&measured, &loads[1], &base));
     }
-    let latency_met = half.p99 < Duration::from_millis(20);
+    let latency_met = half.p99 <= targets.ingest_half_rate_p99;
     let _ = writeln!(
         report,
-        "  {:<22} {:>10.0} {:>9} {:>9} {:>14} {:>7}  p99 < 20 ms {}{}",
+        "  {:<22} {:>10.0} {:>9} {:>9} {:>14} {:>7}  p99 <= {} {}{}",
         "at half rate",
         half.per_second,
         micros(half.p50),
         micros(half.p99),
         "",
         "",
-        if latency_met { "met" } else { "MISSED" },
+        micros(targets.ingest_half_rate_p99),
+        verdict(latency_met),
         failures(&half)
     );
     if against.is_some() {
@@ -239,7 +238,9 @@ pub(crate) async fn run(
     );
     let _ = writeln!(
         report,
-        "  hookline serve: peak RSS {peak_rss:.1} MiB, {cpu:.1} CPU s"
+        "  hookline serve: peak RSS {peak_rss:.1} MiB (<= {:.0} MiB {}), {cpu:.1} CPU s",
+        targets.peak_rss_mib,
+        verdict(peak_rss <= targets.peak_rss_mib)
     );
     if let Some((peak_rss, cpu)) = other_cost {
         let _ = writeln!(
