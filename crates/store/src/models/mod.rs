@@ -14,15 +14,24 @@
 /// draining backlog's dead entries are its oldest, which a probe going up would
 /// walk before it met a pending row.
 ///
-/// `webhooks_with_work!(pending_floor!())` walks from the pending floor on
-/// (PostgreSQL's claims).
+/// `webhooks_with_work!(from_the_pending_floor)` also defines the pending
+/// floor's CTE (`pending_floor!(cte)`) and walks from it on (PostgreSQL's
+/// claims).
 macro_rules! webhooks_with_work {
     () => {
-        webhooks_with_work!("")
+        concat!("WITH RECURSIVE ", webhooks_with_work!(hooks ""))
     };
-    ($bound:expr) => {
+    (from_the_pending_floor) => {
         concat!(
-            "WITH RECURSIVE hooks(id) AS ( \
+            "WITH RECURSIVE ",
+            pending_floor!(cte),
+            ", ",
+            webhooks_with_work!(hooks pending_floor!())
+        )
+    };
+    (hooks $bound:expr) => {
+        concat!(
+            "hooks(id) AS ( \
              SELECT (SELECT webhook_id FROM deliveries WHERE state = 'pending'",
             $bound,
             " ORDER BY webhook_id DESC, next_attempt_at DESC LIMIT 1) \
@@ -38,21 +47,22 @@ macro_rules! webhooks_with_work {
 
 /// PostgreSQL: a condition on `deliveries` (its `event_id`, or `$column` for
 /// an alias's) that bounds a walk of the due-index, or a search by key, by the
-/// pending floor (see `partitions::CREATE_PENDING_FLOOR`): an
-/// uncorrelated subquery, whose answer PostgreSQL prunes the day partitions by
-/// when the walk starts, so that only the days from the oldest with a pending
-/// delivery on are read. It holds for every pending row, so it filters none;
-/// without the floor's row (removed by hand) it bounds nothing.
+/// pending floor (see `partitions::CREATE_PENDING_FLOOR`), read once per
+/// statement into the CTE `pending_floor!(cte)` defines, which the statement
+/// must have: an uncorrelated subquery, whose answer PostgreSQL prunes the day
+/// partitions by when the walk starts, so that only the days from the oldest
+/// with a pending delivery on are read. It holds for every pending row, so it
+/// filters none; without the floor's row (removed by hand) it bounds nothing.
 macro_rules! pending_floor {
+    (cte) => {
+        "floor_now(pending_from) AS ( \
+             SELECT COALESCE((SELECT pending_from FROM pending_floor), ''))"
+    };
     () => {
         pending_floor!("event_id")
     };
     ($column:literal) => {
-        concat!(
-            " AND ",
-            $column,
-            " >= COALESCE((SELECT pending_from FROM pending_floor), '')"
-        )
+        concat!(" AND ", $column, " >= (SELECT pending_from FROM floor_now)")
     };
 }
 

@@ -104,7 +104,7 @@ macro_rules! lease_picked {
 macro_rules! pg_claim {
     () => {
         concat!(
-            webhooks_with_work!(pending_floor!()),
+            webhooks_with_work!(from_the_pending_floor),
             ", since AS (SELECT hooks.id, s.at, s.event_id, s.behind_from FROM hooks \
                  LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[], $9::bigint[]) \
                      AS s(id, at, event_id, behind_from) ON s.id = hooks.id \
@@ -1423,7 +1423,9 @@ impl QueueSql for SqliteConn {
 impl QueueSql for PgConn {
     async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
         const SQL: &str = concat!(
-            "WITH picked AS MATERIALIZED (",
+            "WITH ",
+            pending_floor!(cte),
+            ", picked AS MATERIALIZED (",
             due_of_webhook!("event_id, webhook_id", "$2", pending_floor!()),
             " LIMIT $4 FOR UPDATE SKIP LOCKED)",
             lease_picked!("'listener:' || (d.attempts + 1)")
