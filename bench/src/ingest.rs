@@ -238,9 +238,8 @@ pub(crate) async fn run(
     );
     let _ = writeln!(
         report,
-        "  hookline serve: peak RSS {peak_rss:.1} MiB (<= {:.0} MiB {}), {cpu:.1} CPU s",
-        targets.peak_rss_mib,
-        verdict(peak_rss <= targets.peak_rss_mib)
+        "  hookline serve: {}, {cpu:.1} CPU s",
+        targets.peak_rss(peak_rss)
     );
     if let Some((peak_rss, cpu)) = other_cost {
         let _ = writeln!(

@@ -38,6 +38,15 @@ impl Targets {
             peak_rss_mib: 32.0,
         }
     }
+
+    /// A process's peak RSS as the report prints it, judged.
+    pub(crate) fn peak_rss(&self, mib: f64) -> String {
+        format!(
+            "peak RSS {mib:.1} MiB (<= {:.0} MiB {})",
+            self.peak_rss_mib,
+            verdict(mib <= self.peak_rss_mib)
+        )
+    }
 }
 
 /// How a report line ends.
