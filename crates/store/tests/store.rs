@@ -185,6 +185,7 @@ backend_tests!(
     an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace,
     payloads_are_stored_byte_for_byte,
     an_event_for_an_unknown_workspace_writes_nothing,
+    the_outbox_write_wakes_the_listening_workers,
     disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them,
     a_disabled_webhook_is_sent_nothing_again,
     attempts_are_logged_newest_first,
@@ -617,6 +618,26 @@ async fn an_event_for_an_unknown_workspace_writes_nothing(db: TestDb) {
     let err = record(store, &payload).await.unwrap_err();
     assert!(matches!(err, Error::Refused(Refusal::NotFound { kind: "workspace", .. })), "{err}");
     assert_eq!(store.events().payload(payload.id).await.unwrap(), None);
+}
+
+/// The outbox write's statement sends the workers' NOTIFY itself (PostgreSQL;
+/// SQLite's workers poll and have nothing to listen on).
+async fn the_outbox_write_wakes_the_listening_workers(db: TestDb) {
+    let store = db.store();
+    let Some(mut listener) = store.queue().listen().await.unwrap() else {
+        assert_eq!(db.backend(), Backend::Sqlite);
+        return;
+    };
+    let ws = db.workspace(Plan::Studio).await;
+    webhook(store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+    let (_, reached) = emit(store, ws, EventName::DmSent).await;
+    assert_eq!(reached.len(), 1);
+    // A guard against a hang, not a bound on the time: the NOTIFY was sent at
+    // the commit, before `emit` returned.
+    tokio::time::timeout(std::time::Duration::from_secs(60), listener.notified())
+        .await
+        .expect("no NOTIFY after an event with a delivery was written")
+        .unwrap();
 }
 
 async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db: TestDb) {

@@ -146,11 +146,9 @@ impl Events {
             webhook_id: webhook.to_string(),
             due_at: occurred_at,
         };
-        write_tx!(self.db, |conn| {
-            conn.insert_outbox(&[event], &[delivery]).await?;
-            conn.notify_workers().await?;
-            Ok(())
-        })
+        write_tx!(self.db, |conn| Ok(conn
+            .insert_outbox(&[event], &[delivery])
+            .await?))
     }
 
     /// The workspace of an event; `None` when there is no such event (or it is past
@@ -454,18 +452,18 @@ where
     if !new_events.is_empty() {
         conn.insert_outbox(&new_events, &new_deliveries).await?;
     }
-    if !new_deliveries.is_empty() {
-        conn.notify_workers().await?;
-    }
     Ok(answers)
 }
 
 /// The outbox insert, written per dialect.
 pub(crate) trait InsertOutbox {
-    /// Inserts a batch of events and their pending deliveries: SQLite, two
-    /// statements (each reading its rows from one JSON text, `json_each`);
-    /// PostgreSQL, one (the rows as arrays, `unnest`; the events inserted by a CTE).
-    /// Prepared once, whatever the batch size.
+    /// Inserts a batch of events and their pending deliveries, and wakes the
+    /// workers when there are deliveries (see [`InsertOutbox::notify_workers`]):
+    /// SQLite, two statements (each reading its rows from one JSON text,
+    /// `json_each`); PostgreSQL, one (the rows as arrays, `unnest`; the inserts
+    /// as CTEs, and `pg_notify` once if a delivery was inserted, so the outbox
+    /// write pays no round trip for the wake-up). Prepared once, whatever the
+    /// batch size.
     async fn insert_outbox(
         &mut self,
         events: &[EventRow],
@@ -608,17 +606,24 @@ impl InsertOutbox for PgConn {
             self.lower_pending_floor(oldest).await?;
         }
         // The deliveries' foreign keys are checked at the end of the statement, when
-        // the CTE has inserted their events.
-        prepared(
+        // both CTEs have inserted their rows. The NOTIFY, like a `NOTIFY`
+        // statement's, is delivered at commit.
+        prepared(concat!(
             "WITH new_events AS ( \
                  INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
                  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
-                     $5::bigint[])) \
-             INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
-                 created_at) \
-             SELECT d.event_id, d.webhook_id, 'pending', 0, d.due_at, d.due_at \
-             FROM unnest($6::text[], $7::text[], $8::bigint[]) AS d(event_id, webhook_id, due_at)",
-        )
+                     $5::bigint[])), \
+             new_deliveries AS ( \
+                 INSERT INTO deliveries (event_id, webhook_id, state, attempts, \
+                     next_attempt_at, created_at) \
+                 SELECT d.event_id, d.webhook_id, 'pending', 0, d.due_at, d.due_at \
+                 FROM unnest($6::text[], $7::text[], $8::bigint[]) \
+                     AS d(event_id, webhook_id, due_at) \
+                 RETURNING 1) \
+             SELECT pg_notify('",
+            delivery_channel!(),
+            "', '') FROM (SELECT 1 FROM new_deliveries LIMIT 1) AS reached"
+        ))
         .binds((
             bind::<Array<Text>, _>(column(events, |e| e.id.as_str())),
             bind::<Array<Text>, _>(column(events, |e| e.workspace_id.as_str())),

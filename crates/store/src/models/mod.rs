@@ -79,6 +79,14 @@ macro_rules! still_pending {
     };
 }
 
+/// The channel PostgreSQL workers LISTEN on, as a macro so that the statements
+/// naming it are fixed text.
+macro_rules! delivery_channel {
+    () => {
+        "hookline_deliveries"
+    };
+}
+
 /// A line of `EXPLAIN`'s answer, for tests that hold a statement to the rows it
 /// reads (PostgreSQL).
 #[cfg(feature = "test-util")]

@@ -1098,15 +1098,9 @@ pub(crate) struct KeyRow {
     pub(crate) webhook_id: String,
 }
 
-/// The channel PostgreSQL workers LISTEN on, as a macro so that the statements
-/// naming it are fixed text.
-macro_rules! delivery_channel {
-    () => {
-        "hookline_deliveries"
-    };
-}
 const LISTEN_FOR_DELIVERIES: &str = concat!("LISTEN ", delivery_channel!());
-/// Sent by the outbox write (`InsertOutbox::notify_workers`).
+/// Sent by whatever makes deliveries pending again (`InsertOutbox::notify_workers`);
+/// the outbox write wakes the workers in its own statement.
 pub(crate) const NOTIFY_WORKERS: &str = concat!("NOTIFY ", delivery_channel!());
 
 /// The queue's statements that differ by dialect.

@@ -781,6 +781,18 @@ macro_rules! enabled_webhooks_for_fanout {
             &mut self,
             workspace_id: &str,
         ) -> QueryResult<Option<Vec<WebhookRow>>> {
+            let enabled: Vec<WebhookRow> = webhooks::table
+                .filter(webhooks::workspace_id.eq(workspace_id))
+                .filter(webhooks::enabled.eq(true))
+                .select(WebhookRow::as_select())
+                $(.$lock())?
+                .load(self)
+                .await?;
+            // A webhook's workspace exists (its foreign key, held by the lock):
+            // the workspace is read only when it has none enabled.
+            if !enabled.is_empty() {
+                return Ok(Some(enabled));
+            }
             let exists = workspaces::table
                 .find(workspace_id)
                 .select(workspaces::id)
@@ -788,17 +800,7 @@ macro_rules! enabled_webhooks_for_fanout {
                 .await
                 .optional()?
                 .is_some();
-            if !exists {
-                return Ok(None);
-            }
-            webhooks::table
-                .filter(webhooks::workspace_id.eq(workspace_id))
-                .filter(webhooks::enabled.eq(true))
-                .select(WebhookRow::as_select())
-                $(.$lock())?
-                .load(self)
-                .await
-                .map(Some)
+            Ok(exists.then_some(enabled))
         }
     };
 }
