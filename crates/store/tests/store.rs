@@ -186,6 +186,7 @@ backend_tests!(
     payloads_are_stored_byte_for_byte,
     an_event_for_an_unknown_workspace_writes_nothing,
     the_outbox_write_wakes_the_listening_workers,
+    an_emit_beside_a_disable_under_way_waits_and_delivers_nothing_to_it,
     disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them,
     a_disabled_webhook_is_sent_nothing_again,
     attempts_are_logged_newest_first,
@@ -638,6 +639,61 @@ async fn the_outbox_write_wakes_the_listening_workers(db: TestDb) {
         .await
         .expect("no NOTIFY after an event with a delivery was written")
         .unwrap();
+}
+
+/// PostgreSQL's outbox write reads a workspace's webhooks without a lock (a
+/// batch without idempotency keys runs no transaction), so its insert holds
+/// the webhooks it delivers to: a webhook disabled since the read is waited
+/// for, and then gets no delivery. SQLite's writers are serial: nothing to race.
+async fn an_emit_beside_a_disable_under_way_waits_and_delivers_nothing_to_it(db: TestDb) {
+    use diesel::sql_types::BigInt;
+    use diesel_async::{
+        AsyncConnection as _, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection as _,
+    };
+    #[derive(diesel::QueryableByName)]
+    struct Waiting {
+        #[diesel(sql_type = BigInt)]
+        waiting: i64,
+    }
+    if db.backend() != Backend::Postgres {
+        return;
+    }
+    let store = db.store().clone();
+    let ws = db.workspace(Plan::Studio).await;
+    let hook = webhook(&store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+    let mut disabling = AsyncPgConnection::establish(db.url()).await.unwrap();
+    disabling
+        .batch_execute(&format!(
+            "BEGIN; UPDATE webhooks SET enabled = false WHERE id = '{}'",
+            hook.id
+        ))
+        .await
+        .unwrap();
+    let emitting = tokio::spawn({
+        let store = store.clone();
+        async move { emit(&store, ws, EventName::DmSent).await }
+    });
+    // Until the emit waits for the webhook's row (it read it enabled).
+    let mut watching = AsyncPgConnection::establish(db.url()).await.unwrap();
+    loop {
+        let rows: Vec<Waiting> = diesel::sql_query(
+            "SELECT count(*) AS waiting FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .load(&mut watching)
+        .await
+        .unwrap();
+        if rows[0].waiting > 0 {
+            break;
+        }
+        assert!(!emitting.is_finished(), "the emit did not wait for the disable");
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    disabling.batch_execute("COMMIT").await.unwrap();
+    let (payload, reached) = emitting.await.unwrap();
+    assert_eq!(reached, []);
+    assert_eq!(store.events().deliveries(payload.id).await.unwrap(), []);
+    assert!(store.events().payload(payload.id).await.unwrap().is_some(), "the event is stored");
 }
 
 async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db: TestDb) {

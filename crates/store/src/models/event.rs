@@ -1,7 +1,7 @@
 //! Events and the outbox write: an event with its deliveries, in one transaction.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use diesel::QueryResult;
 use diesel::prelude::*;
@@ -15,9 +15,9 @@ use hookline_domain::{
 
 use crate::db::Db;
 use crate::error::Stored as _;
-use crate::models::queue::NOTIFY_WORKERS;
+use crate::models::queue::{KeyRow, NOTIFY_WORKERS};
 use crate::models::webhook::{FanoutWebhooks, WebhookRow, hold_enabled};
-use crate::pool::{PgConn, SqliteConn, with_conn, write_tx};
+use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx};
 use crate::prepared::{bind, prepared};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
@@ -98,8 +98,28 @@ impl Events {
 
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
+    ///
+    /// On PostgreSQL a batch of new events without idempotency keys needs no
+    /// transaction: its insert is one statement, which holds the webhooks it
+    /// delivers to ([`InsertOutbox::insert_outbox`]), so the read before it may
+    /// be stale without harm. That saves the `BEGIN` and `COMMIT` round trips.
+    /// A key's claim, or an event old enough to lower the pending floor, must
+    /// commit with the insert: the fast way takes only events of today (by the
+    /// clock the floor's cap is read from, which passes midnight between here
+    /// and the insert at most once), which never lower it.
     async fn record_batch(&self, events: Vec<NewEvent>) -> Result<Vec<Result<Recorded>>> {
         let now = self.db.clock.now();
+        let today = crate::partitions::pending_floor_cap()
+            .plus_days(1)
+            .first_id();
+        if let Pools::Postgres(pool) = &self.db.pools
+            && events
+                .iter()
+                .all(|event| event.idempotency_key.is_none() && event.payload.id >= today)
+        {
+            let mut conn = pool.get().await?;
+            return record_on(&mut *conn, &events, now).await;
+        }
         write_tx!(self.db, |conn| record_on(conn, &events, now).await)
     }
 
@@ -146,9 +166,10 @@ impl Events {
             webhook_id: webhook.to_string(),
             due_at: occurred_at,
         };
-        write_tx!(self.db, |conn| Ok(conn
-            .insert_outbox(&[event], &[delivery])
-            .await?))
+        write_tx!(self.db, |conn| {
+            conn.insert_outbox(&[event], &[delivery]).await?;
+            Ok(())
+        })
     }
 
     /// The workspace of an event; `None` when there is no such event (or it is past
@@ -449,26 +470,49 @@ where
         answers.push(Ok(Recorded::Stored(reached)));
     }
     // The whole batch in one or two statements, whatever its size.
-    if !new_events.is_empty() {
-        conn.insert_outbox(&new_events, &new_deliveries).await?;
+    if new_events.is_empty() {
+        return Ok(answers);
+    }
+    if let Made::Only(made) = conn.insert_outbox(&new_events, &new_deliveries).await? {
+        // A webhook disabled or deleted since it was read got no delivery.
+        let stored = answers.iter_mut().filter_map(|answer| match answer {
+            Ok(Recorded::Stored(reached)) => Some(reached),
+            _ => None,
+        });
+        for (event, reached) in new_events.iter().zip(stored) {
+            reached.retain(|webhook| made.contains(&(event.id.clone(), webhook.to_string())));
+        }
     }
     Ok(answers)
+}
+
+/// Which of the deliveries asked of [`InsertOutbox::insert_outbox`] it made.
+pub(crate) enum Made {
+    /// All of them.
+    All,
+    /// These, by event and webhook id: the others' webhooks were disabled or
+    /// deleted since they were read.
+    Only(HashSet<(String, String)>),
 }
 
 /// The outbox insert, written per dialect.
 pub(crate) trait InsertOutbox {
     /// Inserts a batch of events and their pending deliveries, and wakes the
-    /// workers when there are deliveries (see [`InsertOutbox::notify_workers`]):
-    /// SQLite, two statements (each reading its rows from one JSON text,
-    /// `json_each`); PostgreSQL, one (the rows as arrays, `unnest`; the inserts
-    /// as CTEs, and `pg_notify` once if a delivery was inserted, so the outbox
-    /// write pays no round trip for the wake-up). Prepared once, whatever the
-    /// batch size.
+    /// workers when there are deliveries (see [`InsertOutbox::notify_workers`]).
+    /// SQLite: two statements (each reading its rows from one JSON text,
+    /// `json_each`), every delivery made: its writers are serial, so the
+    /// webhooks read in the same transaction are as they are now. PostgreSQL:
+    /// one statement (the rows as arrays, `unnest`; the inserts as CTEs) that
+    /// holds the deliveries' webhooks `FOR SHARE` and makes only those still
+    /// enabled, so that a concurrent delete or disable waits, then sees (and
+    /// removes or cancels) them; and `pg_notify` once if it made one, so the
+    /// outbox write pays no round trip for the wake-up. Prepared once, whatever
+    /// the batch size.
     async fn insert_outbox(
         &mut self,
         events: &[EventRow],
         deliveries: &[NewDelivery],
-    ) -> QueryResult<()>;
+    ) -> QueryResult<Made>;
 
     /// Wakes the workers listening on PostgreSQL (delivered at commit); nothing on
     /// SQLite, whose workers poll.
@@ -543,7 +587,7 @@ impl InsertOutbox for SqliteConn {
         &mut self,
         events: &[EventRow],
         deliveries: &[NewDelivery],
-    ) -> QueryResult<()> {
+    ) -> QueryResult<Made> {
         // `[[id, workspace_id, event, payload, occurred_at], …]`
         let events = json_array(events, |json, e| {
             let texts = [&*e.id, &e.workspace_id, e.event, &e.payload];
@@ -560,7 +604,7 @@ impl InsertOutbox for SqliteConn {
         .execute(self)
         .await?;
         if deliveries.is_empty() {
-            return Ok(());
+            return Ok(Made::All);
         }
         // `[[event_id, webhook_id, due_at], …]`
         let deliveries = json_array(deliveries, |json, d| {
@@ -576,7 +620,7 @@ impl InsertOutbox for SqliteConn {
         .binds((bind::<Text, _>(deliveries),))
         .execute(self)
         .await
-        .map(|_| ())
+        .map(|_| Made::All)
     }
 
     async fn notify_workers(&mut self) -> QueryResult<()> {
@@ -595,7 +639,7 @@ impl InsertOutbox for PgConn {
         &mut self,
         events: &[EventRow],
         deliveries: &[NewDelivery],
-    ) -> QueryResult<()> {
+    ) -> QueryResult<Made> {
         use diesel::pg::sql_types::Array;
         let cap = crate::partitions::pending_floor_cap()
             .first_id()
@@ -606,23 +650,28 @@ impl InsertOutbox for PgConn {
             self.lower_pending_floor(oldest).await?;
         }
         // The deliveries' foreign keys are checked at the end of the statement, when
-        // both CTEs have inserted their rows. The NOTIFY, like a `NOTIFY`
-        // statement's, is delivered at commit.
-        prepared(concat!(
+        // both CTEs have inserted their rows; a webhook deleted since it was read
+        // is not `held`, so none fails. The NOTIFY, like a `NOTIFY` statement's,
+        // is delivered at commit.
+        let made: Vec<KeyRow> = prepared(concat!(
             "WITH new_events AS ( \
                  INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
                  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
                      $5::bigint[])), \
+             held AS (SELECT id FROM webhooks WHERE id = ANY($7::text[]) AND enabled \
+                 FOR SHARE), \
              new_deliveries AS ( \
                  INSERT INTO deliveries (event_id, webhook_id, state, attempts, \
                      next_attempt_at, created_at) \
                  SELECT d.event_id, d.webhook_id, 'pending', 0, d.due_at, d.due_at \
                  FROM unnest($6::text[], $7::text[], $8::bigint[]) \
                      AS d(event_id, webhook_id, due_at) \
-                 RETURNING 1) \
-             SELECT pg_notify('",
+                 WHERE d.webhook_id IN (SELECT id FROM held) \
+                 RETURNING event_id, webhook_id), \
+             woken AS (SELECT pg_notify('",
             delivery_channel!(),
-            "', '') FROM (SELECT 1 FROM new_deliveries LIMIT 1) AS reached"
+            "', '') FROM (SELECT 1 FROM new_deliveries LIMIT 1) AS reached) \
+             SELECT event_id, webhook_id FROM new_deliveries LEFT JOIN woken ON true"
         ))
         .binds((
             bind::<Array<Text>, _>(column(events, |e| e.id.as_str())),
@@ -634,9 +683,13 @@ impl InsertOutbox for PgConn {
             bind::<Array<Text>, _>(column(deliveries, |d| d.webhook_id.as_str())),
             bind::<Array<BigInt>, _>(column(deliveries, |d| d.due_at)),
         ))
-        .execute(self)
-        .await
-        .map(|_| ())
+        .load(self)
+        .await?;
+        Ok(Made::Only(
+            made.into_iter()
+                .map(|row| (row.event_id, row.webhook_id))
+                .collect(),
+        ))
     }
 
     async fn notify_workers(&mut self) -> QueryResult<()> {

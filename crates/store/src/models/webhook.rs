@@ -764,19 +764,19 @@ const ATTEMPTS_BEFORE: &str = attempt_page!(
 /// The webhooks an event is about to fan out to, written per dialect.
 pub(crate) trait FanoutWebhooks {
     /// The enabled webhooks of a workspace, or `None` when there is no such
-    /// workspace. PostgreSQL holds them `FOR SHARE` until the transaction ends, so a
-    /// concurrent delete or disable waits, then sees (and removes or cancels) the
-    /// new deliveries; SQLite writers are serial anyway.
+    /// workspace. Read without a lock: on PostgreSQL the outbox insert holds the
+    /// webhooks it delivers to (`InsertOutbox::insert_outbox`); SQLite's writers
+    /// are serial.
     async fn enabled_webhooks_for_fanout(
         &mut self,
         workspace_id: &str,
     ) -> QueryResult<Option<Vec<WebhookRow>>>;
 }
 
-/// [`FanoutWebhooks::enabled_webhooks_for_fanout`], with PostgreSQL's lock clause
-/// when given.
+/// [`FanoutWebhooks::enabled_webhooks_for_fanout`], written once for both
+/// connection types.
 macro_rules! enabled_webhooks_for_fanout {
-    ($($lock:ident)?) => {
+    () => {
         async fn enabled_webhooks_for_fanout(
             &mut self,
             workspace_id: &str,
@@ -785,11 +785,10 @@ macro_rules! enabled_webhooks_for_fanout {
                 .filter(webhooks::workspace_id.eq(workspace_id))
                 .filter(webhooks::enabled.eq(true))
                 .select(WebhookRow::as_select())
-                $(.$lock())?
                 .load(self)
                 .await?;
-            // A webhook's workspace exists (its foreign key, held by the lock):
-            // the workspace is read only when it has none enabled.
+            // A webhook's workspace exists (its foreign key): the workspace is
+            // read only when it has none enabled.
             if !enabled.is_empty() {
                 return Ok(Some(enabled));
             }
@@ -810,5 +809,5 @@ impl FanoutWebhooks for SqliteConn {
 }
 
 impl FanoutWebhooks for PgConn {
-    enabled_webhooks_for_fanout!(for_share);
+    enabled_webhooks_for_fanout!();
 }
