@@ -110,7 +110,7 @@ pub(crate) fn day_has_pending(day: HistoryDay) -> String {
 ///
 /// Who moves it: whatever makes an older event's delivery pending again
 /// (redeliver, recover, a bulk write of history) lowers it in the same
-/// transaction ([`LOWER_PENDING_FLOOR`]); the upkeep raises it to the first day
+/// transaction (`models::lower_pending_floor!`); the upkeep raises it to the first day
 /// that still has a pending delivery ([`RAISE_PENDING_FLOOR`]), never past the
 /// start of yesterday (UTC, [`pending_floor_cap`]): new events' ids are made
 /// from the clock of whichever instance takes the emit, and a day is the clock
@@ -130,10 +130,6 @@ pub(crate) const CREATE_PENDING_FLOOR: [&str; 2] = [
 pub(crate) fn pending_floor_cap() -> HistoryDay {
     HistoryDay::of(hookline_domain::Timestamp::now()).plus_days(-1)
 }
-
-/// Lowers the pending floor to `$1` (or leaves it where it is lower).
-pub(crate) const LOWER_PENDING_FLOOR: &str =
-    "UPDATE pending_floor SET pending_from = LEAST(pending_from, $1), version = version + 1";
 
 /// The pending floor and its version.
 pub(crate) const PENDING_FLOOR: &str = "SELECT pending_from, version FROM pending_floor";

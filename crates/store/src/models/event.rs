@@ -99,23 +99,15 @@ impl Events {
     /// The outbox write of a batch of events, in one transaction; answers each
     /// event's webhooks, or why it was not stored.
     ///
-    /// On PostgreSQL a batch of new events without idempotency keys needs no
-    /// transaction: its insert is one statement, which holds the webhooks it
-    /// delivers to ([`InsertOutbox::insert_outbox`]), so the read before it may
-    /// be stale without harm. That saves the `BEGIN` and `COMMIT` round trips.
-    /// A key's claim, or an event old enough to lower the pending floor, must
-    /// commit with the insert: the fast way takes only events of today (by the
-    /// clock the floor's cap is read from, which passes midnight between here
-    /// and the insert at most once), which never lower it.
+    /// On PostgreSQL a batch without idempotency keys needs no transaction: its
+    /// writes are one statement ([`InsertOutbox::insert_outbox`]), which holds
+    /// the webhooks it delivers to, so the read before it may be stale without
+    /// harm. That saves the `BEGIN` and `COMMIT` round trips. A key's claim is a
+    /// statement of its own, which must commit with the insert.
     async fn record_batch(&self, events: Vec<NewEvent>) -> Result<Vec<Result<Recorded>>> {
         let now = self.db.clock.now();
-        let today = crate::partitions::pending_floor_cap()
-            .plus_days(1)
-            .first_id();
         if let Pools::Postgres(pool) = &self.db.pools
-            && events
-                .iter()
-                .all(|event| event.idempotency_key.is_none() && event.payload.id >= today)
+            && events.iter().all(|event| event.idempotency_key.is_none())
         {
             let mut conn = pool.get().await?;
             return record_on(&mut *conn, &events, now).await;
@@ -474,7 +466,8 @@ where
         return Ok(answers);
     }
     if let Made::Only(made) = conn.insert_outbox(&new_events, &new_deliveries).await? {
-        // A webhook disabled or deleted since it was read got no delivery.
+        // A webhook disabled or deleted since it was read got no delivery (rare:
+        // otherwise the insert answers `Made::All`).
         let stored = answers.iter_mut().filter_map(|answer| match answer {
             Ok(Recorded::Stored(reached)) => Some(reached),
             _ => None,
@@ -490,8 +483,8 @@ where
 pub(crate) enum Made {
     /// All of them.
     All,
-    /// These, by event and webhook id: the others' webhooks were disabled or
-    /// deleted since they were read.
+    /// These, by event and webhook id, and not all: the others' webhooks were
+    /// disabled or deleted since they were read.
     Only(HashSet<(String, String)>),
 }
 
@@ -505,9 +498,10 @@ pub(crate) trait InsertOutbox {
     /// one statement (the rows as arrays, `unnest`; the inserts as CTEs) that
     /// holds the deliveries' webhooks `FOR SHARE` and makes only those still
     /// enabled, so that a concurrent delete or disable waits, then sees (and
-    /// removes or cancels) them; and `pg_notify` once if it made one, so the
-    /// outbox write pays no round trip for the wake-up. Prepared once, whatever
-    /// the batch size.
+    /// removes or cancels) them; lowers the pending floor for an event older
+    /// than its cap; and calls `pg_notify` once if it made a delivery. Atomic
+    /// without a transaction, and no round trip for the wake-up or the floor.
+    /// Prepared once, whatever the batch size.
     async fn insert_outbox(
         &mut self,
         events: &[EventRow],
@@ -641,20 +635,25 @@ impl InsertOutbox for PgConn {
         deliveries: &[NewDelivery],
     ) -> QueryResult<Made> {
         use diesel::pg::sql_types::Array;
+        use diesel::sql_types::Nullable;
         let cap = crate::partitions::pending_floor_cap()
             .first_id()
             .to_string();
-        if let Some(oldest) = deliveries.iter().map(|d| d.event_id.as_str()).min()
-            && oldest < cap.as_str()
-        {
-            self.lower_pending_floor(oldest).await?;
-        }
+        let lower_floor_to = deliveries
+            .iter()
+            .map(|d| d.event_id.as_str())
+            .min()
+            .filter(|oldest| *oldest < cap.as_str());
         // The deliveries' foreign keys are checked at the end of the statement, when
         // both CTEs have inserted their rows; a webhook deleted since it was read
-        // is not `held`, so none fails. The NOTIFY, like a `NOTIFY` statement's,
-        // is delivered at commit.
+        // is not `held`, so none fails. The floor is lowered (`$9`, when given) and
+        // the NOTIFY sent (delivered at commit, like a `NOTIFY` statement's) by
+        // the same statement: they commit with the rows or not at all.
         let made: Vec<KeyRow> = prepared(concat!(
-            "WITH new_events AS ( \
+            "WITH lowered AS (",
+            lower_pending_floor!("$9"),
+            " WHERE $9::text IS NOT NULL), \
+             new_events AS ( \
                  INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
                  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], \
                      $5::bigint[])), \
@@ -682,9 +681,13 @@ impl InsertOutbox for PgConn {
             bind::<Array<Text>, _>(column(deliveries, |d| d.event_id.as_str())),
             bind::<Array<Text>, _>(column(deliveries, |d| d.webhook_id.as_str())),
             bind::<Array<BigInt>, _>(column(deliveries, |d| d.due_at)),
+            bind::<Nullable<Text>, _>(lower_floor_to),
         ))
         .load(self)
         .await?;
+        if made.len() == deliveries.len() {
+            return Ok(Made::All);
+        }
         Ok(Made::Only(
             made.into_iter()
                 .map(|row| (row.event_id, row.webhook_id))
@@ -697,7 +700,7 @@ impl InsertOutbox for PgConn {
     }
 
     async fn lower_pending_floor(&mut self, event_id: &str) -> QueryResult<()> {
-        prepared(crate::partitions::LOWER_PENDING_FLOOR)
+        prepared(lower_pending_floor!("$1"))
             .binds((bind::<Text, _>(event_id),))
             .execute(self)
             .await

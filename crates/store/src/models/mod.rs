@@ -66,6 +66,20 @@ macro_rules! pending_floor {
     };
 }
 
+/// PostgreSQL: lowers the pending floor to the event id `$to` (or leaves it
+/// where it is lower), and bumps its version so that a raise under way is not
+/// made (see `partitions::CREATE_PENDING_FLOOR`). Whatever makes an older
+/// event's delivery pending does it in the same transaction.
+macro_rules! lower_pending_floor {
+    ($to:literal) => {
+        concat!(
+            "UPDATE pending_floor SET pending_from = LEAST(pending_from, ",
+            $to,
+            "), version = version + 1"
+        )
+    };
+}
+
 /// That delivery `{alias}`, found by its key (or its event's id), is still pending, written so that
 /// PostgreSQL cannot prove the due-index's `WHERE state = 'pending'` from it:
 /// with a plain `state = 'pending'` the planner may look the key up in the
