@@ -8,7 +8,7 @@ use hookline_domain::{
     KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook, WebhookId, WebhookSource,
     WorkspaceId, WorkspaceName,
 };
-use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store};
+use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store, UsedKey};
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
@@ -864,25 +864,24 @@ async fn last_use_is_kept_to_the_minute(db: TestDb) {
 async fn rate_windows_count_per_key_and_restart_after_they_end(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
-    let a = api_key(store, ws, "a", 1).await;
-    let b = api_key(store, ws, "b", 2).await;
-    let count = async |requests: &[(ApiKeyId, u32)], at: Timestamp| {
-        store.key_check().count_requests(requests, at, 60_000).await.unwrap()
+    api_key(store, ws, "a", 1).await;
+    api_key(store, ws, "b", 2).await;
+    // Each request's key's window after the batch, in the order asked.
+    let count = async |requests: &[u8], at: Timestamp| {
+        let hashes: Vec<_> = requests.iter().map(|seed| key_hash(*seed)).collect();
+        let used = store.key_check().use_keys(&hashes, at, 60_000).await.unwrap();
+        let windows: Vec<_> = used.into_iter().map(|used| used.unwrap().window.unwrap()).collect();
+        windows.into_iter().map(|w| (w.started_at, w.count)).collect::<Vec<_>>()
     };
     let t0 = Timestamp::from_unix_millis(1_795_341_845_000).unwrap();
-    let first = count(&[(a.id, 1)], t0).await;
-    assert_eq!((first[0].started_at, first[0].count), (t0, 1));
-    let second = count(&[(a.id, 3)], t0.plus_millis(59_999)).await;
-    assert_eq!((second[0].started_at, second[0].count), (t0, 4));
-    // Each key has its own window, answered in the order asked.
-    let both = count(&[(b.id, 2), (a.id, 1)], t0.plus_millis(59_999)).await;
-    assert_eq!((both[0].started_at, both[0].count), (t0.plus_millis(59_999), 2));
-    assert_eq!((both[1].started_at, both[1].count), (t0, 5));
+    assert_eq!(count(&[1], t0).await, [(t0, 1)]);
+    assert_eq!(count(&[1, 1, 1], t0.plus_millis(59_999)).await, [(t0, 4); 3]);
+    // Each key has its own window.
+    let both = count(&[2, 1, 2], t0.plus_millis(59_999)).await;
+    assert_eq!(both, [(t0.plus_millis(59_999), 2), (t0, 5), (t0.plus_millis(59_999), 2)]);
     // The window ends one minute after its first request; the batch starts the next.
     let t1 = t0.plus_millis(60_000);
-    let next = count(&[(a.id, 2)], t1).await;
-    assert_eq!((next[0].started_at, next[0].count), (t1, 2));
-    assert!(count(&[], t1).await.is_empty());
+    assert_eq!(count(&[1, 1], t1).await, [(t1, 2); 2]);
 }
 
 async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
@@ -894,13 +893,19 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
     let c = api_key(store, creator, "c", 3).await;
     let revoked = api_key(store, ws, "r", 4).await;
     store.api_keys().revoke(revoked.id).await.unwrap();
+    let free = db.workspace(Plan::Free).await;
+    let f = api_key(store, free, "f", 5).await;
     let at = Timestamp::from_unix_millis(1_795_341_845_123).unwrap();
     let keys = store.key_check();
-    let asked = [key_hash(1), key_hash(9), key_hash(2), key_hash(1), key_hash(3), key_hash(4)];
+    let asked =
+        [key_hash(1), key_hash(9), key_hash(2), key_hash(1), key_hash(3), key_hash(4), key_hash(5)];
     let used = keys.use_keys(&asked, at, 60_000).await.unwrap();
     // Found in the order asked, with their workspaces.
     let ids: Vec<_> = used.iter().map(|entry| entry.as_ref().map(|used| used.key.id)).collect();
-    assert_eq!(ids, [Some(a.id), None, Some(b.id), Some(a.id), Some(c.id), Some(revoked.id)]);
+    assert_eq!(
+        ids,
+        [Some(a.id), None, Some(b.id), Some(a.id), Some(c.id), Some(revoked.id), Some(f.id)]
+    );
     assert_eq!(used[0].as_ref().unwrap().workspace.id, ws);
     assert_eq!(used[4].as_ref().unwrap().workspace.plan, Plan::Creator);
     // Active keys on STUDIO are counted, each request once; the others nowhere.
@@ -908,10 +913,10 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
         used.iter().map(|entry| entry.as_ref().and_then(|used| used.window)).collect();
     let counts: Vec<_> =
         windows.iter().map(|window| window.map(|w| (w.started_at, w.count))).collect();
-    assert_eq!(counts, [Some((at, 2)), None, Some((at, 1)), Some((at, 2)), None, None]);
+    assert_eq!(counts, [Some((at, 2)), None, Some((at, 1)), Some((at, 2)), None, None, None]);
     // Active keys are marked used, to the minute, and answered as marked.
     let minute = "2026-11-22T10:04:00.000Z";
-    for entry in [&used[0], &used[2], &used[4]] {
+    for entry in [&used[0], &used[2], &used[4], &used[6]] {
         assert_eq!(entry.as_ref().unwrap().key.last_used_at.unwrap().to_string(), minute);
     }
     assert_eq!(used[5].as_ref().unwrap().key.last_used_at, None);
@@ -919,9 +924,9 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
     for (stored, used) in stored.iter().zip(&used) {
         assert_eq!(stored.as_ref().map(|(key, _)| key), used.as_ref().map(|used| &used.key));
     }
-    // The counts carry on through the plain step; an empty batch writes nothing.
-    let next = keys.count_requests(&[(a.id, 1)], at, 60_000).await.unwrap();
-    assert_eq!(next[0].count, 3);
+    // The counts carry on; an empty batch writes nothing.
+    let next = keys.use_keys(&[key_hash(1)], at, 60_000).await.unwrap();
+    assert_eq!(next[0].as_ref().unwrap().window.unwrap().count, 3);
     assert!(keys.use_keys(&[], at, 60_000).await.unwrap().is_empty());
 }
 
@@ -931,19 +936,22 @@ async fn concurrent_counts_are_exact(db: TestDb) {
     let key = api_key(store, ws, "k", 1).await;
     let other = api_key(store, ws, "o", 2).await;
     let now = Timestamp::now();
+    let window_of = |used: &[Option<UsedKey>], id: ApiKeyId| {
+        let used = used.iter().flatten().find(|used| used.key.id == id).unwrap();
+        used.window.unwrap().count
+    };
     // Batches of both keys in either order: exact, and no deadlock on PostgreSQL.
     let tasks: Vec<_> = (0..300u32)
         .map(|n| {
             let store = store.clone();
-            let requests = if n % 2 == 0 {
-                [(key.id, 1), (other.id, 2)]
+            let hashes = if n % 2 == 0 {
+                [key_hash(1), key_hash(2), key_hash(2)]
             } else {
-                [(other.id, 2), (key.id, 1)]
+                [key_hash(2), key_hash(1), key_hash(2)]
             };
             tokio::spawn(async move {
-                let windows =
-                    store.key_check().count_requests(&requests, now, 60_000).await.unwrap();
-                if n % 2 == 0 { windows[0].count } else { windows[1].count }
+                let used = store.key_check().use_keys(&hashes, now, 60_000).await.unwrap();
+                window_of(&used, key.id)
             })
         })
         .collect();
@@ -953,8 +961,8 @@ async fn concurrent_counts_are_exact(db: TestDb) {
     }
     counts.sort_unstable();
     assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
-    let last = store.key_check().count_requests(&[(other.id, 1)], now, 60_000).await.unwrap();
-    assert_eq!(last[0].count, 601);
+    let last = store.key_check().use_keys(&[key_hash(2)], now, 60_000).await.unwrap();
+    assert_eq!(window_of(&last, other.id), 601);
 }
 
 async fn samples_are_the_last_three_payloads_newest_first(db: TestDb) {

@@ -15,12 +15,12 @@ use crate::{Error, Result};
 use hookline_domain::Refusal;
 
 /// An API key as read back: everything but the hash.
-#[derive(Debug, Queryable, Selectable)]
+#[derive(Debug, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = api_keys)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct ApiKeyRow {
     id: String,
-    workspace_id: String,
+    pub(crate) workspace_id: String,
     name: String,
     created_at: i64,
     last_used_at: Option<i64>,

@@ -6,20 +6,23 @@
 
 use std::collections::HashMap;
 
+use diesel::pg::sql_types::Array;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
-use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, RateWindow, Timestamp, Workspace};
+use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, Plan, RateWindow, Timestamp, Workspace};
 
-use crate::Result;
 use crate::db::Db;
 use crate::models::api_key::{
-    KeyByHashRow, found_in_order, hashes_to_look_up, keys_by_hash, touch_keys,
+    ApiKeyRow, KeyByHashRow, found_in_order, hashes_to_look_up, keys_by_hash, touch_keys,
 };
 use crate::models::rate_limit::{
-    CountInWindows as _, CountedWindow, Windows, sqlite_count_in_windows, window_counts,
-    windows_in_order,
+    CountedWindow, Windows, sqlite_count_in_windows, window_counts, windows_in_order,
 };
-use crate::pool::{Pools, with_conn, write_conn};
+use crate::models::workspace::WorkspaceRow;
+use crate::pool::{Pools, write_conn};
+use crate::prepared::{Bind, Prepared, bind, prepared};
+use crate::{Error, Result};
 
 /// A key as a batch of requests found and left it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,8 +116,10 @@ impl KeyCheck {
     ///
     /// On SQLite the three steps run in one blocking call, in one `IMMEDIATE`
     /// transaction under this process's write turn (every hand-off to a blocking
-    /// thread costs the API throughput, see docs/PERFORMANCE.md); on PostgreSQL
-    /// they are three statements.
+    /// thread costs the API throughput, see docs/PERFORMANCE.md). On PostgreSQL the
+    /// lookup and the count are one statement ([`pg_check_keys`]), so a batch goes
+    /// down to the database once; the last use is written after it, only when a
+    /// key's minute has turned.
     pub async fn use_keys(
         &self,
         hashes: &[KeyHash],
@@ -135,23 +140,34 @@ impl KeyCheck {
                 })
                 .await?
             }
-            Pools::Postgres(_) => {
-                let found = self.find(hashes).await?;
+            Pools::Postgres(pool) => {
+                let (asked, distinct) = hashes_to_look_up(hashes);
+                let rows: Vec<CheckedKeyRow> = {
+                    let mut conn = pool.get().await?;
+                    let statement = pg_check_keys(&asked, distinct, &Windows::at(now, window_ms));
+                    diesel_async::RunQueryDsl::load(statement, &mut *conn).await?
+                };
+                let mut counted = Vec::new();
+                let mut found = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let (found_row, window) = row.split();
+                    counted.extend(window);
+                    found.push(found_row);
+                }
+                let found = found_in_order(&asked, found)?;
                 let uses = KeyUses::of(&found, minute);
+                // The statement counted by the plans and status the domain gave it;
+                // a disagreement is a bug here, never a reason to serve a request.
+                if counted.len() != uses.count.len() {
+                    return Err(Error::Internal(
+                        "the key check counted other keys than the domain's rule says",
+                    ));
+                }
                 self.touch(&uses.touch, now).await?;
-                let windows = self.count(&uses.count, now, window_ms).await?;
+                let windows = windows_in_order(&uses.count, counted)?;
                 Ok(uses.answer(found, &windows, minute))
             }
         }
-    }
-
-    /// The key of each hash and its workspace, revoked or not, in the order asked.
-    async fn find(&self, hashes: &[KeyHash]) -> Result<Vec<Option<(ApiKeyRecord, Workspace)>>> {
-        let (asked, distinct) = hashes_to_look_up(hashes);
-        let rows: Vec<KeyByHashRow> = with_conn!(self.db, |conn| {
-            diesel_async::RunQueryDsl::load(keys_by_hash!(distinct), conn).await?
-        });
-        found_in_order(&asked, rows)
     }
 
     /// Records that these keys were used at `now`, kept to the minute: a key whose
@@ -169,26 +185,111 @@ impl KeyCheck {
         .await?);
         Ok(())
     }
+}
 
-    /// Counts `n` requests of each key in its fixed window, and answers each key's
-    /// window after counting them, in the order asked; each key appears once. One
-    /// upsert for the whole batch: the row locks serialise the increments, and each
-    /// caller sees the count its own increment made.
-    async fn count(
-        &self,
-        requests: &[(ApiKeyId, u32)],
-        now: Timestamp,
-        window_ms: i64,
-    ) -> Result<Vec<RateWindow>> {
-        if requests.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (windows, counts) = (Windows::at(now, window_ms), window_counts(requests));
-        let counted: Vec<CountedWindow> = write_conn!(self.db, |conn| conn
-            .count_in_windows(&windows, &counts)
-            .await?);
-        windows_in_order(requests, counted)
+/// A key as [`pg_check_keys`] found it, with its workspace and, when its requests
+/// were counted, its window.
+#[derive(Debug, QueryableByName)]
+struct CheckedKeyRow {
+    #[diesel(sql_type = Text)]
+    key_hash: String,
+    #[diesel(embed)]
+    key: ApiKeyRow,
+    #[diesel(sql_type = Text)]
+    workspace_name: String,
+    #[diesel(sql_type = Text)]
+    workspace_plan: String,
+    #[diesel(sql_type = BigInt)]
+    workspace_created_at: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    counted_key_id: Option<String>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    window_start: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    request_count: Option<i64>,
+}
+
+impl CheckedKeyRow {
+    fn split(self) -> (KeyByHashRow, Option<CountedWindow>) {
+        let window = match (self.counted_key_id, self.window_start, self.request_count) {
+            (Some(key_id), Some(window_start), Some(request_count)) => Some(CountedWindow {
+                key_id,
+                window_start,
+                request_count,
+            }),
+            _ => None,
+        };
+        let workspace = WorkspaceRow {
+            id: self.key.workspace_id.clone(),
+            name: self.workspace_name,
+            plan: self.workspace_plan,
+            created_at: self.workspace_created_at,
+        };
+        ((self.key_hash, self.key, workspace), window)
     }
+}
+
+/// `$1` now, `$2` the instant before which windows have ended, `$3` the distinct
+/// hashes, `$4` the requests of each, `$5` the plans whose keys count requests.
+type PgCheckBinds = (
+    Bind<BigInt, i64>,
+    Bind<BigInt, i64>,
+    Bind<Array<Text>, Vec<String>>,
+    Bind<Array<BigInt>, Vec<i64>>,
+    Bind<Array<Text>, Vec<&'static str>>,
+);
+
+/// PostgreSQL's key check in one statement: the keys of these hashes with their
+/// workspaces, and the requests of each key that counts them (the domain's
+/// `ApiKeyRecord::counts_requests`: an active key, not revoked, of a plan that
+/// includes the API, the plans given by the domain) counted in its window, in
+/// key order as every batch locks them. `KeyCheck::use_keys` checks the keys
+/// counted against the domain's rule.
+fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepared<PgCheckBinds> {
+    let mut requests: HashMap<&str, i64> = HashMap::with_capacity(distinct.len());
+    for hash in asked {
+        *requests.entry(hash.as_str()).or_default() += 1;
+    }
+    let requests: Vec<i64> = distinct
+        .iter()
+        .map(|hash| requests.get(hash.as_str()).copied().unwrap_or(0))
+        .collect();
+    let plans: Vec<&'static str> = Plan::ALL
+        .into_iter()
+        .filter(|plan| plan.includes_api())
+        .map(Plan::as_str)
+        .collect();
+    prepared(
+        "WITH found AS ( \
+             SELECT k.key_hash, k.id, k.workspace_id, k.name, k.created_at, k.last_used_at, \
+                 k.revoked_at, s.name AS workspace_name, s.plan AS workspace_plan, \
+                 s.created_at AS workspace_created_at \
+             FROM api_keys k JOIN workspaces s ON s.id = k.workspace_id \
+             WHERE k.key_hash = ANY($3) \
+         ), counted AS ( \
+             INSERT INTO rate_limit_windows AS w (key_id, window_start, request_count) \
+             SELECT f.id, $1, a.requests \
+                 FROM found f \
+                 JOIN unnest($3::text[], $4::bigint[]) AS a(key_hash, requests) \
+                     ON a.key_hash = f.key_hash \
+                 WHERE f.revoked_at IS NULL AND f.workspace_plan = ANY($5) \
+                 ORDER BY f.id \
+             ON CONFLICT (key_id) DO UPDATE SET \
+                 window_start = CASE WHEN w.window_start <= $2 THEN $1 ELSE w.window_start END, \
+                 request_count = CASE WHEN w.window_start <= $2 THEN excluded.request_count \
+                     ELSE w.request_count + excluded.request_count END \
+             RETURNING w.key_id, w.window_start, w.request_count \
+         ) \
+         SELECT f.*, c.key_id AS counted_key_id, c.window_start, c.request_count \
+         FROM found f LEFT JOIN counted c ON c.key_id = f.id",
+    )
+    .binds((
+        bind::<BigInt, _>(at.now),
+        bind::<BigInt, _>(at.expired_before),
+        bind::<Array<Text>, _>(distinct),
+        bind::<Array<BigInt>, _>(requests),
+        bind::<Array<Text>, _>(plans),
+    ))
 }
 
 /// The steps of [`KeyCheck::use_keys`] one by one, for tests of each.
@@ -199,22 +300,17 @@ impl KeyCheck {
         &self,
         hashes: &[KeyHash],
     ) -> Result<Vec<Option<(ApiKeyRecord, Workspace)>>> {
-        self.find(hashes).await
+        use crate::pool::with_conn;
+        let (asked, distinct) = hashes_to_look_up(hashes);
+        let rows: Vec<KeyByHashRow> = with_conn!(self.db, |conn| {
+            diesel_async::RunQueryDsl::load(keys_by_hash!(distinct), conn).await?
+        });
+        found_in_order(&asked, rows)
     }
 
     /// Notes the keys' last use (step two).
     pub async fn touch_keys(&self, ids: &[ApiKeyId], now: Timestamp) -> Result<()> {
         self.touch(ids, now).await
-    }
-
-    /// Counts the requests in each key's rate window (step three).
-    pub async fn count_requests(
-        &self,
-        requests: &[(ApiKeyId, u32)],
-        now: Timestamp,
-        window_ms: i64,
-    ) -> Result<Vec<RateWindow>> {
-        self.count(requests, now, window_ms).await
     }
 }
 

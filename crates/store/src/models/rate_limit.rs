@@ -4,24 +4,22 @@
 
 use std::collections::HashMap;
 
-use diesel::QueryResult;
 use diesel::sql_types::{BigInt, Text};
-use diesel_async::RunQueryDsl as _;
 use hookline_domain::{ApiKeyId, RateWindow, Timestamp};
 
 use crate::models::timestamp;
-use crate::pool::{PgConn, SqliteConn};
 use crate::prepared::{Bind, Prepared, bind, prepared};
-use crate::text_in::{column, json_array, push_json_row};
+use crate::text_in::{json_array, push_json_row};
 use crate::{Error, Result};
 
-/// Requests of one key to count, as [`CountInWindows::count_in_windows`] takes them.
+/// Requests of one key to count, as [`sqlite_count_in_windows`] takes them.
 pub(crate) struct WindowCount {
     pub(crate) key_id: String,
     pub(crate) requests: i64,
 }
 
-/// When the counting happens, for [`CountInWindows::count_in_windows`].
+/// When the counting happens: a window that started at or before `expired_before`
+/// restarts at `now`.
 pub(crate) struct Windows {
     pub(crate) now: i64,
     pub(crate) expired_before: i64,
@@ -38,7 +36,7 @@ impl Windows {
     }
 }
 
-/// The requests to count, as [`CountInWindows::count_in_windows`] takes them: in
+/// The requests to count, as [`sqlite_count_in_windows`] takes them: in
 /// one lock order for every batch, so concurrent batches cannot deadlock.
 pub(crate) fn window_counts(requests: &[(ApiKeyId, u32)]) -> Vec<WindowCount> {
     let mut counts: Vec<WindowCount> = requests
@@ -90,24 +88,13 @@ pub(crate) struct CountedWindow {
     pub(crate) request_count: i64,
 }
 
-/// Counting requests in their keys' windows, written per dialect.
-pub(crate) trait CountInWindows {
-    /// One upsert per key: a window that started at or before `expired_before`
-    /// restarts at `now`. Answers each key's window after counting. One statement,
-    /// prepared once whatever the batch size: SQLite reads the batch from JSON,
-    /// PostgreSQL from arrays; rows are locked in the order given.
-    async fn count_in_windows(
-        &mut self,
-        at: &Windows,
-        counts: &[WindowCount],
-    ) -> QueryResult<Vec<CountedWindow>>;
-}
-
 /// `$1` now, `$2` the instant before which windows have ended, `$3` the counts.
 pub(crate) type SqliteCountBinds = (Bind<BigInt, i64>, Bind<BigInt, i64>, Bind<Text, String>);
 
-/// SQLite's count statement, also run on a plain connection inside a blocking call
-/// (`KeyCheck::use_keys`).
+/// SQLite's count: one upsert per key, answering each key's window after counting;
+/// one statement, prepared once whatever the batch size (the batch is read from
+/// JSON), run on a plain connection inside `KeyCheck::use_keys`'s blocking call.
+/// PostgreSQL counts in the key check's one statement (`pg_check_keys`).
 pub(crate) fn sqlite_count_in_windows(
     at: &Windows,
     counts: &[WindowCount],
@@ -132,44 +119,4 @@ pub(crate) fn sqlite_count_in_windows(
         bind::<BigInt, _>(at.expired_before),
         bind::<Text, _>(json),
     ))
-}
-
-impl CountInWindows for SqliteConn {
-    async fn count_in_windows(
-        &mut self,
-        at: &Windows,
-        counts: &[WindowCount],
-    ) -> QueryResult<Vec<CountedWindow>> {
-        sqlite_count_in_windows(at, counts).load(self).await
-    }
-}
-
-impl CountInWindows for PgConn {
-    async fn count_in_windows(
-        &mut self,
-        at: &Windows,
-        counts: &[WindowCount],
-    ) -> QueryResult<Vec<CountedWindow>> {
-        use diesel::pg::sql_types::Array;
-        prepared(
-            "INSERT INTO rate_limit_windows AS w (key_id, window_start, request_count) \
-             SELECT v.key_id, $1, v.requests \
-                 FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(key_id, requests, n) \
-                 ORDER BY v.n \
-             ON CONFLICT (key_id) DO UPDATE SET \
-                 window_start = CASE WHEN w.window_start <= $2 THEN $1 \
-                     ELSE w.window_start END, \
-                 request_count = CASE WHEN w.window_start <= $2 THEN excluded.request_count \
-                     ELSE w.request_count + excluded.request_count END \
-             RETURNING w.key_id, w.window_start, w.request_count",
-        )
-        .binds((
-            bind::<BigInt, _>(at.now),
-            bind::<BigInt, _>(at.expired_before),
-            bind::<Array<Text>, _>(column(counts, |c| c.key_id.as_str())),
-            bind::<Array<BigInt>, _>(column(counts, |c| c.requests)),
-        ))
-        .load(self)
-        .await
-    }
 }

@@ -17,10 +17,10 @@ use crate::schema::workspaces;
 #[diesel(table_name = workspaces)]
 #[diesel(check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct WorkspaceRow {
-    id: String,
-    name: String,
-    plan: String,
-    created_at: i64,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) plan: String,
+    pub(crate) created_at: i64,
 }
 
 impl WorkspaceRow {
