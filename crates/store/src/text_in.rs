@@ -2,7 +2,8 @@
 //! per connection whatever the number of values: diesel's `eq_any` writes one
 //! placeholder per value on SQLite, a new statement (parsed and planned again) for
 //! every batch size. SQLite reads the values from a JSON array (`json_each`);
-//! PostgreSQL from a text array (`= ANY`).
+//! PostgreSQL from a text array (`= ANY`), behind a subquery so that one plan
+//! serves every call.
 
 use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
 use diesel::pg::Pg;
@@ -62,9 +63,14 @@ impl<C: QueryFragment<Sqlite>> QueryFragment<Sqlite> for TextIn<C> {
 impl<C: QueryFragment<Pg>> QueryFragment<Pg> for TextIn<C> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         self.column.walk_ast(out.reborrow())?;
-        out.push_sql(" = ANY(");
+        // The array behind a subquery: the planner cannot see its length even when
+        // planning for the values bound, so the plan made for any values costs the
+        // same as one made for these, and PostgreSQL keeps it. With a bare `$1` it
+        // planned every call again for the values (a custom plan), which cost
+        // several times the lookup itself.
+        out.push_sql(" = ANY((SELECT ");
         out.push_bind_param::<Array<Text>, _>(&self.values)?;
-        out.push_sql(")");
+        out.push_sql(")::text[])");
         Ok(())
     }
 }
