@@ -117,7 +117,7 @@ impl KeyCheck {
     /// On SQLite the three steps run in one blocking call, in one `IMMEDIATE`
     /// transaction under this process's write turn (every hand-off to a blocking
     /// thread costs the API throughput, see docs/PERFORMANCE.md). On PostgreSQL the
-    /// lookup and the count are one statement ([`pg_check_keys`]), so a batch goes
+    /// lookup and the count are one statement (`pg_check_keys`), so a batch goes
     /// down to the database once; the last use is written after it, only when a
     /// key's minute has turned.
     pub async fn use_keys(
