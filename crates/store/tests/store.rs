@@ -8,7 +8,7 @@ use hookline_domain::{
     KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook, WebhookId, WebhookSource,
     WorkspaceId, WorkspaceName,
 };
-use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store, UsedKey};
+use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store, StoreConfig, UsedKey};
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
@@ -197,6 +197,7 @@ backend_tests!(
     rate_windows_count_per_key_and_restart_after_they_end,
     a_batch_of_key_uses_finds_touches_and_counts_by_the_rules,
     concurrent_counts_are_exact,
+    the_key_checks_commit_without_the_flush_leaves_its_session_as_it_was,
     samples_are_the_last_three_payloads_newest_first,
     unstarted_claims_are_handed_back_one_by_one,
     a_full_queue_never_analyzed_gets_statistics_once,
@@ -963,6 +964,26 @@ async fn concurrent_counts_are_exact(db: TestDb) {
     assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
     let last = store.key_check().use_keys(&[key_hash(2)], now, 60_000).await.unwrap();
     assert_eq!(window_of(&last, other.id), 601);
+}
+
+async fn the_key_checks_commit_without_the_flush_leaves_its_session_as_it_was(db: TestDb) {
+    // Test clusters run without the flush; this database's sessions start with it.
+    db.on_postgres(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', \
+         current_database()); END $$",
+    )
+    .await;
+    let ws = db.workspace(Plan::Studio).await;
+    api_key(db.store(), ws, "k", 1).await;
+    let mut config = StoreConfig::new(db.url());
+    config.max_connections = 1;
+    let one_session = Store::connect(&config).await.unwrap();
+    let keys = one_session.key_check();
+    let expected = (db.backend() == Backend::Postgres).then(|| "on".to_owned());
+    assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
+    let used = keys.use_keys(&[key_hash(1)], Timestamp::now(), 60_000).await.unwrap();
+    assert_eq!(used[0].as_ref().unwrap().window.unwrap().count, 1);
+    assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
 }
 
 async fn samples_are_the_last_three_payloads_newest_first(db: TestDb) {

@@ -253,6 +253,13 @@ type PgCheckBinds = (
 /// includes the API, the plans given by the domain) counted in its window, in
 /// key order as every batch locks them. `KeyCheck::use_keys` checks the keys
 /// counted against the domain's rule.
+///
+/// Its commit does not wait for the WAL to reach the disk
+/// (`synchronous_commit = off`, set for this statement's own transaction only):
+/// the counts are visible to every server at once, and a crash of PostgreSQL
+/// itself can lose the last fraction of a second of them, which only under-counts
+/// those windows (docs/decisions.md). Every batch's requests wait on this commit,
+/// and they waited on the flush before.
 fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepared<PgCheckBinds> {
     let mut requests: HashMap<&str, i64> = HashMap::with_capacity(distinct.len());
     for hash in asked {
@@ -289,7 +296,8 @@ fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepa
              RETURNING w.key_id, w.window_start, w.request_count \
          ) \
          SELECT f.*, c.key_id AS counted_key_id, c.window_start, c.request_count \
-         FROM found f LEFT JOIN counted c ON c.key_id = f.id",
+         FROM found f LEFT JOIN counted c ON c.key_id = f.id \
+         WHERE (SELECT set_config('synchronous_commit', 'off', true)) = 'off'",
     )
     .binds((
         bind::<BigInt, _>(at.now),
@@ -319,6 +327,27 @@ impl KeyCheck {
     /// Notes the keys' last use (step two).
     pub async fn touch_keys(&self, ids: &[ApiKeyId], now: Timestamp) -> Result<()> {
         self.touch(ids, now).await
+    }
+
+    /// `synchronous_commit` as a pooled PostgreSQL connection holds it now (`None`
+    /// on SQLite): with a pool of one connection, what the key check's statement
+    /// left on its session.
+    pub async fn session_synchronous_commit(&self) -> Result<Option<String>> {
+        #[derive(QueryableByName)]
+        struct Setting {
+            #[diesel(sql_type = Text)]
+            value: String,
+        }
+        let Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(None);
+        };
+        let mut conn = pool.get().await?;
+        let setting: Setting = diesel_async::RunQueryDsl::get_result(
+            diesel::sql_query("SELECT current_setting('synchronous_commit') AS value"),
+            &mut *conn,
+        )
+        .await?;
+        Ok(Some(setting.value))
     }
 }
 
