@@ -1357,6 +1357,17 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
         assert!(read.iter().all(|day| *day >= days_ago(10)), "{}", plan.join("\n"));
         assert!(read.contains(&days_ago(10)), "{}", plan.join("\n"));
         assert!(skipped.contains(&days_ago(20)), "{}", plan.join("\n"));
+        // The lease finds its rows again by key in the days it picked from only:
+        // not in the days since the floor, nor in those made ahead.
+        let leased_in: std::collections::BTreeSet<_> = plan
+            .iter()
+            .filter(|line| line.contains("_pkey") && !line.contains("never executed"))
+            .filter_map(|line| {
+                let table = line.find(" on deliveries_p")? + " on deliveries_p".len();
+                HistoryDay::from_label(line.get(table..table + 8)?)
+            })
+            .collect();
+        assert_eq!(leased_in, [days_ago(10)].into(), "{}", plan.join("\n"));
     }
     claim_and_finish(&old, Outcome::Delivered).await;
     assert_eq!(floor().await, on_postgres(days_ago(1)));
