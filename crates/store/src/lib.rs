@@ -24,7 +24,8 @@
 //! only by the holder of its delivery's lease.
 //!
 //! Feature `test-util` adds reads that only tests need (`Events::payload`,
-//! `Events::deliveries`, the steps of `KeyCheck::use_keys` one by one).
+//! `Events::deliveries`, the steps of `KeyCheck::use_keys` one by one, the
+//! session setting its PostgreSQL statement leaves).
 //!
 //! ```no_run
 //! # async fn example() -> hookline_store::Result<()> {

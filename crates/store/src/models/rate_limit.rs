@@ -50,11 +50,19 @@ pub(crate) fn window_counts(requests: &[(ApiKeyId, u32)]) -> Vec<WindowCount> {
     counts
 }
 
-/// The counted windows in the order the keys were asked.
+/// The counted windows in the order the keys were asked. The keys counted must be
+/// exactly those asked (each once): a disagreement is a bug in the statement that
+/// counted (on PostgreSQL it applies the domain's rule itself), and fails the
+/// batch rather than serve requests counted against the wrong keys.
 pub(crate) fn windows_in_order(
     requests: &[(ApiKeyId, u32)],
     counted: Vec<CountedWindow>,
 ) -> Result<Vec<RateWindow>> {
+    const DISAGREE: Error =
+        Error::Internal("the key check counted other keys than the domain's rule says");
+    if counted.len() != requests.len() {
+        return Err(DISAGREE);
+    }
     let counted: HashMap<String, (i64, i64)> = counted
         .into_iter()
         .map(|row| (row.key_id, (row.window_start, row.request_count)))
@@ -62,13 +70,7 @@ pub(crate) fn windows_in_order(
     requests
         .iter()
         .map(|(key, _)| {
-            let (started_at, count) = counted
-                .get(&key.to_string())
-                .copied()
-                // Only a key asked twice could go missing.
-                .ok_or(Error::Internal(
-                    "a rate window was counted twice in one batch",
-                ))?;
+            let (started_at, count) = counted.get(&key.to_string()).copied().ok_or(DISAGREE)?;
             Ok(RateWindow {
                 started_at: timestamp(started_at, "rate window start")?,
                 count: u64::try_from(count).unwrap_or(0),
