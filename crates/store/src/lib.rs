@@ -101,7 +101,9 @@ impl Store {
     /// each connection is driven by a task on the runtime that opened it, so a pool
     /// shared by two runtimes would run one runtime's queries on the other's
     /// threads. On SQLite it shares the pools and the write turn (a connection runs
-    /// on its caller's blocking threads); only its coalesced calls are its own.
+    /// its statements on the blocking threads of the runtime that opened it, a
+    /// write on one thread on those of the runtime that opened the store); only
+    /// its coalesced calls are its own.
     pub async fn for_this_runtime(&self) -> Result<Store> {
         Ok(Store {
             db: self.db.for_this_runtime().await?,

@@ -2,24 +2,141 @@
 //! that expand a query once per backend. What the dialects do differently is written
 //! by the entity it concerns, in its own module (`models/`).
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool::managed::{Manager, PoolBuilder, PoolError};
 use diesel::ConnectionError;
+use diesel::connection::AnsiTransactionManager;
 use diesel::sqlite::SqliteConnection;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::pooled_connection::{
     AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod, SetupCallback,
 };
-use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
-use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use diesel_async::sync_connection_wrapper::{
+    SpawnBlocking, SyncConnectionWrapper, SyncTransactionManagerWrapper,
+};
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection, TransactionManager};
+use futures_util::future::BoxFuture;
 
 use crate::checkpoint::Checkpointer;
 use crate::{Backend, Error, Result, StoreConfig};
 
-pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection, SqliteThreads>;
 pub(crate) type PgConn = AsyncPgConnection;
+
+/// Where diesel-async's SQLite wrapper runs a statement: on one of Tokio's
+/// blocking threads, as the wrapper's own spawner does, or right where it is
+/// asked on a thread that already runs a whole write ([`on_one_thread`]).
+pub(crate) struct SqliteThreads(Option<tokio::runtime::Handle>);
+
+thread_local! {
+    /// Set while the thread runs [`on_one_thread`]'s body.
+    static STATEMENTS_INLINE: Cell<bool> = const { Cell::new(false) };
+}
+
+impl SpawnBlocking for SqliteThreads {
+    fn spawn_blocking<'a, R>(
+        &mut self,
+        task: impl FnOnce() -> R + Send + 'static,
+    ) -> BoxFuture<'a, std::result::Result<R, Box<dyn std::error::Error + Send + Sync + 'static>>>
+    where
+        R: Send + 'static,
+    {
+        match &self.0 {
+            Some(handle) if !STATEMENTS_INLINE.get() => {
+                let running = handle.spawn_blocking(task);
+                Box::pin(async move { running.await.map_err(Box::from) })
+            }
+            // Already on a blocking thread, or outside any runtime: nothing to hand over to.
+            _ => Box::pin(std::future::ready(Ok(task()))),
+        }
+    }
+
+    fn get_runtime() -> Self {
+        SqliteThreads(tokio::runtime::Handle::try_current().ok())
+    }
+}
+
+/// Runs `body` on SQLite's writing connection, all of it on one blocking thread:
+/// the wrapper would hand each statement to a blocking thread and wait for it
+/// (a wake-up on each side), so a write of n statements paid n + 2 hand-offs
+/// (with `BEGIN` and `COMMIT`) under the write turn; this pays one. The body
+/// owns what it uses, as it leaves the caller's thread.
+pub(crate) async fn on_one_thread<T, F>(
+    (runtime, writes): (&tokio::runtime::Handle, &Pool<SqliteConn>),
+    body: F,
+) -> Result<T>
+where
+    F: AsyncFnOnce(&mut SqliteConn) -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    let mut pooled = writes.get().await?;
+    let blocking = runtime.clone();
+    let running = runtime.spawn_blocking(move || {
+        let _inline = InlineStatements::enter();
+        blocking.block_on(body(&mut pooled))
+    });
+    match running.await {
+        Ok(done) => done,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(error) => Err(Error::Database(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UnableToSendCommand,
+            Box::new(error.to_string()),
+        ))),
+    }
+}
+
+/// `BEGIN IMMEDIATE` transactions on [`SqliteConn`]: diesel-async writes them for
+/// its own spawner only. As its own: a body that fails is rolled back and its
+/// error returned (a rollback that fails, its error).
+pub(crate) trait ImmediateTransaction {
+    async fn immediate_transaction<R, E, F>(&mut self, body: F) -> std::result::Result<R, E>
+    where
+        F: AsyncFnOnce(&mut Self) -> std::result::Result<R, E>,
+        E: From<diesel::result::Error>;
+}
+
+impl ImmediateTransaction for SqliteConn {
+    async fn immediate_transaction<R, E, F>(&mut self, body: F) -> std::result::Result<R, E>
+    where
+        F: AsyncFnOnce(&mut Self) -> std::result::Result<R, E>,
+        E: From<diesel::result::Error>,
+    {
+        type Manager = SyncTransactionManagerWrapper<AnsiTransactionManager>;
+        self.spawn_blocking(|conn| {
+            AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE")
+        })
+        .await?;
+        match body(&mut *self).await {
+            Ok(value) => {
+                Manager::commit_transaction(self).await?;
+                Ok(value)
+            }
+            Err(error) => {
+                Manager::rollback_transaction(self).await?;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// [`STATEMENTS_INLINE`] for as long as this lives, a panic included.
+struct InlineStatements;
+
+impl InlineStatements {
+    fn enter() -> InlineStatements {
+        STATEMENTS_INLINE.set(true);
+        InlineStatements
+    }
+}
+
+impl Drop for InlineStatements {
+    fn drop(&mut self) {
+        STATEMENTS_INLINE.set(false);
+    }
+}
 
 /// How long a writer waits for SQLite's lock, in milliseconds: SQLite's own busy
 /// timeout and the cross-process writers' turn (`write_lock::BUSY_TIMEOUT`) alike.
@@ -74,6 +191,10 @@ pub(crate) enum Pools {
         writes: Pool<SqliteConn>,
         /// The WAL's checkpoints, on a connection of its own.
         checkpointer: Arc<Checkpointer>,
+        /// The runtime that opened the store: its blocking threads run the
+        /// statements, as they run the wrapper's (whose connections it made), at
+        /// its threads' priority whoever asks.
+        runtime: tokio::runtime::Handle,
     },
     Postgres(Pool<PgConn>),
 }
@@ -97,6 +218,7 @@ impl Pools {
                     reads: configure(Pool::builder(manager(SQLITE_PRAGMAS)), size)?,
                     writes: configure(Pool::builder(manager(SQLITE_WRITER_PRAGMAS)), 1)?,
                     checkpointer: Arc::new(Checkpointer::start(checkpointing)),
+                    runtime: tokio::runtime::Handle::current(),
                 }
             }
             Backend::Postgres => {
@@ -197,7 +319,7 @@ pub(crate) use with_conn;
 macro_rules! write_tx {
     ($db:expr, |$conn:ident| $body:expr) => {{
         #[allow(unused_imports)]
-        use diesel_async::AsyncConnection as _;
+        use {diesel_async::AsyncConnection as _, $crate::pool::ImmediateTransaction as _};
         let _turn = $db.write_turn().await;
         match &$db.pools {
             $crate::pool::Pools::Sqlite { writes, .. } => {
@@ -228,3 +350,113 @@ macro_rules! write_conn {
     }};
 }
 pub(crate) use write_conn;
+
+/// [`write_conn!`] for a write of several statements whose body owns what it
+/// uses (`move`): on SQLite it runs [`on_one_thread`].
+macro_rules! write_conn_owned {
+    ($db:expr, move |$conn:ident| $body:expr) => {{
+        let _turn = $db.write_turn().await;
+        match &$db.pools {
+            $crate::pool::Pools::Sqlite {
+                writes, runtime, ..
+            } => {
+                $crate::pool::on_one_thread(
+                    (runtime, writes),
+                    async move |$conn: &mut $crate::pool::SqliteConn| -> $crate::Result<_> {
+                        Ok($body)
+                    },
+                )
+                .await?
+            }
+            $crate::pool::Pools::Postgres(pool) => {
+                let mut pooled = pool.get().await?;
+                let $conn: &mut $crate::pool::PgConn = &mut pooled;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use write_conn_owned;
+
+/// [`write_tx!`] whose body owns what it uses (`move`): on SQLite the whole
+/// transaction runs [`on_one_thread`].
+macro_rules! write_tx_owned {
+    ($db:expr, move |$conn:ident| $body:expr) => {{
+        #[allow(unused_imports)]
+        use {diesel_async::AsyncConnection as _, $crate::pool::ImmediateTransaction as _};
+        let _turn = $db.write_turn().await;
+        match &$db.pools {
+            $crate::pool::Pools::Sqlite {
+                writes, runtime, ..
+            } => {
+                $crate::pool::on_one_thread(
+                    (runtime, writes),
+                    async move |conn: &mut $crate::pool::SqliteConn| -> $crate::Result<_> {
+                        conn.immediate_transaction(async |$conn| -> $crate::Result<_> { $body })
+                            .await
+                    },
+                )
+                .await
+            }
+            $crate::pool::Pools::Postgres(pool) => {
+                let mut pooled = pool.get().await?;
+                let conn: &mut $crate::pool::PgConn = &mut pooled;
+                conn.transaction(async |$conn| -> $crate::Result<_> { $body })
+                    .await
+            }
+        }
+    }};
+}
+pub(crate) use write_tx_owned;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::thread::{self, ThreadId};
+
+    use super::*;
+    use crate::write_lock::tests::database_in_a_new_dir;
+
+    /// The thread a statement of the wrapper runs on.
+    async fn statement_thread(conn: &mut SqliteConn) -> ThreadId {
+        conn.spawn_blocking(|_| Ok(thread::current().id()))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_on_one_thread_runs_its_statements_where_it_runs() {
+        let (dir, url) = database_in_a_new_dir();
+        let Pools::Sqlite {
+            writes, runtime, ..
+        } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
+        else {
+            unreachable!("a file path is SQLite")
+        };
+        let (body, statements) = on_one_thread((&runtime, &writes), async |conn| {
+            let body = thread::current().id();
+            let statements = [statement_thread(conn).await, statement_thread(conn).await];
+            Ok((body, statements))
+        })
+        .await
+        .unwrap();
+        assert_eq!(statements, [body, body]);
+        // Elsewhere a statement leaves the caller's thread, as the wrapper's own
+        // spawner does.
+        let mut conn = writes.get().await.unwrap();
+        assert_ne!(statement_thread(&mut conn).await, thread::current().id());
+        drop(conn);
+        drop(writes);
+        // A thread that ran a body (or panicked in one) is not left marked.
+        thread::spawn(|| {
+            let inline = InlineStatements::enter();
+            assert!(STATEMENTS_INLINE.get());
+            drop(inline);
+            assert!(!STATEMENTS_INLINE.get());
+        })
+        .join()
+        .unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

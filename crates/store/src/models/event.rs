@@ -17,7 +17,7 @@ use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::queue::{KeyRow, NOTIFY_WORKERS};
 use crate::models::webhook::{FanoutWebhooks, WebhookRow, hold_enabled};
-use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx};
+use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx, write_tx_owned};
 use crate::prepared::{bind, prepared};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
@@ -112,7 +112,7 @@ impl Events {
             let mut conn = pool.get().await?;
             return record_on(&mut *conn, &events, now).await;
         }
-        write_tx!(self.db, |conn| record_on(conn, &events, now).await)
+        write_tx_owned!(self.db, move |conn| record_on(conn, &events, now).await)
     }
 
     /// Records `event` and its deliveries on the caller's PostgreSQL connection,

@@ -19,7 +19,10 @@ use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
 use crate::models::webhook::{WebhookRow, disable_webhook, read_headers};
-use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
+use crate::pool::{
+    ImmediateTransaction as _, PgConn, SqliteConn, with_conn, write_conn, write_conn_owned,
+    write_tx,
+};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{deliveries, webhooks};
 use crate::text_in::{
@@ -665,19 +668,20 @@ impl Queue {
     /// still held; answers, for each, what became of it (a worker whose lease ran
     /// out and was taken over records nothing: the new holder decides).
     pub async fn finish(&self, finished: &[Finished]) -> Result<Vec<Recording>> {
-        let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
-        let recorded = self.record(&rows).await?;
+        let recorded = self
+            .record(finished.iter().map(FinishRow::from).collect())
+            .await?;
         self.track_failing(finished).await?;
         if recorded.iter().all(Option::is_some) {
             return Ok(recorded.into_iter().flatten().collect());
         }
         // Rare: tell a delivery deleted with its webhook (a 410 meanwhile, a
         // delete) from one another worker took over.
-        let missing: Vec<String> = rows
+        let missing: Vec<String> = finished
             .iter()
             .zip(&recorded)
             .filter(|(_, recorded)| recorded.is_none())
-            .map(|(row, _)| row.event_id.clone())
+            .map(|(done, _)| done.claimed.event_id.to_string())
             .collect();
         let present: HashMap<(String, String), String> = with_conn!(self.db, |conn| {
             deliveries::table
@@ -693,12 +697,15 @@ impl Queue {
         .into_iter()
         .map(|(event, webhook, state)| ((event, webhook), state))
         .collect();
-        Ok(rows
+        Ok(finished
             .iter()
             .zip(recorded)
-            .map(|(row, recorded)| {
+            .map(|(done, recorded)| {
                 recorded.unwrap_or_else(|| {
-                    let key = (row.event_id.clone(), row.webhook_id.clone());
+                    let key = (
+                        done.claimed.event_id.to_string(),
+                        done.claimed.webhook_id.to_string(),
+                    );
                     match present.get(&key) {
                         None => Recording::Deleted,
                         Some(state) if state == DeliveryState::Pending.as_str() => {
@@ -713,7 +720,7 @@ impl Queue {
 
     /// Records the outcomes whose lease is still held (`None` for the others), and
     /// carries out what a 410 does to its webhook.
-    async fn record(&self, rows: &[FinishRow]) -> Result<Vec<Option<Recording>>> {
+    async fn record(&self, rows: Vec<FinishRow>) -> Result<Vec<Option<Recording>>> {
         let recorded_as = |recorded: Vec<bool>| {
             recorded
                 .into_iter()
@@ -723,14 +730,14 @@ impl Queue {
         if rows.iter().all(|row| row.gone.is_none()) {
             // No 410 to act on: recording alone, atomic without a transaction of
             // ours on PostgreSQL (see `QueueSql::record_outcomes_atomically`).
-            let recorded = write_conn!(self.db, |conn| conn
-                .record_outcomes_atomically(rows)
+            let recorded = write_conn_owned!(self.db, move |conn| conn
+                .record_outcomes_atomically(&rows)
                 .await?);
             return Ok(recorded_as(recorded));
         }
         write_tx!(self.db, |conn| {
             let mut recorded: Vec<Option<Recording>> =
-                recorded_as(conn.record_outcomes(rows).await?);
+                recorded_as(conn.record_outcomes(&rows).await?);
             // A 410 is rare: its webhook is dealt with one by one. Only the outcome
             // that changed the webhook says so; others of the batch find it done.
             for (row, recording) in rows.iter().zip(recorded.iter_mut()) {

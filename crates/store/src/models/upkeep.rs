@@ -22,7 +22,9 @@ use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::webhook::disable_webhook;
 use crate::partitions::{self, Answer, Name};
-use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx};
+use crate::pool::{
+    ImmediateTransaction as _, PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx,
+};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{
     event_samples, idempotency_keys, portal_links, webhook_stats, webhooks, workspaces,
