@@ -23,7 +23,8 @@ use crate::error::Stored as _;
 use crate::models::webhook::disable_webhook;
 use crate::partitions::{self, Answer, Name};
 use crate::pool::{
-    ImmediateTransaction as _, PgConn, Pools, SqliteConn, with_conn, write_conn, write_tx,
+    ImmediateTransaction as _, PgConn, Pools, SqliteConn, with_conn, write_conn, write_conn_owned,
+    write_tx,
 };
 use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{
@@ -136,9 +137,10 @@ impl Upkeep {
         let mut after = String::new();
         let mut turn = TurnSize::new(EVENTS_PER_TURN);
         loop {
-            let (looked, took) = write_conn!(self.db, |conn| {
+            let (from, cut, size) = (std::mem::take(&mut after), cut.clone(), turn.size);
+            let (looked, took) = write_conn_owned!(self.db, move |conn| {
                 let started = Instant::now();
-                let looked = conn.forget_events(&after, &cut, turn.size).await?;
+                let looked = conn.forget_events(&from, &cut, size).await?;
                 (looked, started.elapsed())
             });
             let Some((last, deleted)) = looked else { break };
@@ -201,7 +203,7 @@ impl Upkeep {
                 .await?);
             if !samples.is_empty() {
                 copied += samples.len() as u64;
-                write_conn!(self.db, |conn| {
+                write_conn_owned!(self.db, move |conn| {
                     // Few rows (at most three a name), and SQLite takes no batch
                     // insert with ON CONFLICT here.
                     for sample in &samples {
@@ -349,7 +351,7 @@ impl Upkeep {
         let mut turn = TurnSize::new(KEYS_PER_TURN);
         loop {
             let size = turn.size;
-            let (removed, took) = write_conn!(self.db, |conn| {
+            let (removed, took) = write_conn_owned!(self.db, move |conn| {
                 let started = Instant::now();
                 // The turn's last key by age: keys as old are removed with it.
                 let last: Option<i64> = idempotency_keys::table
