@@ -10,8 +10,9 @@ use tokio::sync::mpsc;
 use crate::leases::Held;
 
 /// Outcomes waiting to be recorded. One recorder takes whatever has queued up
-/// while it recorded the last batch and records it in one statement (two on
-/// SQLite): the busier the worker, the bigger the batch. Several recorders side by
+/// while it recorded the last batch and records it in one statement (on SQLite
+/// three, in one transaction on one thread): the busier the worker, the bigger
+/// the batch. Several recorders side by
 /// side were slower on PostgreSQL (see PERFORMANCE.md): each recorded smaller
 /// batches, paying a commit for each.
 const RECORD_BATCH: usize = 256;

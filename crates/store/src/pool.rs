@@ -354,34 +354,27 @@ pub(crate) use write_conn;
 /// [`write_conn!`] for a write of several statements whose body owns what it
 /// uses (`move`): on SQLite it runs [`on_one_thread`].
 macro_rules! write_conn_owned {
-    ($db:expr, move |$conn:ident| $body:expr) => {{
-        let _turn = $db.write_turn().await;
-        match &$db.pools {
-            $crate::pool::Pools::Sqlite {
-                writes, runtime, ..
-            } => {
-                $crate::pool::on_one_thread(
-                    (runtime, writes),
-                    async move |$conn: &mut $crate::pool::SqliteConn| -> $crate::Result<_> {
-                        Ok($body)
-                    },
-                )
-                .await?
-            }
-            $crate::pool::Pools::Postgres(pool) => {
-                let mut pooled = pool.get().await?;
-                let $conn: &mut $crate::pool::PgConn = &mut pooled;
-                $body
-            }
-        }
-    }};
+    ($db:expr, move |$conn:ident| $body:expr) => {
+        $crate::pool::write_owned!(statements, $db, |$conn| $body)?
+    };
 }
 pub(crate) use write_conn_owned;
 
 /// [`write_tx!`] whose body owns what it uses (`move`): on SQLite the whole
 /// transaction runs [`on_one_thread`].
 macro_rules! write_tx_owned {
-    ($db:expr, move |$conn:ident| $body:expr) => {{
+    ($db:expr, move |$conn:ident| $body:expr) => {
+        $crate::pool::write_owned!(transaction, $db, |$conn| $body)
+    };
+}
+pub(crate) use write_tx_owned;
+
+/// What [`write_conn_owned!`] and [`write_tx_owned!`] share: the write turn, and
+/// the body on SQLite's writing connection on one thread or on a pooled
+/// PostgreSQL connection, as `statements` or in a `transaction`; answers its
+/// `Result`.
+macro_rules! write_owned {
+    ($how:ident, $db:expr, |$conn:ident| $body:expr) => {{
         #[allow(unused_imports)]
         use {diesel_async::AsyncConnection as _, $crate::pool::ImmediateTransaction as _};
         let _turn = $db.write_turn().await;
@@ -392,8 +385,7 @@ macro_rules! write_tx_owned {
                 $crate::pool::on_one_thread(
                     (runtime, writes),
                     async move |conn: &mut $crate::pool::SqliteConn| -> $crate::Result<_> {
-                        conn.immediate_transaction(async |$conn| -> $crate::Result<_> { $body })
-                            .await
+                        $crate::pool::write_owned!(@$how sqlite conn, |$conn| $body)
                     },
                 )
                 .await
@@ -401,13 +393,24 @@ macro_rules! write_tx_owned {
             $crate::pool::Pools::Postgres(pool) => {
                 let mut pooled = pool.get().await?;
                 let conn: &mut $crate::pool::PgConn = &mut pooled;
-                conn.transaction(async |$conn| -> $crate::Result<_> { $body })
-                    .await
+                $crate::pool::write_owned!(@$how postgres conn, |$conn| $body)
             }
         }
     }};
+    (@statements $backend:ident $on:ident, |$conn:ident| $body:expr) => {{
+        let $conn = $on;
+        Ok($body)
+    }};
+    (@transaction sqlite $on:ident, |$conn:ident| $body:expr) => {
+        $on.immediate_transaction(async |$conn| -> $crate::Result<_> { $body })
+            .await
+    };
+    (@transaction postgres $on:ident, |$conn:ident| $body:expr) => {
+        $on.transaction(async |$conn| -> $crate::Result<_> { $body })
+            .await
+    };
 }
-pub(crate) use write_tx_owned;
+pub(crate) use write_owned;
 
 #[cfg(test)]
 mod tests {
