@@ -19,6 +19,7 @@ use diesel_async::sync_connection_wrapper::{
 };
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection, TransactionManager};
 use futures_util::future::BoxFuture;
+use tokio::runtime::RuntimeFlavor;
 
 use crate::checkpoint::Checkpointer;
 use crate::{Backend, Error, Result, StoreConfig};
@@ -46,8 +47,8 @@ impl SpawnBlocking for SqliteThreads {
     {
         match &self.0 {
             Some(handle) if !STATEMENTS_INLINE.get() => {
-                let running = handle.spawn_blocking(task);
-                Box::pin(async move { running.await.map_err(Box::from) })
+                let mut handed = Handed(handle.spawn_blocking(task));
+                Box::pin(async move { (&mut handed.0).await.map_err(Box::from) })
             }
             // Already on a blocking thread, or outside any runtime: nothing to hand over to.
             _ => Box::pin(std::future::ready(Ok(task()))),
@@ -56,6 +57,36 @@ impl SpawnBlocking for SqliteThreads {
 
     fn get_runtime() -> Self {
         SqliteThreads(tokio::runtime::Handle::try_current().ok())
+    }
+}
+
+/// A statement handed to a blocking thread. Dropped before it ends (its caller
+/// cancelled, a request past its deadline), it waits for the end, as
+/// diesel-async's own spawner does: the wrapper must have its connection to itself
+/// again before the next use, or it panics ("Cannot access shared transaction
+/// state").
+struct Handed<R>(tokio::task::JoinHandle<R>);
+
+impl<R> Drop for Handed<R> {
+    fn drop(&mut self) {
+        if self.0.is_finished() {
+            return;
+        }
+        let running = &mut self.0;
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| {
+                    let _ = runtime.block_on(running);
+                });
+            }
+            // A current-thread runtime cannot give its thread up; the statement
+            // runs on another thread, so waiting here ends.
+            _ => {
+                while !running.is_finished() {
+                    std::thread::yield_now();
+                }
+            }
+        }
     }
 }
 
@@ -426,6 +457,42 @@ mod tests {
         conn.spawn_blocking(|_| Ok(thread::current().id()))
             .await
             .unwrap()
+    }
+
+    /// A statement whose caller gave up (a request past its deadline) is waited
+    /// for: the wrapper finds its connection to itself again at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_dropped_while_it_runs_leaves_its_connection_whole() {
+        use std::sync::mpsc;
+
+        let (dir, url) = database_in_a_new_dir();
+        let Pools::Sqlite { writes, .. } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
+        else {
+            unreachable!("a file path is SQLite")
+        };
+        let mut conn = writes.get().await.unwrap();
+        let (started, has_started) = mpsc::channel();
+        let (go, wait) = mpsc::channel::<()>();
+        let statement = conn.spawn_blocking(move |_| {
+            started.send(()).unwrap();
+            let _ = wait.recv();
+            Ok(())
+        });
+        has_started.recv().unwrap();
+        // Lets the statement end, whenever this thread waits for it.
+        let releaser = thread::spawn(move || go.send(()).unwrap());
+        drop(statement);
+        // What the pool asks of a connection given back: the wrapper reads its
+        // own state, and panics while the statement holds it.
+        let broken =
+            SyncTransactionManagerWrapper::<AnsiTransactionManager>::is_broken_transaction_manager(
+                &mut conn,
+            );
+        assert!(!broken);
+        releaser.join().unwrap();
+        drop(conn);
+        drop(writes);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
