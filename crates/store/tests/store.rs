@@ -187,6 +187,7 @@ backend_tests!(
     an_event_for_an_unknown_workspace_writes_nothing,
     the_outbox_write_wakes_the_listening_workers,
     an_emit_beside_a_disable_under_way_waits_and_delivers_nothing_to_it,
+    a_delete_beside_a_record_under_way_waits_for_it,
     disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them,
     a_disabled_webhook_is_sent_nothing_again,
     attempts_are_logged_newest_first,
@@ -647,34 +648,92 @@ async fn the_outbox_write_wakes_the_listening_workers(db: TestDb) {
 /// the webhooks it delivers to: a webhook disabled since the read is waited
 /// for, and then gets no delivery. SQLite's writers are serial: nothing to race.
 async fn an_emit_beside_a_disable_under_way_waits_and_delivers_nothing_to_it(db: TestDb) {
-    use diesel::sql_types::BigInt;
-    use diesel_async::{
-        AsyncConnection as _, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection as _,
-    };
-    #[derive(diesel::QueryableByName)]
-    struct Waiting {
-        #[diesel(sql_type = BigInt)]
-        waiting: i64,
-    }
+    use diesel_async::SimpleAsyncConnection as _;
     if db.backend() != Backend::Postgres {
         return;
     }
     let store = db.store().clone();
     let ws = db.workspace(Plan::Studio).await;
     let hook = webhook(&store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
-    let mut disabling = AsyncPgConnection::establish(db.url()).await.unwrap();
-    disabling
-        .batch_execute(&format!(
-            "BEGIN; UPDATE webhooks SET enabled = false WHERE id = '{}'",
-            hook.id
-        ))
-        .await
-        .unwrap();
+    let mut disabling = a_transaction_begun(
+        &db,
+        &format!("UPDATE webhooks SET enabled = false WHERE id = '{}'", hook.id),
+    )
+    .await;
     let emitting = tokio::spawn({
         let store = store.clone();
         async move { emit(&store, ws, EventName::DmSent).await }
     });
     // Until the emit waits for the webhook's row (it read it enabled).
+    until_a_statement_waits_for_a_lock(&db, &emitting, "the emit did not wait for the disable")
+        .await;
+    disabling.batch_execute("COMMIT").await.unwrap();
+    let (payload, reached) = emitting.await.unwrap();
+    assert_eq!(reached, []);
+    assert_eq!(store.events().deliveries(payload.id).await.unwrap(), []);
+    assert!(store.events().payload(payload.id).await.unwrap().is_some(), "the event is stored");
+}
+
+/// The worker's record (PostgreSQL's one statement) locks the deliveries it
+/// updates, then the webhook its health counters refer to. A delete beside it
+/// waits for the deliveries before it takes the webhook: taken the other way
+/// round, the two deadlocked and PostgreSQL aborted one of them.
+async fn a_delete_beside_a_record_under_way_waits_for_it(db: TestDb) {
+    use diesel_async::SimpleAsyncConnection as _;
+    if db.backend() != Backend::Postgres {
+        return;
+    }
+    let store = db.store().clone();
+    let ws = db.workspace(Plan::Studio).await;
+    let hook = webhook(&store, ws, "https://a.example.com/", &[EventName::DmSent]).await.unwrap();
+    let (payload, _) = emit(&store, ws, EventName::DmSent).await;
+    let mut recording = a_transaction_begun(
+        &db,
+        &format!("UPDATE deliveries SET attempts = attempts + 1 WHERE webhook_id = '{}'", hook.id),
+    )
+    .await;
+    let deleting = tokio::spawn({
+        let store = store.clone();
+        async move { store.webhooks().delete(hook.id, Some(ws)).await }
+    });
+    until_a_statement_waits_for_a_lock(&db, &deleting, "the delete did not wait for the record")
+        .await;
+    recording
+        .batch_execute(&format!(
+            "INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
+             VALUES ('{}', 0, 1, 0); COMMIT",
+            hook.id
+        ))
+        .await
+        .expect("the record's counters wait for nothing the delete holds");
+    assert!(deleting.await.unwrap().unwrap());
+    assert_eq!(store.webhooks().get(hook.id).await.unwrap(), None);
+    assert_eq!(store.events().deliveries(payload.id).await.unwrap(), []);
+}
+
+/// Returns once a statement of this database waits for a lock (PostgreSQL);
+/// `task`, the one expected to wait, must not have finished before.
+/// A connection of its own (PostgreSQL) in a transaction that has run `statement`
+/// and holds its locks until the caller commits.
+async fn a_transaction_begun(db: &TestDb, statement: &str) -> diesel_async::AsyncPgConnection {
+    use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    conn.batch_execute(&format!("BEGIN; {statement}")).await.unwrap();
+    conn
+}
+
+async fn until_a_statement_waits_for_a_lock<T>(
+    db: &TestDb,
+    task: &tokio::task::JoinHandle<T>,
+    not_waiting: &str,
+) {
+    use diesel::sql_types::BigInt;
+    use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Waiting {
+        #[diesel(sql_type = BigInt)]
+        waiting: i64,
+    }
     let mut watching = AsyncPgConnection::establish(db.url()).await.unwrap();
     loop {
         let rows: Vec<Waiting> = diesel::sql_query(
@@ -685,16 +744,11 @@ async fn an_emit_beside_a_disable_under_way_waits_and_delivers_nothing_to_it(db:
         .await
         .unwrap();
         if rows[0].waiting > 0 {
-            break;
+            return;
         }
         // Each look is a round trip: no sleep between them.
-        assert!(!emitting.is_finished(), "the emit did not wait for the disable");
+        assert!(!task.is_finished(), "{not_waiting}");
     }
-    disabling.batch_execute("COMMIT").await.unwrap();
-    let (payload, reached) = emitting.await.unwrap();
-    assert_eq!(reached, []);
-    assert_eq!(store.events().deliveries(payload.id).await.unwrap(), []);
-    assert!(store.events().payload(payload.id).await.unwrap().is_some(), "the event is stored");
 }
 
 async fn disabling_cancels_pending_deliveries_and_enabling_does_not_revive_them(db: TestDb) {

@@ -19,7 +19,7 @@ use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{bind, prepared};
-use crate::schema::{webhook_stats, webhooks, workspaces};
+use crate::schema::{deliveries, webhook_stats, webhooks, workspaces};
 use crate::text_in::text_in;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
@@ -503,15 +503,27 @@ impl Webhooks {
     pub async fn delete(&self, id: WebhookId, in_workspace: Option<WorkspaceId>) -> Result<bool> {
         let id = id.to_string();
         let workspace = in_workspace.map(|ws| ws.to_string());
-        let deleted = write_conn!(self.db, |conn| {
-            // Deliveries and attempts go with it (ON DELETE CASCADE), in this statement.
-            let mut delete = diesel::delete(webhooks::table.find(&id)).into_boxed();
+        write_tx!(self.db, |conn| {
+            let mut this = webhooks::table.find(&id).select(webhooks::id).into_boxed();
             if let Some(workspace) = &workspace {
-                delete = delete.filter(webhooks::workspace_id.eq(workspace));
+                this = this.filter(webhooks::workspace_id.eq(workspace));
             }
-            delete.execute(conn).await?
-        });
-        Ok(deleted > 0)
+            if this.first::<String>(conn).await.optional()?.is_none() {
+                return Ok(false);
+            }
+            // The deliveries first, then the webhook, in the order the worker's
+            // record locks them (a delivery, then the webhook its health counters
+            // refer to): the webhook's row first, with its deliveries by cascade,
+            // deadlocks with a record under way (PostgreSQL).
+            diesel::delete(deliveries::table.filter(deliveries::webhook_id.eq(&id)))
+                .execute(conn)
+                .await?;
+            // Its health counters go with it (ON DELETE CASCADE).
+            let deleted = diesel::delete(webhooks::table.find(&id))
+                .execute(conn)
+                .await?;
+            Ok(deleted > 0)
+        })
     }
 
     /// Notes that the listener is being streamed now: the upkeep removes those
