@@ -18,7 +18,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
-use crate::models::webhook::{WebhookRow, disable_webhook, read_headers};
+use crate::models::webhook::{WebhookRow, delete_webhook, disable_webhook, read_headers};
 use crate::pool::{
     ImmediateTransaction as _, PgConn, SqliteConn, with_conn, write_conn, write_conn_owned,
     write_tx,
@@ -745,11 +745,7 @@ impl Queue {
                     continue;
                 };
                 let changed = match action {
-                    GoneAction::Delete => {
-                        diesel::delete(webhooks::table.find(&row.webhook_id))
-                            .execute(conn)
-                            .await?
-                    }
+                    GoneAction::Delete => delete_webhook!(conn, &row.webhook_id),
                     GoneAction::Disable => {
                         let now = self.db.clock.now().unix_millis();
                         disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now)

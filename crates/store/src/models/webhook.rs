@@ -19,7 +19,7 @@ use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
 use crate::prepared::{bind, prepared};
-use crate::schema::{deliveries, webhook_stats, webhooks, workspaces};
+use crate::schema::{webhook_stats, webhooks, workspaces};
 use crate::text_in::text_in;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
@@ -215,6 +215,25 @@ macro_rules! disable_webhook {
     }};
 }
 pub(crate) use disable_webhook;
+
+/// Deletes webhook `$id` with its deliveries on `$conn` (inside the caller's
+/// transaction) and evaluates to how many webhooks it deleted. The deliveries
+/// go first, in the order the worker's record locks them (a delivery, then the
+/// webhook its health counters refer to): the webhook's row first, with its
+/// deliveries by cascade, deadlocks with a record under way (PostgreSQL). Its
+/// health counters go with it (ON DELETE CASCADE).
+macro_rules! delete_webhook {
+    ($conn:expr, $id:expr) => {{
+        use $crate::schema::{deliveries, webhooks};
+        diesel::delete(deliveries::table.filter(deliveries::webhook_id.eq($id)))
+            .execute($conn)
+            .await?;
+        diesel::delete(webhooks::table.find($id))
+            .execute($conn)
+            .await?
+    }};
+}
+pub(crate) use delete_webhook;
 
 /// Takes the row locks of the webhooks `$webhooks` selects that are enabled, on
 /// `$conn` (inside the caller's transaction), and evaluates to how many it took:
@@ -511,18 +530,7 @@ impl Webhooks {
             if this.first::<String>(conn).await.optional()?.is_none() {
                 return Ok(false);
             }
-            // The deliveries first, then the webhook, in the order the worker's
-            // record locks them (a delivery, then the webhook its health counters
-            // refer to): the webhook's row first, with its deliveries by cascade,
-            // deadlocks with a record under way (PostgreSQL).
-            diesel::delete(deliveries::table.filter(deliveries::webhook_id.eq(&id)))
-                .execute(conn)
-                .await?;
-            // Its health counters go with it (ON DELETE CASCADE).
-            let deleted = diesel::delete(webhooks::table.find(&id))
-                .execute(conn)
-                .await?;
-            Ok(deleted > 0)
+            Ok(delete_webhook!(conn, &id) > 0)
         })
     }
 
