@@ -99,7 +99,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<()> {
 /// Serves the API and delivers webhooks until SIGTERM or SIGINT; then drains
 /// in-flight requests and attempts and returns (exit 0).
 async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
-    crate::logging::init(args.worker.log.log_format)?;
+    let _lines = crate::logging::init(args.worker.log.log_format)?;
     let http = HttpConfig {
         listen: args.listen,
         admin_listen: args.admin_listen,
@@ -227,7 +227,7 @@ fn lower_thread_priority(_niceness: u8) {}
 
 /// Delivers webhooks until SIGTERM or SIGINT.
 async fn worker(config: Config, args: WorkerArgs) -> anyhow::Result<()> {
-    crate::logging::init(args.log.log_format)?;
+    let _lines = crate::logging::init(args.log.log_format)?;
     let store = config.open_store().await?;
     let worker = Worker::new(
         store.queue(),

@@ -252,6 +252,30 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: TestDb) {
     assert!(TcpStream::connect(addr).await.is_err(), "still listening after exit");
 }
 
+/// Every request is logged with its status, and the last line, logged as the
+/// process stops, is written before it exits (lines go out in batches).
+#[tokio::test]
+async fn serve_logs_each_request_and_its_last_line_before_it_exits() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (_, key) = studio_key(&db).await;
+    let mut program = Command::new(env!("CARGO_BIN_EXE_hookline"));
+    program.arg("serve");
+    let (child, line, log) = start_logged(program, db.url(), "serve", &[], "listening on ").await;
+    let addr = listening_addr(&line);
+    assert_eq!(status(addr, "/api/v1/me", &key).await, 200);
+    assert_eq!(status(addr, "/api/v1/me", "hl_wrong").await, 401);
+    assert_eq!(status(addr, "/nowhere", &key).await, 404);
+    assert!(signal(child, "-TERM").await.success());
+    wait_logged(&log, "hookline::commands: stopped").await;
+    let last = log.lock().unwrap().last().cloned().unwrap();
+    assert!(last.ends_with("hookline::commands: stopped"), "the last line: {last}");
+    for status in ["status=200", "status=401", "status=404"] {
+        let lines = logged(&log, status);
+        assert_eq!(lines.len(), 1, "{status}: {lines:?}");
+        assert!(lines[0].contains(" request "), "{lines:?}");
+    }
+}
+
 // Slow: three `hookline serve` processes are started.
 /// Three servers on one PostgreSQL database still allow the limit per key in total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
