@@ -711,8 +711,6 @@ async fn a_delete_beside_a_record_under_way_waits_for_it(db: TestDb) {
     assert_eq!(store.events().deliveries(payload.id).await.unwrap(), []);
 }
 
-/// Returns once a statement of this database waits for a lock (PostgreSQL);
-/// `task`, the one expected to wait, must not have finished before.
 /// A connection of its own (PostgreSQL) in a transaction that has run `statement`
 /// and holds its locks until the caller commits.
 async fn a_transaction_begun(db: &TestDb, statement: &str) -> diesel_async::AsyncPgConnection {
@@ -722,6 +720,8 @@ async fn a_transaction_begun(db: &TestDb, statement: &str) -> diesel_async::Asyn
     conn
 }
 
+/// Returns once a statement of this database waits for a lock (PostgreSQL);
+/// `task`, the one expected to wait, must not have finished before.
 async fn until_a_statement_waits_for_a_lock<T>(
     db: &TestDb,
     task: &tokio::task::JoinHandle<T>,
