@@ -214,6 +214,7 @@ backend_tests!(
     the_look_for_samples_probes_each_pair_beside_a_day_of_one_busy_workspace,
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
     the_attempt_log_pages_keep_one_plan_each,
+    a_record_is_planned_for_its_events_days_only,
     forgetting_goes_in_turns_of_a_bounded_number_of_events,
     an_idempotency_key_stores_one_event_across_stores_and_batches,
     portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired,
@@ -1720,6 +1721,34 @@ async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
             assert!(plan.contains("webhook_id = $1"), "{plan}");
             assert!(!plan.contains(&hook.id.to_string()), "{plan}");
         }
+    }
+}
+
+/// On PostgreSQL the record of an outcome reads only the day of its event, as
+/// planned for the call's values too (PostgreSQL plans it so beside days of
+/// history): such a plan was made across every day's partition at every call.
+async fn a_record_is_planned_for_its_events_days_only(db: TestDb) {
+    const DAY_MS: i64 = 86_400_000;
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let now = Timestamp::now();
+    for days_back in (0..=8).rev().step_by(2) {
+        store.upkeep().prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
+    }
+    let history =
+        hookline_testdb::History::delivered(ws, vec![hook.id], 8_000, now.plus_millis(-4 * DAY_MS))
+            .every(DAY_MS);
+    db.write_history(&history).await;
+    db.vacuum().await;
+    let (event, _) = emit(store, ws, EventName::DmSent).await;
+    let plan = store.queue().record_plan((event.id, hook.id)).await.unwrap();
+    if db.backend() == Backend::Postgres {
+        // One partition: the day the event is in.
+        let days = plan.iter().filter(|line| line.contains("Update on public.deliveries_"));
+        assert_eq!(days.count(), 1, "{plan:#?}");
+    } else {
+        assert!(plan.is_empty());
     }
 }
 

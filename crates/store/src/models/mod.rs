@@ -129,6 +129,39 @@ where
     Ok(lines.into_iter().map(|line| line.line).collect())
 }
 
+/// The plan PostgreSQL keeps for `sql`, prepared as `name` with parameters of
+/// `types` on `conn` and explained with `values` after more calls than it plans
+/// for the values before it may keep a generic plan (five). For tests that hold
+/// a statement to one plan, not one made again across every partition at each
+/// call (such a plan names the values it was made for).
+#[cfg(feature = "test-util")]
+pub(crate) async fn plan_kept(
+    conn: &mut crate::pool::PgConn,
+    name: &str,
+    types: &str,
+    sql: &str,
+    values: &str,
+) -> crate::Result<Vec<String>> {
+    use diesel_async::RunQueryDsl as _;
+    const CALLS: usize = 8;
+    diesel::sql_query(format!("PREPARE {name}({types}) AS {sql}"))
+        .execute(conn)
+        .await?;
+    let mut plan = Vec::new();
+    for _ in 0..CALLS {
+        let lines: Vec<PlanLine> = diesel::sql_query(format!(
+            "EXPLAIN (VERBOSE, COSTS OFF) EXECUTE {name}({values})"
+        ))
+        .load(conn)
+        .await?;
+        plan = lines.into_iter().map(|line| line.line).collect();
+    }
+    diesel::sql_query(format!("DEALLOCATE {name}"))
+        .execute(conn)
+        .await?;
+    Ok(plan)
+}
+
 pub(crate) mod account;
 pub(crate) mod admin_token;
 pub(crate) mod api_key;

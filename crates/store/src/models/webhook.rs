@@ -681,11 +681,8 @@ impl Webhooks {
     }
 
     /// PostgreSQL: the plans the attempt log's statements (the first page, a
-    /// page after `before`, and after `before` without its time) settle on, each
-    /// prepared by name on one connection and explained after more calls than
-    /// PostgreSQL plans for the values before it may keep a generic plan (five);
-    /// nothing on SQLite. For tests that hold the pages to one plan each, not one
-    /// planned across every partition at each call.
+    /// page after `before`, and after `before` without its time) settle on
+    /// ([`plan_kept`](super::plan_kept)); nothing on SQLite.
     #[cfg(feature = "test-util")]
     pub async fn attempt_log_plans(
         &self,
@@ -693,7 +690,6 @@ impl Webhooks {
         before: AttemptCursor,
         limit: u32,
     ) -> Result<[Vec<String>; 3]> {
-        const CALLS: usize = 8;
         let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
             return Ok([Vec::new(), Vec::new(), Vec::new()]);
         };
@@ -723,19 +719,7 @@ impl Webhooks {
         ];
         let mut plans = [Vec::new(), Vec::new(), Vec::new()];
         for ((name, types, sql, values), plan) in statements.iter().zip(&mut plans) {
-            diesel::sql_query(format!("PREPARE {name}({types}) AS {sql}"))
-                .execute(&mut *conn)
-                .await?;
-            for _ in 0..CALLS {
-                let lines: Vec<super::PlanLine> =
-                    diesel::sql_query(format!("EXPLAIN (COSTS OFF) EXECUTE {name}({values})"))
-                        .load(&mut *conn)
-                        .await?;
-                *plan = lines.into_iter().map(|line| line.line).collect();
-            }
-            diesel::sql_query(format!("DEALLOCATE {name}"))
-                .execute(&mut *conn)
-                .await?;
+            *plan = super::plan_kept(&mut conn, name, types, sql, values).await?;
         }
         Ok(plans)
     }
