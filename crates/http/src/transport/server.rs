@@ -1,3 +1,5 @@
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -12,6 +14,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -283,15 +286,16 @@ async fn handle<D: Dispatch>(
     async move {
         // A backstop for a database that stops answering without closing its
         // connections (a network partition): the caller hears 503, not silence.
-        let (route, mut response) = match tokio::time::timeout(deadline, api.dispatch(request)).await {
-            Ok(answered) => answered,
-            Err(_) => {
-                crate::transport::outage::OUTAGE.refused(&format_args!(
-                    "no answer within the request deadline ({deadline:?})"
-                ));
-                (TIMED_OUT, api.unavailable())
-            }
-        };
+        let (route, mut response) =
+            match tokio::time::timeout(deadline, api.dispatch(request)).await {
+                Ok(answered) => answered,
+                Err(_) => {
+                    crate::transport::outage::OUTAGE.refused(&format_args!(
+                        "no answer within the request deadline ({deadline:?})"
+                    ));
+                    (TIMED_OUT, api.unavailable())
+                }
+            };
         if let Ok(value) = HeaderValue::from_str(&request_id) {
             response.headers_mut().insert(X_REQUEST_ID, value);
         }
@@ -303,14 +307,37 @@ async fn handle<D: Dispatch>(
             latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
             "request"
         );
-        metrics::counter!("hookline_http_requests_total", "route" => route, "status" => status.to_string())
-            .increment(1);
-        metrics::histogram!("hookline_http_request_duration_seconds", "route" => route)
-            .record(elapsed.as_secs_f64());
+        count_request(route, status, elapsed);
         response
     }
     .instrument(span)
     .await
+}
+
+/// A (route, status)'s request counter and its route's duration histogram.
+type RequestMetrics = (Counter, Histogram);
+
+thread_local! {
+    /// Each (route, status)'s [`RequestMetrics`] as the recorder handed them out:
+    /// looked up once per thread, not per request (a lookup builds the labels,
+    /// the status as a string, and hashes them into the recorder's registry).
+    static REQUEST_METRICS: RefCell<HashMap<(&'static str, u16), RequestMetrics>> =
+        RefCell::new(HashMap::new());
+}
+
+/// Counts a request in `hookline_http_requests_total` and its time in
+/// `hookline_http_request_duration_seconds`.
+fn count_request(route: &'static str, status: u16, elapsed: Duration) {
+    REQUEST_METRICS.with_borrow_mut(|handles| {
+        let (requests, duration) = handles.entry((route, status)).or_insert_with(|| {
+            (
+                metrics::counter!("hookline_http_requests_total", "route" => route, "status" => status.to_string()),
+                metrics::histogram!("hookline_http_request_duration_seconds", "route" => route),
+            )
+        });
+        requests.increment(1);
+        duration.record(elapsed.as_secs_f64());
+    });
 }
 
 /// The route of a request no endpoint takes, in logs and metrics.
