@@ -198,7 +198,7 @@ backend_tests!(
     rate_windows_count_per_key_and_restart_after_they_end,
     a_batch_of_key_uses_finds_touches_and_counts_by_the_rules,
     concurrent_counts_are_exact,
-    the_key_checks_commit_without_the_flush_leaves_its_session_as_it_was,
+    commits_without_the_flush_leave_their_session_as_it_was,
     samples_are_the_last_three_payloads_newest_first,
     unstarted_claims_are_handed_back_one_by_one,
     a_full_queue_never_analyzed_gets_statistics_once,
@@ -1021,7 +1021,7 @@ async fn concurrent_counts_are_exact(db: TestDb) {
     assert_eq!(window_of(&last, other.id), 601);
 }
 
-async fn the_key_checks_commit_without_the_flush_leaves_its_session_as_it_was(db: TestDb) {
+async fn commits_without_the_flush_leave_their_session_as_it_was(db: TestDb) {
     // Test clusters run without the flush; this database's sessions start with it.
     db.on_postgres(
         "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', \
@@ -1038,6 +1038,12 @@ async fn the_key_checks_commit_without_the_flush_leaves_its_session_as_it_was(db
     assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
     let used = keys.use_keys(&[key_hash(1)], Timestamp::now(), 60_000).await.unwrap();
     assert_eq!(used[0].as_ref().unwrap().window.unwrap().count, 1);
+    assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
+    // A claim commits its leases the same way.
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    emit(db.store(), ws, EventName::DmSent).await;
+    let claimed = one_session.queue().claim(&claim_now(10, &[])).await.unwrap();
+    assert_eq!(claimed.len(), 1);
     assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
 }
 

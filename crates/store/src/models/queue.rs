@@ -73,6 +73,13 @@ macro_rules! not_a_listener {
 /// picked too, which prunes every partition but the days picked from: below
 /// them the days since the pending floor, above them the days made ahead and
 /// the default partition, each of which cost two index pages per row picked.
+///
+/// A claim's commit does not wait for the WAL to reach the disk
+/// (`synchronous_commit = off` for its own transaction, as the key check's): a
+/// lease is visible to every worker once committed, and one lost in a crash of
+/// PostgreSQL itself only lets its deliveries be claimed again at once rather
+/// than when the lease ends (docs/decisions.md). Every delivery waited on this
+/// flush between its claim and its attempt.
 macro_rules! lease_picked {
     ($lease_token:literal) => {
         concat!(
@@ -85,6 +92,7 @@ macro_rules! lease_picked {
                AND d.event_id >= (SELECT min(event_id) FROM leased) \
                AND d.event_id <= (SELECT max(event_id) FROM leased) \
                AND d.event_id = leased.event_id AND d.webhook_id = leased.webhook_id \
+               AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off' \
              RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
                  d.attempts_before_retry_round, leased.event, leased.payload"
         )
