@@ -80,6 +80,16 @@ fn rand_bits() -> u128 {
     hookline_domain::EventId::generate().ulid().random()
 }
 
+const DAY_MS: i64 = 86_400_000;
+
+/// Makes the day partitions of the `days` before `now` and of today (each call
+/// makes a day's and those just after it), as a database kept that long holds.
+async fn partitions_for_days(store: &Store, now: Timestamp, days: i64) {
+    for days_back in (0..=days).rev().step_by(2) {
+        store.upkeep().prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
+    }
+}
+
 /// The next attempt of `claimed`, which `webhook`'s receiver answered with 200
 /// at `at`.
 fn delivered(claimed: &ClaimedDelivery, webhook: WebhookId, at: Timestamp) -> Finished {
@@ -1361,15 +1371,12 @@ async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
 /// makes an older event's delivery pending lowers), and finds every pending
 /// delivery; on SQLite, which has no days to skip, it finds them all too.
 async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db: TestDb) {
-    const DAY_MS: i64 = 86_400_000;
     let store = db.store();
     let upkeep = store.upkeep();
     let ws = db.workspace(Plan::Studio).await;
     let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     let now = Timestamp::now();
-    for days_back in (0..=30).rev().step_by(2) {
-        upkeep.prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
-    }
+    partitions_for_days(store, now, 30).await;
     let days_ago = |days: i64| HistoryDay::of(now.plus_millis(-days * DAY_MS));
     let floor = async || upkeep.raise_pending_floor().await.unwrap();
     let on_postgres =
@@ -1696,7 +1703,6 @@ async fn the_attempt_log_pages_through_attempts_of_one_millisecond_each_once(db:
 /// for each call's values, it was planned again across every partition at every
 /// call (such a plan names the values it was made for).
 async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
-    const DAY_MS: i64 = 86_400_000;
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
@@ -1705,9 +1711,7 @@ async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
     // cheaper than the generic one, as it knows the limit. (That it prunes the
     // cursor's day made it look cheaper too on a million attempts, not here.)
     let now = Timestamp::now();
-    for days_back in (0..=30).rev().step_by(2) {
-        store.upkeep().prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
-    }
+    partitions_for_days(store, now, 30).await;
     let history = hookline_testdb::History::delivered(
         ws,
         vec![hook.id],
@@ -1734,14 +1738,11 @@ async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
 /// planned for the call's values too (PostgreSQL plans it so beside days of
 /// history): such a plan was made across every day's partition at every call.
 async fn a_record_is_planned_for_its_events_days_only(db: TestDb) {
-    const DAY_MS: i64 = 86_400_000;
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
     let now = Timestamp::now();
-    for days_back in (0..=8).rev().step_by(2) {
-        store.upkeep().prepare_partitions(now.plus_millis(-days_back * DAY_MS)).await.unwrap();
-    }
+    partitions_for_days(store, now, 8).await;
     let history =
         hookline_testdb::History::delivered(ws, vec![hook.id], 8_000, now.plus_millis(-4 * DAY_MS))
             .every(DAY_MS);

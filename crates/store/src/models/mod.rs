@@ -130,13 +130,13 @@ where
 }
 
 /// The plan PostgreSQL keeps for `sql`, prepared as `name` with parameters of
-/// `types` on `conn` and explained with `values` after more calls than it plans
-/// for the values before it may keep a generic plan (five). For tests that hold
-/// a statement to one plan, not one made again across every partition at each
-/// call (such a plan names the values it was made for).
+/// `types` on one connection and explained with `values` after more calls than
+/// it plans for the values before it may keep a generic plan (five); none on
+/// SQLite. For tests that hold a statement to one plan, not one made again
+/// across every partition at each call (such a plan names its values).
 #[cfg(feature = "test-util")]
 pub(crate) async fn plan_kept(
-    conn: &mut crate::pool::PgConn,
+    db: &crate::db::Db,
     name: &str,
     types: &str,
     sql: &str,
@@ -144,20 +144,24 @@ pub(crate) async fn plan_kept(
 ) -> crate::Result<Vec<String>> {
     use diesel_async::RunQueryDsl as _;
     const CALLS: usize = 8;
+    let crate::pool::Pools::Postgres(pool) = &db.pools else {
+        return Ok(Vec::new());
+    };
+    let mut conn = pool.get().await?;
     diesel::sql_query(format!("PREPARE {name}({types}) AS {sql}"))
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
     let mut plan = Vec::new();
     for _ in 0..CALLS {
         let lines: Vec<PlanLine> = diesel::sql_query(format!(
             "EXPLAIN (VERBOSE, COSTS OFF) EXECUTE {name}({values})"
         ))
-        .load(conn)
+        .load(&mut *conn)
         .await?;
         plan = lines.into_iter().map(|line| line.line).collect();
     }
     diesel::sql_query(format!("DEALLOCATE {name}"))
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
     Ok(plan)
 }

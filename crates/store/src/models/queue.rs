@@ -681,14 +681,10 @@ impl Queue {
     /// webhook) settles on ([`plan_kept`](super::plan_kept)); nothing on SQLite.
     #[cfg(feature = "test-util")]
     pub async fn record_plan(&self, key: (EventId, WebhookId)) -> Result<Vec<String>> {
-        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
-            return Ok(Vec::new());
-        };
-        let mut conn = pool.get().await?;
         // Ids of our own types: nothing here is outside text.
         let (event, webhook) = key;
         super::plan_kept(
-            &mut conn,
+            &self.db,
             "record",
             "text[], text[], text[], text[], bigint[], bigint[], text[], bigint[], bigint[], \
              text[], bigint[], text[]",

@@ -690,10 +690,6 @@ impl Webhooks {
         before: AttemptCursor,
         limit: u32,
     ) -> Result<[Vec<String>; 3]> {
-        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
-            return Ok([Vec::new(), Vec::new(), Vec::new()]);
-        };
-        let mut conn = pool.get().await?;
         // Ids and numbers of our own types: nothing here is outside text.
         let (event, number) = (before.event_id, before.attempt);
         let at = before.at.map_or(0, Timestamp::unix_millis);
@@ -719,7 +715,7 @@ impl Webhooks {
         ];
         let mut plans = [Vec::new(), Vec::new(), Vec::new()];
         for ((name, types, sql, values), plan) in statements.iter().zip(&mut plans) {
-            *plan = super::plan_kept(&mut conn, name, types, sql, values).await?;
+            *plan = super::plan_kept(&self.db, name, types, sql, values).await?;
         }
         Ok(plans)
     }
