@@ -177,7 +177,7 @@ impl DeliveryRuntime {
             // and gained nothing measured (docs/PERFORMANCE.md).
             .worker_threads(1)
             .thread_name("hookline-delivery")
-            .on_thread_start(move || lower_thread_priority(niceness))
+            .on_thread_start(move || crate::priority::set_this_thread(niceness))
             .enable_all()
             .build()
             .context("cannot start the delivery threads")?;
@@ -205,25 +205,6 @@ impl Drop for DeliveryRuntime {
         }
     }
 }
-
-/// Adds `niceness` to the calling thread's nice value: Linux keeps one per thread.
-#[cfg(target_os = "linux")]
-fn lower_thread_priority(niceness: u8) {
-    use rustix::process::{getpriority_process, setpriority_process};
-    if niceness == 0 {
-        return;
-    }
-    let thread = Some(rustix::thread::gettid());
-    let lowered = getpriority_process(thread)
-        .and_then(|nice| setpriority_process(thread, nice + i32::from(niceness)));
-    if let Err(error) = lowered {
-        tracing::warn!(%error, "cannot lower a delivery thread's CPU priority; it shares the CPU evenly with requests");
-    }
-}
-
-/// Elsewhere a nice value is the whole process's: the delivery threads keep it.
-#[cfg(not(target_os = "linux"))]
-fn lower_thread_priority(_niceness: u8) {}
 
 /// Delivers webhooks until SIGTERM or SIGINT.
 async fn worker(config: Config, args: WorkerArgs) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@ mod commands;
 mod devkit;
 mod logging;
 mod output;
+mod priority;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -16,11 +17,14 @@ use clap::Parser as _;
 
 fn main() -> ExitCode {
     allocator::return_freed_memory_promptly();
+    priority::note_the_starting_value();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return cli::exit_on_usage_error(&error),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        // A blocking thread the delivery threads create starts with their value.
+        .on_thread_start(|| priority::set_this_thread(0))
         .enable_all()
         .build()
     {
