@@ -134,6 +134,19 @@ pub(crate) fn pending_floor_cap() -> HistoryDay {
 /// The pending floor and its version.
 pub(crate) const PENDING_FLOOR: &str = "SELECT pending_from, version FROM pending_floor";
 
+/// The pending floor as it is now: no bound (`''`) without its row (removed by
+/// hand).
+pub(crate) async fn pending_from(conn: &mut crate::pool::PgConn) -> diesel::QueryResult<String> {
+    use diesel::OptionalExtension as _;
+    use diesel_async::RunQueryDsl as _;
+    Ok(crate::prepared::prepared(PENDING_FLOOR)
+        .get_result::<PendingFloor>(conn)
+        .await
+        .optional()?
+        .map(|floor| floor.pending_from)
+        .unwrap_or_default())
+}
+
 /// Sets the pending floor to `$1` unless it moved since `$2` was its version.
 pub(crate) const RAISE_PENDING_FLOOR: &str =
     "UPDATE pending_floor SET pending_from = $1, version = version + 1 WHERE version = $2";

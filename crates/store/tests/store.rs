@@ -1407,24 +1407,33 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
     assert_eq!(floor().await, on_postgres(days_ago(10)));
     if db.backend() == Backend::Postgres {
         let plan = store.queue().explain_claim(&claim_now(10, &[])).await.unwrap();
-        // The days of the partitions of deliveries and events the plan scans.
-        let days_scanned = |executed: bool| {
-            plan.iter()
-                .filter(|line| {
-                    line.contains(" Scan ") && line.contains("never executed") != executed
-                })
-                .filter_map(|line| {
-                    let table = [" on deliveries_p", " on events_p"]
-                        .into_iter()
-                        .find_map(|table| Some(line.find(table)? + table.len()))?;
-                    HistoryDay::from_label(line.get(table..table + 8)?)
-                })
-                .collect::<std::collections::BTreeSet<_>>()
-        };
-        let (read, skipped) = (days_scanned(true), days_scanned(false));
+        // The days of the partitions of deliveries and events the plan read.
+        let read: std::collections::BTreeSet<_> = plan
+            .iter()
+            .filter(|line| line.contains(" Scan ") && !line.contains("never executed"))
+            .filter_map(|line| {
+                let table = [" on deliveries_p", " on events_p"]
+                    .into_iter()
+                    .find_map(|table| Some(line.find(table)? + table.len()))?;
+                HistoryDay::from_label(line.get(table..table + 8)?)
+            })
+            .collect();
         assert!(read.iter().all(|day| *day >= days_ago(10)), "{}", plan.join("\n"));
         assert!(read.contains(&days_ago(10)), "{}", plan.join("\n"));
-        assert!(skipped.contains(&days_ago(20)), "{}", plan.join("\n"));
+        // The walks' scans of the days below the floor are not even made ready
+        // (named "never executed"): the floor is a parameter, which prunes them
+        // before the executor starts. Only the lease's lookups by key may name them.
+        let walked_below_the_floor = plan.iter().any(|line| {
+            line.contains(" Scan ")
+                && !line.contains("_pkey")
+                && line.find(" on deliveries_p").is_some_and(|at| {
+                    let at = at + " on deliveries_p".len();
+                    line.get(at..at + 8)
+                        .and_then(HistoryDay::from_label)
+                        .is_some_and(|day| day < days_ago(10))
+                })
+        });
+        assert!(!walked_below_the_floor, "{}", plan.join("\n"));
         // The lease finds its rows again by key in the days it picked from only:
         // not in the days since the floor, nor in those made ahead.
         let leased_in: std::collections::BTreeSet<_> = plan

@@ -14,20 +14,14 @@
 /// draining backlog's dead entries are its oldest, which a probe going up would
 /// walk before it met a pending row.
 ///
-/// `webhooks_with_work!(from_the_pending_floor)` also defines the pending
-/// floor's CTE (`pending_floor!(cte)`) and walks from it on (PostgreSQL's
-/// claims).
+/// `webhooks_with_work!(from $bound)` bounds each probe by a condition on the
+/// deliveries too: PostgreSQL's claims walk from the pending floor on.
 macro_rules! webhooks_with_work {
     () => {
         concat!("WITH RECURSIVE ", webhooks_with_work!(hooks ""))
     };
-    (from_the_pending_floor) => {
-        concat!(
-            "WITH RECURSIVE ",
-            pending_floor!(cte),
-            ", ",
-            webhooks_with_work!(hooks pending_floor!())
-        )
+    (from $bound:expr) => {
+        concat!("WITH RECURSIVE ", webhooks_with_work!(hooks $bound))
     };
     (hooks $bound:expr) => {
         concat!(

@@ -114,12 +114,12 @@ macro_rules! lease_picked {
 /// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
 /// may walk the webhook's every row by another index). The rows
 /// picked are leased by [`lease_picked!`]. Every walk of the due-index is
-/// bounded by the pending floor (`pending_floor!`): the days below it are not
-/// read.
+/// bounded by the pending floor, read just before and bound as `$12`
+/// ([`QueueSql::claim_due`] on PostgreSQL): the days below it are not read.
 macro_rules! pg_claim {
     () => {
         concat!(
-            webhooks_with_work!(from_the_pending_floor),
+            webhooks_with_work!(from pg_claim!(floor)),
             ", since AS (SELECT hooks.id, s.at, s.event_id, s.behind_from FROM hooks \
                  LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[], $9::bigint[]) \
                      AS s(id, at, event_id, behind_from) ON s.id = hooks.id \
@@ -158,6 +158,12 @@ macro_rules! pg_claim {
             lease_picked!("$2")
         )
     };
+    // The pending floor as a parameter, not a subquery (`pending_floor!`): the
+    // executor then prunes the days below it when it starts, rather than make
+    // ready each walk's scan of every day's partition and skip them as it runs.
+    (floor) => {
+        " AND event_id >= $12"
+    };
     (per_webhook) => {
         " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN (SELECT n FROM fast_share) ELSE $6 END \
              FOR UPDATE SKIP LOCKED) AS due"
@@ -167,7 +173,7 @@ macro_rules! pg_claim {
     (before_position) => {
         concat!(
             " AND next_attempt_at >= since.behind_from AND next_attempt_at < since.at",
-            pending_floor!()
+            pg_claim!(floor)
         )
     };
     // A webhook's due rows after its position, or all of them without one.
@@ -175,7 +181,7 @@ macro_rules! pg_claim {
         concat!(
             " AND (next_attempt_at, event_id) > \
              (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))",
-            pending_floor!()
+            pg_claim!(floor)
         )
     };
 }
@@ -649,12 +655,19 @@ impl Queue {
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
         let since = self.since(request);
         let claim = Claim::of(request, &skip, &fast, &since);
+        let floor = match &self.db.pools {
+            crate::pool::Pools::Postgres(pool) => {
+                crate::partitions::pending_from(&mut *pool.get().await?).await?
+            }
+            crate::pool::Pools::Sqlite { .. } => return Ok(Vec::new()),
+        };
         let statement = claim_statement(
             concat!(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
                 pg_claim!()
             ),
             &claim,
+            floor,
             bind::<Array<Text>, _>,
             bind::<Array<BigInt>, _>,
         );
@@ -1242,13 +1255,16 @@ type ClaimBinds<'a, Ids, Times> = (
     Times,
     Times,
     Ids,
+    Bind<Text, String>,
 );
 
 /// A claim statement with its [`Claim`] bound, its lists as the dialect binds
-/// them.
+/// them, and PostgreSQL's pending floor as `$12` (SQLite's statement names no
+/// `$12`, and an unnamed parameter is not sent).
 fn claim_statement<'a, Ids, Times>(
     sql: &'static str,
     claim: &Claim<'a>,
+    floor: String,
     ids: impl Fn(&'a [String]) -> Ids,
     times: impl Fn(&'a [i64]) -> Times,
 ) -> Prepared<ClaimBinds<'a, Ids, Times>> {
@@ -1264,6 +1280,7 @@ fn claim_statement<'a, Ids, Times>(
         times(&claim.since.behind_from),
         times(&claim.since.at),
         ids(&claim.since.events),
+        bind(floor),
     ))
 }
 
@@ -1353,6 +1370,7 @@ impl QueueSql for SqliteConn {
         claim_statement(
             SQL,
             claim,
+            String::new(),
             |ids| bind::<Text, _>(json_string_array(ids)),
             |_| bind::<Text, _>(""),
         )
@@ -1469,12 +1487,25 @@ impl QueueSql for PgConn {
         streamed.statement(SQL).load(self).await
     }
 
+    /// The pending floor is read first, in a statement of its own: a claim that
+    /// read it in a subquery made ready its walks' scans of every day's
+    /// partition at each call, the days below the floor too. Read apart, a floor
+    /// lowered between the two is missed by this claim only: whatever lowers it
+    /// wakes the workers in the same transaction (`InsertOutbox::sent_again`),
+    /// and the claim after the wake-up reads it again.
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         use diesel::pg::sql_types::Array;
         const SQL: &str = pg_claim!();
-        claim_statement(SQL, claim, bind::<Array<Text>, _>, bind::<Array<BigInt>, _>)
-            .load(self)
-            .await
+        let floor = crate::partitions::pending_from(self).await?;
+        claim_statement(
+            SQL,
+            claim,
+            floor,
+            bind::<Array<Text>, _>,
+            bind::<Array<BigInt>, _>,
+        )
+        .load(self)
+        .await
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
