@@ -103,8 +103,8 @@ pub(crate) fn day_has_pending(day: HistoryDay) -> String {
 
 /// The pending floor: no pending delivery's event id sorts below
 /// `pending_floor.pending_from`. The claims' walks over the due-index are
-/// bounded by it (`pending_floor!`), which lets PostgreSQL skip, at run time,
-/// the day partitions below it: without it each step of a walk descends every
+/// bounded by it (`pg_claim!(floor)`, and `pending_floor!` elsewhere), which lets
+/// PostgreSQL skip the day partitions below it: without it each step of a walk descends every
 /// day's due-index, the empty ones too, so a claim's cost grew with the days
 /// kept. One row, made at start-up (idempotent).
 ///
@@ -118,11 +118,21 @@ pub(crate) fn day_has_pending(day: HistoryDay) -> String {
 /// raise is a compare-and-set on `version`, which every lowering bumps: a
 /// delivery made pending while the upkeep looked (and so not seen by it) moves
 /// the version, and the raise is not made.
-pub(crate) const CREATE_PENDING_FLOOR: [&str; 2] = [
+pub(crate) const CREATE_PENDING_FLOOR: [&str; 3] = [
     "CREATE TABLE IF NOT EXISTS pending_floor (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), \
      pending_from TEXT NOT NULL, version BIGINT NOT NULL)",
     "INSERT INTO pending_floor (pending_from, version) VALUES ('', 0) ON CONFLICT DO NOTHING",
+    PENDING_FROM,
 ];
+
+/// The pending floor as a stable function, for the claims (`pg_claim!(floor)`):
+/// PostgreSQL prunes partitions by a stable function's value as the executor
+/// starts, by a subquery's only as it runs. PL/pgSQL, so that the planner does
+/// not inline it back into a subquery. Read in the statement's snapshot, as the
+/// subquery was; no bound (`''`) without its row (removed by hand).
+const PENDING_FROM: &str = "CREATE OR REPLACE FUNCTION hookline_pending_from() RETURNS text \
+     LANGUAGE plpgsql STABLE AS $$ \
+     BEGIN RETURN COALESCE((SELECT pending_from FROM pending_floor), ''); END $$";
 
 /// The highest day the pending floor rises to: yesterday, by the system clock
 /// (see [`CREATE_PENDING_FLOOR`]). An outbox write of an event older than its
@@ -133,19 +143,6 @@ pub(crate) fn pending_floor_cap() -> HistoryDay {
 
 /// The pending floor and its version.
 pub(crate) const PENDING_FLOOR: &str = "SELECT pending_from, version FROM pending_floor";
-
-/// The pending floor as it is now: no bound (`''`) without its row (removed by
-/// hand).
-pub(crate) async fn pending_from(conn: &mut crate::pool::PgConn) -> diesel::QueryResult<String> {
-    use diesel::OptionalExtension as _;
-    use diesel_async::RunQueryDsl as _;
-    Ok(crate::prepared::prepared(PENDING_FLOOR)
-        .get_result::<PendingFloor>(conn)
-        .await
-        .optional()?
-        .map(|floor| floor.pending_from)
-        .unwrap_or_default())
-}
 
 /// Sets the pending floor to `$1` unless it moved since `$2` was its version.
 pub(crate) const RAISE_PENDING_FLOOR: &str =

@@ -1421,8 +1421,8 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
         assert!(read.iter().all(|day| *day >= days_ago(10)), "{}", plan.join("\n"));
         assert!(read.contains(&days_ago(10)), "{}", plan.join("\n"));
         // The walks' scans of the days below the floor are not even made ready
-        // (named "never executed"): the floor is a parameter, which prunes them
-        // before the executor starts. Only the lease's lookups by key may name them.
+        // (named "never executed"): the floor, a stable function's value, prunes
+        // them as the executor starts. Only the lease's lookups by key name them.
         let walked_below_the_floor = plan.iter().any(|line| {
             line.contains(" Scan ")
                 && !line.contains("_pkey")

@@ -114,8 +114,8 @@ macro_rules! lease_picked {
 /// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
 /// may walk the webhook's every row by another index). The rows
 /// picked are leased by [`lease_picked!`]. Every walk of the due-index is
-/// bounded by the pending floor, read just before and bound as `$12`
-/// ([`QueueSql::claim_due`] on PostgreSQL): the days below it are not read.
+/// bounded by the pending floor (`pg_claim!(floor)`): the days below it are not
+/// read, nor made ready to be.
 macro_rules! pg_claim {
     () => {
         concat!(
@@ -158,11 +158,13 @@ macro_rules! pg_claim {
             lease_picked!("$2")
         )
     };
-    // The pending floor as a parameter, not a subquery (`pending_floor!`): the
-    // executor then prunes the days below it when it starts, rather than make
-    // ready each walk's scan of every day's partition and skip them as it runs.
+    // The pending floor through a stable function (`partitions::PENDING_FROM`),
+    // not a subquery (`pending_floor!`): the executor learns a subquery's value
+    // only as it runs, so it made ready each walk's scan of every day's
+    // partition at each call, and skipped the days below the floor only then; a
+    // stable function's value prunes them as the executor starts.
     (floor) => {
-        " AND event_id >= $12"
+        " AND event_id >= hookline_pending_from()"
     };
     (per_webhook) => {
         " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN (SELECT n FROM fast_share) ELSE $6 END \
@@ -655,19 +657,12 @@ impl Queue {
         let fast: Vec<String> = request.fast.iter().map(ToString::to_string).collect();
         let since = self.since(request);
         let claim = Claim::of(request, &skip, &fast, &since);
-        let floor = match &self.db.pools {
-            crate::pool::Pools::Postgres(pool) => {
-                crate::partitions::pending_from(&mut *pool.get().await?).await?
-            }
-            crate::pool::Pools::Sqlite { .. } => return Ok(Vec::new()),
-        };
         let statement = claim_statement(
             concat!(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
                 pg_claim!()
             ),
             &claim,
-            floor,
             bind::<Array<Text>, _>,
             bind::<Array<BigInt>, _>,
         );
@@ -1255,16 +1250,13 @@ type ClaimBinds<'a, Ids, Times> = (
     Times,
     Times,
     Ids,
-    Bind<Text, String>,
 );
 
 /// A claim statement with its [`Claim`] bound, its lists as the dialect binds
-/// them, and PostgreSQL's pending floor as `$12` (SQLite's statement names no
-/// `$12`, and an unnamed parameter is not sent).
+/// them.
 fn claim_statement<'a, Ids, Times>(
     sql: &'static str,
     claim: &Claim<'a>,
-    floor: String,
     ids: impl Fn(&'a [String]) -> Ids,
     times: impl Fn(&'a [i64]) -> Times,
 ) -> Prepared<ClaimBinds<'a, Ids, Times>> {
@@ -1280,7 +1272,6 @@ fn claim_statement<'a, Ids, Times>(
         times(&claim.since.behind_from),
         times(&claim.since.at),
         ids(&claim.since.events),
-        bind(floor),
     ))
 }
 
@@ -1370,7 +1361,6 @@ impl QueueSql for SqliteConn {
         claim_statement(
             SQL,
             claim,
-            String::new(),
             |ids| bind::<Text, _>(json_string_array(ids)),
             |_| bind::<Text, _>(""),
         )
@@ -1487,25 +1477,12 @@ impl QueueSql for PgConn {
         streamed.statement(SQL).load(self).await
     }
 
-    /// The pending floor is read first, in a statement of its own: a claim that
-    /// read it in a subquery made ready its walks' scans of every day's
-    /// partition at each call, the days below the floor too. Read apart, a floor
-    /// lowered between the two is missed by this claim only: whatever lowers it
-    /// wakes the workers in the same transaction (`InsertOutbox::sent_again`),
-    /// and the claim after the wake-up reads it again.
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         use diesel::pg::sql_types::Array;
         const SQL: &str = pg_claim!();
-        let floor = crate::partitions::pending_from(self).await?;
-        claim_statement(
-            SQL,
-            claim,
-            floor,
-            bind::<Array<Text>, _>,
-            bind::<Array<BigInt>, _>,
-        )
-        .load(self)
-        .await
+        claim_statement(SQL, claim, bind::<Array<Text>, _>, bind::<Array<BigInt>, _>)
+            .load(self)
+            .await
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
