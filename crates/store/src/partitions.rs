@@ -103,8 +103,8 @@ pub(crate) fn day_has_pending(day: HistoryDay) -> String {
 
 /// The pending floor: no pending delivery's event id sorts below
 /// `pending_floor.pending_from`. The claims' walks over the due-index are
-/// bounded by it (`pg_claim!(floor)`, and `pending_floor!` elsewhere), which lets
-/// PostgreSQL skip the day partitions below it: without it each step of a walk descends every
+/// bounded by it (`models::pending_floor!`), which lets PostgreSQL skip the day
+/// partitions below it: without it each step of a walk descends every
 /// day's due-index, the empty ones too, so a claim's cost grew with the days
 /// kept. One row, made at start-up (idempotent).
 ///
@@ -125,7 +125,7 @@ pub(crate) const CREATE_PENDING_FLOOR: [&str; 3] = [
     PENDING_FROM,
 ];
 
-/// The pending floor as a stable function, for the claims (`pg_claim!(floor)`):
+/// The pending floor as a stable function, for the walks (`models::pending_floor!`):
 /// PostgreSQL prunes partitions by a stable function's value as the executor
 /// starts, by a subquery's only as it runs. PL/pgSQL, so that the planner does
 /// not inline it back into a subquery. Read in the statement's snapshot, as the

@@ -263,7 +263,7 @@ fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepa
         .filter(|plan| plan.includes_api())
         .map(Plan::as_str)
         .collect();
-    prepared(
+    prepared(concat!(
         "WITH found AS ( \
              SELECT k.key_hash, k.id, k.workspace_id, k.name, k.created_at, k.last_used_at, \
                  k.revoked_at, s.name AS workspace_name, s.plan AS workspace_plan, \
@@ -286,8 +286,9 @@ fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepa
          ) \
          SELECT f.*, c.key_id AS counted_key_id, c.window_start, c.request_count \
          FROM found f LEFT JOIN counted c ON c.key_id = f.id \
-         WHERE (SELECT set_config('synchronous_commit', 'off', true)) = 'off'",
-    )
+         WHERE ",
+        without_the_flush!()
+    ))
     .binds((
         bind::<BigInt, _>(at.now),
         bind::<BigInt, _>(at.expired_before),

@@ -15,7 +15,8 @@
 /// walk before it met a pending row.
 ///
 /// `webhooks_with_work!(from $bound)` bounds each probe by a condition on the
-/// deliveries too: PostgreSQL's claims walk from the pending floor on.
+/// deliveries too: PostgreSQL's claims walk from the pending floor on
+/// (`pending_floor!`).
 macro_rules! webhooks_with_work {
     () => {
         concat!("WITH RECURSIVE ", webhooks_with_work!(hooks ""))
@@ -39,24 +40,29 @@ macro_rules! webhooks_with_work {
     };
 }
 
-/// PostgreSQL: a condition on `deliveries` (its `event_id`, or `$column` for
-/// an alias's) that bounds a walk of the due-index, or a search by key, by the
-/// pending floor (see `partitions::CREATE_PENDING_FLOOR`), read once per
-/// statement into the CTE `pending_floor!(cte)` defines, which the statement
-/// must have: an uncorrelated subquery, whose answer PostgreSQL prunes the day
-/// partitions by when the walk starts, so that only the days from the oldest
-/// with a pending delivery on are read. It holds for every pending row, so it
-/// filters none; without the floor's row (removed by hand) it bounds nothing.
+/// PostgreSQL: a condition on `deliveries` that bounds a walk of the due-index
+/// by the pending floor (see `partitions::CREATE_PENDING_FLOOR`), so that only
+/// the days from the oldest with a pending delivery on are read. The floor
+/// comes through the stable function `hookline_pending_from()`
+/// (`partitions::PENDING_FROM`), not a subquery: PostgreSQL prunes partitions
+/// by a stable function's value as the executor starts, by a subquery's only as
+/// it runs, after it has made ready a scan of every day's partition for each
+/// walk at each call. It holds for every pending row, so it filters none;
+/// without the floor's row (removed by hand) it bounds nothing.
 macro_rules! pending_floor {
-    (cte) => {
-        "floor_now(pending_from) AS ( \
-             SELECT COALESCE((SELECT pending_from FROM pending_floor), ''))"
-    };
     () => {
-        pending_floor!("event_id")
+        " AND event_id >= hookline_pending_from()"
     };
-    ($column:literal) => {
-        concat!(" AND ", $column, " >= (SELECT pending_from FROM floor_now)")
+}
+
+/// PostgreSQL: a condition, always true, that makes the statement's own
+/// transaction commit without waiting for the WAL flush
+/// (`synchronous_commit = off`, local to the transaction: the session keeps its
+/// setting). For commits whose loss in a crash of PostgreSQL itself costs
+/// nothing but a little slack (docs/decisions.md).
+macro_rules! without_the_flush {
+    () => {
+        "(SELECT set_config('synchronous_commit', 'off', true)) = 'off'"
     };
 }
 

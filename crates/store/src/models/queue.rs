@@ -92,8 +92,9 @@ macro_rules! lease_picked {
                AND d.event_id >= (SELECT min(event_id) FROM leased) \
                AND d.event_id <= (SELECT max(event_id) FROM leased) \
                AND d.event_id = leased.event_id AND d.webhook_id = leased.webhook_id \
-               AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off' \
-             RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
+               AND ",
+            without_the_flush!(),
+            " RETURNING d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
                  d.attempts_before_retry_round, leased.event, leased.payload"
         )
     };
@@ -114,12 +115,12 @@ macro_rules! lease_picked {
 /// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
 /// may walk the webhook's every row by another index). The rows
 /// picked are leased by [`lease_picked!`]. Every walk of the due-index is
-/// bounded by the pending floor (`pg_claim!(floor)`): the days below it are not
+/// bounded by the pending floor (`pending_floor!()`): the days below it are not
 /// read, nor made ready to be.
 macro_rules! pg_claim {
     () => {
         concat!(
-            webhooks_with_work!(from pg_claim!(floor)),
+            webhooks_with_work!(from pending_floor!()),
             ", since AS (SELECT hooks.id, s.at, s.event_id, s.behind_from FROM hooks \
                  LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[], $9::bigint[]) \
                      AS s(id, at, event_id, behind_from) ON s.id = hooks.id \
@@ -158,14 +159,6 @@ macro_rules! pg_claim {
             lease_picked!("$2")
         )
     };
-    // The pending floor through a stable function (`partitions::PENDING_FROM`),
-    // not a subquery (`pending_floor!`): the executor learns a subquery's value
-    // only as it runs, so it made ready each walk's scan of every day's
-    // partition at each call, and skipped the days below the floor only then; a
-    // stable function's value prunes them as the executor starts.
-    (floor) => {
-        " AND event_id >= hookline_pending_from()"
-    };
     (per_webhook) => {
         " LIMIT CASE WHEN since.id = ANY($7::text[]) THEN (SELECT n FROM fast_share) ELSE $6 END \
              FOR UPDATE SKIP LOCKED) AS due"
@@ -175,7 +168,7 @@ macro_rules! pg_claim {
     (before_position) => {
         concat!(
             " AND next_attempt_at >= since.behind_from AND next_attempt_at < since.at",
-            pg_claim!(floor)
+            pending_floor!()
         )
     };
     // A webhook's due rows after its position, or all of them without one.
@@ -183,7 +176,7 @@ macro_rules! pg_claim {
         concat!(
             " AND (next_attempt_at, event_id) > \
              (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))",
-            pg_claim!(floor)
+            pending_floor!()
         )
     };
 }
@@ -1467,9 +1460,7 @@ impl QueueSql for SqliteConn {
 impl QueueSql for PgConn {
     async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
         const SQL: &str = concat!(
-            "WITH ",
-            pending_floor!(cte),
-            ", picked AS MATERIALIZED (",
+            "WITH picked AS MATERIALIZED (",
             due_of_webhook!("event_id, webhook_id", "$2", pending_floor!()),
             " LIMIT $4 FOR UPDATE SKIP LOCKED)",
             lease_picked!("'listener:' || (d.attempts + 1)")
