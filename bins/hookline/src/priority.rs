@@ -41,12 +41,8 @@ mod imp {
 
     pub(super) fn set_this_thread(nice: i32) {
         static WARNED: AtomicBool = AtomicBool::new(false);
-        let thread = Some(rustix::thread::gettid());
-        let set = match getpriority_process(thread) {
-            Ok(current) if current == nice => Ok(()),
-            _ => setpriority_process(thread, nice),
-        };
-        if let Err(error) = set
+        // Setting the value a thread already has is allowed unprivileged too.
+        if let Err(error) = setpriority_process(Some(rustix::thread::gettid()), nice)
             && !WARNED.swap(true, Ordering::Relaxed)
         {
             tracing::warn!(%error, nice, "cannot set a thread's CPU priority; requests and deliveries may share the CPU less well than configured");
