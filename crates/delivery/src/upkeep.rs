@@ -32,6 +32,12 @@ pub(crate) async fn run(
         if let Some(after) = disable_after {
             disable_failing(&upkeep, after).await;
         }
+        // Its turns are short and few when nothing is left to settle; a
+        // shutdown does not wait for a long settling.
+        tokio::select! {
+            _ = stopped.changed() => return,
+            () = settle_disabled(&upkeep) => {}
+        }
         match upkeep.analyze_if_never_analyzed().await {
             Ok(0) => {}
             Ok(partitions) => {
@@ -141,6 +147,21 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention: Duration) {
 /// Milliseconds since `since`, for the logs.
 fn millis(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Finishes what disabling asked of the webhooks left unsettled: pending
+/// deliveries cancelled, API webhooks a 410 disabled deleted.
+async fn settle_disabled(upkeep: &Upkeep) {
+    match upkeep.settle_disabled().await {
+        Ok(settled) if settled.deliveries > 0 || settled.webhooks_deleted > 0 => tracing::info!(
+            deliveries = settled.deliveries,
+            webhooks_deleted = settled.webhooks_deleted,
+            turns = settled.turns,
+            "settled disabled webhooks: their pending deliveries cancelled or deleted"
+        ),
+        Ok(_) => {}
+        Err(error) => tracing::error!(%error, "cannot settle disabled webhooks"),
+    }
 }
 
 /// Disables the webhooks that have failed for `after` with no success between.

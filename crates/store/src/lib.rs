@@ -70,7 +70,7 @@ pub use models::key_check::{KeyCheck, UsedKey};
 pub use models::portal_link::PortalLinks;
 pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
 pub use models::upkeep::{Forgotten, Upkeep};
-pub use models::webhook::{NewWebhook, WebhookChange, Webhooks};
+pub use models::webhook::{NewWebhook, Settled, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
 #[cfg(feature = "test-util")]
 pub use statements::{count_statements, statements_sent};

@@ -192,6 +192,7 @@ backend_tests!(
     at_most_ten_webhooks_enabled_or_not,
     webhook_limit_holds_under_concurrent_creation,
     delete_is_scoped_to_the_workspace_and_takes_deliveries_along,
+    a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns,
     an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace,
     payloads_are_stored_byte_for_byte,
     an_event_for_an_unknown_workspace_writes_nothing,
@@ -563,6 +564,55 @@ async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db: TestDb
     assert!(store.events().deliveries(payload.id).await.unwrap().is_empty());
     // The event itself stays: samples are made of it.
     assert!(store.events().payload(payload.id).await.unwrap().is_some());
+}
+
+/// Disabling or deleting a webhook with a backlog changes its deliveries on
+/// SQLite a bounded number at a time (each write turn short, others write
+/// between), whoever does it: the change by hand, or the upkeep settling what
+/// a disable cut short left.
+async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let dm = [EventName::DmSent];
+    let hours_ago = |hours: i64| Timestamp::now().plus_millis(-3_600_000 * hours);
+    // Each backlog's events an hour apart from the others'.
+    let backlog = |webhook, hours| {
+        hookline_testdb::History::pending(ws, vec![webhook], 5_000, hours_ago(hours), hours_ago(1))
+    };
+    let pending = async || store.events().backlog(Timestamp::now(), 100_000).await.unwrap().0;
+
+    // Disabled by hand: every pending delivery cancelled.
+    let (disabled, _) = db.api_webhook(ws, "https://off.example.com/", &dm).await;
+    db.write_history(&backlog(disabled.id, 4)).await;
+    assert_eq!(pending().await, 5_000);
+    store.webhooks().set_enabled(disabled.id, false).await.unwrap();
+    assert_eq!(pending().await, 0);
+
+    // A disable cut short (its rows written after it, as a crash would leave
+    // them): the upkeep cancels them, on SQLite at most 2,000 a write turn (on
+    // PostgreSQL, whose writers do not queue behind it, in one statement).
+    db.write_history(&backlog(disabled.id, 3)).await;
+    let settled = store.upkeep().settle_disabled().await.unwrap();
+    assert_eq!(settled.deliveries, 5_000);
+    assert_eq!(settled.webhooks_deleted, 0);
+    if db.backend() == Backend::Sqlite {
+        assert!(settled.turns >= 3, "{settled:?}");
+        assert!(settled.largest_turn <= 2_000, "{settled:?}");
+    } else {
+        assert_eq!(settled.turns, 1, "{settled:?}");
+    }
+    assert_eq!(pending().await, 0);
+    assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default(), "settled");
+    // Enabled again: nothing of it is cancelled any more.
+    store.webhooks().set_enabled(disabled.id, true).await.unwrap();
+    db.write_history(&backlog(disabled.id, 2)).await;
+    assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default());
+    assert_eq!(pending().await, 5_000);
+
+    // Deleted: the webhook and every delivery of it.
+    assert!(store.webhooks().delete(disabled.id, Some(ws)).await.unwrap());
+    assert_eq!(store.webhooks().get(disabled.id).await.unwrap(), None);
+    assert_eq!(pending().await, 0);
 }
 
 async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: TestDb) {

@@ -18,7 +18,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
-use crate::models::webhook::{WebhookRow, delete_webhook, disable_webhook, read_headers};
+use crate::models::webhook::{Settled, WebhookRow, disable_webhook, read_headers, settle_disabled};
 use crate::pool::{
     ImmediateTransaction as _, PgConn, SqliteConn, with_conn, write_conn, write_conn_owned,
     write_tx,
@@ -754,8 +754,16 @@ impl Queue {
             .collect())
     }
 
+    /// Finishes what a `410 Gone` began for webhook `id` ([`Recording::Gone`]):
+    /// its pending deliveries cancelled, or, for an API webhook, the webhook
+    /// deleted with its deliveries, in write turns. The upkeep finishes it too
+    /// if this is cut short ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled)).
+    pub async fn settle_disabled(&self, id: WebhookId) -> Result<Settled> {
+        settle_disabled(&self.db, &id.to_string()).await
+    }
+
     /// Records the outcomes whose lease is still held (`None` for the others), and
-    /// carries out what a 410 does to its webhook.
+    /// disables the webhook a 410 came from.
     async fn record(&self, rows: Vec<FinishRow>) -> Result<Vec<Option<Recording>>> {
         let recorded_as = |recorded: Vec<bool>| {
             recorded
@@ -780,13 +788,11 @@ impl Queue {
                 let (Some(action), Some(recording)) = (row.gone, recording.as_mut()) else {
                     continue;
                 };
-                let changed = match action {
-                    GoneAction::Delete => delete_webhook!(conn, &row.webhook_id),
-                    GoneAction::Disable => {
-                        let now = self.db.clock.now().unix_millis();
-                        disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now)
-                    }
-                };
+                // Disabled at once; what else the 410 asks (its pending deliveries
+                // cancelled, or an API webhook deleted) follows in write turns
+                // ([`Queue::settle_disabled`]), not in this record.
+                let now = self.db.clock.now().unix_millis();
+                let changed = disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now);
                 if changed > 0 {
                     *recording = Recording::Gone(action);
                 }

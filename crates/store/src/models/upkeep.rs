@@ -11,16 +11,16 @@ use std::time::{Duration, Instant};
 
 use diesel::QueryResult;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 use diesel_async::{AsyncConnection as _, RunQueryDsl};
 use hookline_domain::{
-    DisabledReason, EventId, EventName, HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT, Timestamp,
-    WebhookId,
+    DisabledReason, EventId, EventName, GoneAction, HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT,
+    Timestamp, WebhookId, WebhookSource,
 };
 
 use crate::db::Db;
 use crate::error::Stored as _;
-use crate::models::webhook::disable_webhook;
+use crate::models::webhook::{Settled, disable_webhook, settle_disabled};
 use crate::partitions::{self, Answer, Name};
 use crate::pool::{
     ImmediateTransaction as _, PgConn, Pools, SqliteConn, with_conn, write_conn, write_conn_owned,
@@ -35,7 +35,7 @@ use crate::{Backend, Result};
 
 /// How long a write turn of the upkeep should hold the write lock (SQLite): the
 /// writers queued behind it wait about this long, at most twice it.
-const TURN_TARGET: Duration = Duration::from_millis(4);
+pub(crate) const TURN_TARGET: Duration = Duration::from_millis(4);
 /// Events forgotten in the first write turn (with their deliveries and attempts),
 /// and in any turn at most.
 const EVENTS_PER_TURN: (i64, i64) = (50, 500);
@@ -46,6 +46,8 @@ const KEYS_PER_TURN: (i64, i64) = (500, 5_000);
 const PAGES_PER_TURN: (i64, i64) = (16, 256);
 /// PostgreSQL: tries to drop a day within one round.
 const DROP_TRIES: u32 = 10;
+/// Disabled webhooks [`Upkeep::settle_disabled`] settles per call.
+const WEBHOOKS_PER_SETTLE: i64 = 100;
 /// Workspaces whose samples are looked at per read (seven probes each).
 const WORKSPACES_PER_READ: i64 = 100;
 
@@ -54,17 +56,17 @@ const WORKSPACES_PER_READ: i64 = 100;
 /// cost more or less with the machine and the table's size; the time is what
 /// other writers feel.
 #[derive(Debug, Clone, Copy)]
-struct TurnSize {
-    size: i64,
+pub(crate) struct TurnSize {
+    pub(crate) size: i64,
     max: i64,
 }
 
 impl TurnSize {
-    fn new((first, max): (i64, i64)) -> Self {
+    pub(crate) fn new((first, max): (i64, i64)) -> Self {
         TurnSize { size: first, max }
     }
 
-    fn after(&mut self, took: Duration) {
+    pub(crate) fn after(&mut self, took: Duration) {
         if took > TURN_TARGET {
             self.size = (self.size / 2).max(1);
         } else if took < TURN_TARGET / 2 {
@@ -377,8 +379,46 @@ impl Upkeep {
         }
     }
 
+    /// Finishes what disabling asked of the webhooks a disable left unsettled (by
+    /// the upkeep itself, or a delete, a change or a 410 cut short): their pending
+    /// deliveries cancelled, or an API webhook a 410 disabled deleted, in write
+    /// turns. Looks at [`WEBHOOKS_PER_SETTLE`] webhooks at most; the next round
+    /// takes the rest.
+    pub async fn settle_disabled(&self) -> Result<Settled> {
+        let deleted_when_gone: Vec<&str> = WebhookSource::ALL
+            .into_iter()
+            .filter(|source| source.when_gone() == GoneAction::Delete)
+            .map(WebhookSource::as_str)
+            .collect();
+        let unsettled: Vec<String> = with_conn!(self.db, |conn| {
+            // The due-index's condition written out, as SQLite's partial index asks.
+            let has_pending = diesel::dsl::sql::<Bool>(
+                "EXISTS (SELECT 1 FROM deliveries \
+                 WHERE deliveries.webhook_id = webhooks.id AND state = 'pending')",
+            );
+            webhooks::table
+                .filter(webhooks::enabled.eq(false))
+                .filter(
+                    webhooks::source
+                        .eq_any(&deleted_when_gone)
+                        .and(webhooks::disabled_reason.eq(DisabledReason::Gone.as_str()))
+                        .or(has_pending),
+                )
+                .select(webhooks::id)
+                .limit(WEBHOOKS_PER_SETTLE)
+                .load(conn)
+                .await?
+        });
+        let mut settled = Settled::default();
+        for id in unsettled {
+            settled.add(settle_disabled(&self.db, &id).await?);
+        }
+        Ok(settled)
+    }
+
     /// Disables the webhooks whose every attempt has failed since before `cutoff`
-    /// (the reason `failing`; their pending deliveries cancelled). Answers them.
+    /// (the reason `failing`; their pending deliveries are cancelled by
+    /// [`Upkeep::settle_disabled`]). Answers them.
     pub async fn disable_failing(&self, cutoff: Timestamp) -> Result<Vec<WebhookId>> {
         let now = self.db.clock.now().unix_millis();
         let ids: Vec<String> = write_tx!(self.db, |conn| {

@@ -1,4 +1,5 @@
 use std::collections::HashMap;
+use std::time::Instant;
 
 use diesel::QueryResult;
 use diesel::prelude::*;
@@ -7,21 +8,24 @@ use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::{MAX_LISTENERS, MAX_WEBHOOKS};
 use hookline_domain::{
-    AttemptCursor, DeliveryAttempt, DisabledReason, EventName, HourCount, TargetPolicy, Timestamp,
-    Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret, WebhookSource,
-    WebhookUrl, WorkspaceId, subscribed_events,
+    AttemptCursor, DeliveryAttempt, DisabledReason, EventName, GoneAction, HourCount, TargetPolicy,
+    Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret,
+    WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
 };
 
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
+use crate::models::upkeep::TurnSize;
 use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
-use crate::pool::{PgConn, SqliteConn, with_conn, write_conn, write_tx};
+use crate::pool::{
+    PgConn, SqliteConn, with_conn, write_conn, write_conn_owned, write_tx, write_tx_owned,
+};
 use crate::prepared::{bind, prepared};
 use crate::schema::{webhook_stats, webhooks, workspaces};
 use crate::text_in::text_in;
-use crate::{Error, Result};
+use crate::{Backend, Error, Result};
 use hookline_domain::Refusal;
 
 /// A webhook as read back: everything but the secrets (its signing secret, its
@@ -193,15 +197,17 @@ pub struct NewWebhook<'a> {
     pub secret: &'a WebhookSecret,
 }
 
-/// Disables the webhook of id `$id` for `$reason` at `$now` and cancels its pending
-/// deliveries, retries included, on `$conn` (inside the caller's transaction): what
-/// disabling a webhook means wherever it happens (by hand, or a `410 Gone`). A
-/// webhook disabled already keeps the reason it was first disabled for. Evaluates to
-/// the number of webhooks it disabled (0 when it was disabled already).
+/// Disables the webhook of id `$id` for `$reason` at `$now` on `$conn` (inside
+/// the caller's transaction): what disabling a webhook means wherever it happens
+/// (by hand, a `410 Gone`, failing too long). A webhook disabled already keeps
+/// the reason it was first disabled for. Its pending deliveries are cancelled
+/// after the transaction, in write turns ([`settle_disabled`]); until then the
+/// worker cancels any it claims. Evaluates to the number of webhooks it disabled
+/// (0 when it was disabled already).
 macro_rules! disable_webhook {
     ($conn:expr, $id:expr, $reason:expr, $now:expr) => {{
         use $crate::schema::webhooks;
-        let disabled = diesel::update(webhooks::table.find($id))
+        diesel::update(webhooks::table.find($id))
             .filter(webhooks::enabled.eq(true))
             .set((
                 webhooks::enabled.eq(false),
@@ -209,9 +215,7 @@ macro_rules! disable_webhook {
                 webhooks::updated_at.eq($now),
             ))
             .execute($conn)
-            .await?;
-        $crate::models::webhook::cancel_pending!($conn, $id);
-        disabled
+            .await?
     }};
 }
 pub(crate) use disable_webhook;
@@ -233,7 +237,6 @@ macro_rules! delete_webhook {
             .await?
     }};
 }
-pub(crate) use delete_webhook;
 
 /// Takes the row locks of the webhooks `$webhooks` selects that are enabled, on
 /// `$conn` (inside the caller's transaction), and evaluates to how many it took:
@@ -253,21 +256,141 @@ macro_rules! hold_enabled {
 }
 pub(crate) use hold_enabled;
 
-/// Cancels the pending deliveries (retries included) of the webhook of id `$id`
-/// on `$conn`: what disabling it means for them.
-macro_rules! cancel_pending {
-    ($conn:expr, $id:expr) => {{
-        use hookline_domain::DeliveryState;
-        use $crate::schema::deliveries;
-        diesel::update(deliveries::table)
-            .filter(deliveries::webhook_id.eq($id))
-            .filter(deliveries::state.eq(DeliveryState::Pending.as_str()))
-            .set(deliveries::state.eq(DeliveryState::Cancelled.as_str()))
-            .execute($conn)
-            .await?
-    }};
+/// What [`sweep`] does to one webhook's deliveries, a write turn at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// Cancels the pending ones (retries included), while the webhook stays
+    /// disabled: a webhook enabled again meanwhile keeps the rest.
+    CancelPending,
+    /// Deletes them, their attempt logs with them.
+    Delete,
 }
-pub(crate) use cancel_pending;
+
+/// What settling disabled webhooks did ([`settle_disabled`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// Deliveries cancelled, or deleted with their webhook.
+    pub deliveries: u64,
+    /// Webhooks deleted (those whose receiver answered `410 Gone` and whose
+    /// source is deleted then).
+    pub webhooks_deleted: u64,
+    /// Write turns that changed deliveries.
+    pub turns: u64,
+    /// Deliveries changed in the largest of those turns.
+    pub largest_turn: u64,
+}
+
+impl Settled {
+    pub(crate) fn add(&mut self, other: Settled) {
+        self.deliveries += other.deliveries;
+        self.webhooks_deleted += other.webhooks_deleted;
+        self.turns += other.turns;
+        self.largest_turn = self.largest_turn.max(other.largest_turn);
+    }
+}
+
+/// Deliveries a [`sweep`] changes in its first write turn, and in any at most.
+const DELIVERIES_PER_TURN: (i64, i64) = (100, 2_000);
+
+/// Does `what` to the deliveries of webhook `id`: on SQLite in write turns sized
+/// to hold the write lock about the upkeep's `TURN_TARGET`, pausing between
+/// turns as long as each took, so that a backlog of any size holds no other
+/// writer for long; on PostgreSQL in one statement.
+async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
+    let mut settled = Settled::default();
+    let mut turn = TurnSize::new(DELIVERIES_PER_TURN);
+    let in_one = db.backend() == Backend::Postgres;
+    loop {
+        let (id, size) = (id.to_owned(), turn.size);
+        let (changed, took) = write_conn_owned!(db, move |conn| {
+            let started = Instant::now();
+            // SQLite: a turn's rows by primary key, found through the webhook's
+            // index (the due-index's condition written out: SQLite uses a partial
+            // index only where a query states its `WHERE`), so that no turn walks
+            // what earlier turns changed. PostgreSQL: one statement, as its
+            // writers do not queue behind it (and it plans such a turn as a scan
+            // of each partition).
+            const CANCEL: (&str, &str) = (
+                "UPDATE deliveries SET state = 'cancelled' \
+                 WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
+                     FROM deliveries WHERE webhook_id = $1 AND state = 'pending' LIMIT $2) \
+                 AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)",
+                "UPDATE deliveries SET state = 'cancelled' \
+                 WHERE webhook_id = $1 AND state = 'pending' \
+                 AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)",
+            );
+            const DELETE: (&str, &str) = (
+                "DELETE FROM deliveries WHERE (event_id, webhook_id) IN \
+                 (SELECT event_id, webhook_id FROM deliveries WHERE webhook_id = $1 LIMIT $2)",
+                "DELETE FROM deliveries WHERE webhook_id = $1",
+            );
+            let (in_turns, whole) = match what {
+                Sweep::CancelPending => CANCEL,
+                Sweep::Delete => DELETE,
+            };
+            let changed = if in_one {
+                diesel::sql_query(whole)
+                    .bind::<Text, _>(&id)
+                    .execute(conn)
+                    .await?
+            } else {
+                diesel::sql_query(in_turns)
+                    .bind::<Text, _>(&id)
+                    .bind::<BigInt, _>(size)
+                    .execute(conn)
+                    .await?
+            };
+            (changed as u64, started.elapsed())
+        });
+        settled.deliveries += changed;
+        if changed > 0 {
+            settled.turns += 1;
+            settled.largest_turn = settled.largest_turn.max(changed);
+        }
+        if in_one || changed < size as u64 {
+            return Ok(settled);
+        }
+        turn.after(took);
+        tokio::time::sleep(took).await;
+    }
+}
+
+/// Finishes what disabling webhook `id` asks, in write turns: its pending
+/// deliveries cancelled, or, for one its receiver answered `410 Gone` to whose
+/// source is deleted then ([`WebhookSource::when_gone`]), the webhook deleted
+/// with its deliveries. Nothing for a webhook enabled (again) or gone.
+pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
+    let disabled: Option<(String, Option<String>)> = with_conn!(db, |conn| {
+        webhooks::table
+            .find(id)
+            .filter(webhooks::enabled.eq(false))
+            .select((webhooks::source, webhooks::disabled_reason))
+            .first(conn)
+            .await
+            .optional()?
+    });
+    let Some((source, reason)) = disabled else {
+        return Ok(Settled::default());
+    };
+    let source: WebhookSource = source.parse().stored("webhook source")?;
+    if source.when_gone() == GoneAction::Delete
+        && reason.as_deref() == Some(DisabledReason::Gone.as_str())
+    {
+        delete_disabled(db, id).await
+    } else {
+        sweep(db, id, Sweep::CancelPending).await
+    }
+}
+
+/// Deletes webhook `id`, disabled already (so no new delivery is made for it):
+/// its deliveries in write turns, then the webhook with whatever is left.
+async fn delete_disabled(db: &Db, id: &str) -> Result<Settled> {
+    let mut settled = sweep(db, id, Sweep::Delete).await?;
+    let id = id.to_owned();
+    settled.webhooks_deleted =
+        write_tx_owned!(db, move |conn| Ok(delete_webhook!(conn, &id) as u64))?;
+    Ok(settled)
+}
 
 /// The workspaces' webhooks and their attempt logs, for the use-case layer.
 #[derive(Debug, Clone)]
@@ -413,8 +536,9 @@ impl Webhooks {
     /// Changes what `change` names; `None` when there is no such webhook, and for a
     /// listener, which no webhook change reaches (it has no URL, and is made and
     /// deleted through the listeners API alone). Disabling (by hand) cancels its
-    /// pending deliveries, retries included, in the same transaction; enabling
-    /// clears the reason it was disabled for and brings no cancelled delivery back.
+    /// pending deliveries, retries included, in write turns after the change
+    /// ([`settle_disabled`]); enabling clears the reason it was disabled for and
+    /// brings no cancelled delivery back.
     pub async fn update(
         &self,
         id: WebhookId,
@@ -432,7 +556,7 @@ impl Webhooks {
             headers: headers.as_ref().map(|(_, pairs)| pairs.as_str()),
             updated_at: now,
         };
-        // One UPDATE … RETURNING; disabling also cancels the pending deliveries.
+        // One UPDATE … RETURNING; a disable's pending deliveries are cancelled after.
         let row: Option<WebhookRow> = write_tx!(self.db, |conn| {
             let update = diesel::update(webhooks::table.find(&id))
                 .filter(webhooks::source.ne(WebhookSource::Listener.as_str()));
@@ -460,7 +584,7 @@ impl Webhooks {
                         "COALESCE(disabled_reason, '{}')",
                         DisabledReason::Manual.as_str()
                     ));
-                    let row = update
+                    update
                         .set((
                             &fields,
                             webhooks::enabled.eq(false),
@@ -469,15 +593,14 @@ impl Webhooks {
                         .returning(WebhookRow::as_select())
                         .get_result(conn)
                         .await
-                        .optional()?;
-                    if row.is_some() {
-                        cancel_pending!(conn, &id);
-                    }
-                    row
+                        .optional()?
                 }
             };
             Ok(row)
         })?;
+        if change.enabled == Some(false) && row.is_some() {
+            settle_disabled(&self.db, &id).await?;
+        }
         row.map(WebhookRow::into_domain).transpose()
     }
 
@@ -519,10 +642,14 @@ impl Webhooks {
 
     /// Deletes the webhook with its deliveries and attempt log; answers whether there
     /// was one. With `in_workspace`, a webhook of another workspace is left alone.
+    /// It is disabled first, then its deliveries go in write turns, then the
+    /// webhook: a delete cut short (the caller gone, a crash) leaves it disabled,
+    /// and deleting it again finishes.
     pub async fn delete(&self, id: WebhookId, in_workspace: Option<WorkspaceId>) -> Result<bool> {
         let id = id.to_string();
         let workspace = in_workspace.map(|ws| ws.to_string());
-        write_tx!(self.db, |conn| {
+        let now = self.db.clock.now().unix_millis();
+        let found = write_tx!(self.db, |conn| {
             let mut this = webhooks::table.find(&id).select(webhooks::id).into_boxed();
             if let Some(workspace) = &workspace {
                 this = this.filter(webhooks::workspace_id.eq(workspace));
@@ -530,8 +657,10 @@ impl Webhooks {
             if this.first::<String>(conn).await.optional()?.is_none() {
                 return Ok(false);
             }
-            Ok(delete_webhook!(conn, &id) > 0)
-        })
+            disable_webhook!(conn, &id, DisabledReason::Manual, now);
+            Ok(true)
+        })?;
+        Ok(found && delete_disabled(&self.db, &id).await?.webhooks_deleted > 0)
     }
 
     /// Notes that the listener is being streamed now: the upkeep removes those
