@@ -5,13 +5,16 @@
 //! - alone (the baseline);
 //! - beside the backlog, written in bulk as due, its receiver refusing connections
 //!   (its breaker opens and it rests);
-//! - while the backlog drains, once its receiver answers; and how long it takes.
+//! - while the backlog drains, once its receiver answers; and how long it takes;
+//! - `GET /api/v1/hooks` while a second backlog as large is deleted with its
+//!   webhook (`DELETE /admin/v1/hooks/:wh`), and how long that takes.
 //!
 //! On PostgreSQL the database holds a month of (empty) day partitions, as one
 //! kept for 30 days does.
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hookline_delivery::Outbox;
@@ -133,7 +136,7 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     db.vacuum_and_checkpoint().await;
     let written = written.elapsed();
 
-    let (server, _, _) = serve_admin(hookline, &db, &receiver, &env).await?;
+    let (server, admin, tokens) = serve_admin(hookline, &db, &receiver, &env).await?;
     tokio::time::sleep(SETTLE).await;
     let beside = figures(&server).await?;
 
@@ -163,6 +166,58 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     };
     count(&mut drained).await;
     let drain = started.elapsed();
+
+    // A second backlog of the same size, not due yet (the worker leaves it),
+    // deleted with its webhook through the admin API while the healthy
+    // workspace's requests go on.
+    let later = now.plus_millis(DAY_MS);
+    db.write_history(
+        &History::pending(
+            dead,
+            vec![dead_hook.id],
+            events,
+            now.plus_millis(-2 * DAY_MS),
+            later,
+        )
+        .every(DAY_MS / 2 / chunks),
+    )
+    .await;
+    db.vacuum_and_checkpoint().await;
+    let api = listening_addr(
+        &server
+            .log_line(" backend=")
+            .ok_or_else(|| anyhow::anyhow!("the public API's address is not logged"))?,
+    )?;
+    let deleted = AtomicBool::new(false);
+    let hooks = Call::get("/api/v1/hooks");
+    let deleting = Instant::now();
+    let (status, hooks_while_deleting) = tokio::join!(
+        async {
+            let answer = load::delete(
+                admin,
+                &format!("/admin/v1/hooks/{}", dead_hook.id),
+                &tokens[0],
+            )
+            .await;
+            deleted.store(true, Ordering::Relaxed);
+            answer.map(|response| (response.status(), deleting.elapsed()))
+        },
+        load::paced_until(
+            api,
+            &hooks,
+            &keys,
+            HOOKS_CONNECTIONS,
+            HOOKS_RATE,
+            LONGEST_DRAIN,
+            || deleted.load(Ordering::Relaxed),
+        )
+    );
+    let (status, delete_took) = status?;
+    anyhow::ensure!(
+        status.is_success(),
+        "deleting the webhook answered {status}"
+    );
+    let hooks_while_deleting = hooks_while_deleting?;
     server.stop().await?;
     drop((back, elsewhere));
 
@@ -211,6 +266,15 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
         },
         drain.as_secs_f64(),
         drained as f64 / drain.as_secs_f64()
+    );
+    let _ = writeln!(
+        report,
+        "  deleting its webhook with another {events} deliveries took {:.1} s; GET /hooks meanwhile p50 {}, p99 {} ({:.2} x alone){}",
+        delete_took.as_secs_f64(),
+        micros(hooks_while_deleting.p50),
+        micros(hooks_while_deleting.p99),
+        ratio(hooks_while_deleting.p99, alone.hooks.p99),
+        failures(&hooks_while_deleting)
     );
     Ok(report)
 }

@@ -155,11 +155,31 @@ pub(crate) async fn get(
     path: &str,
     key: &str,
 ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+    without_body(addr, Method::GET, path, key).await
+}
+
+/// `DELETE path` with `key`, on a connection of its own.
+pub(crate) async fn delete(
+    addr: SocketAddr,
+    path: &str,
+    key: &str,
+) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+    without_body(addr, Method::DELETE, path, key).await
+}
+
+async fn without_body(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    key: &str,
+) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
     let stream = TcpStream::connect(addr).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
-    let request = Request::get(path)
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
         .header("host", addr.to_string())
         .header("authorization", format!("Bearer {key}"))
         .body(http_body_util::Empty::<Bytes>::new())?;
