@@ -382,7 +382,7 @@ impl Upkeep {
     /// Finishes what disabling asked of the webhooks a disable left unsettled (by
     /// the upkeep itself, or a delete, a change or a 410 cut short): their pending
     /// deliveries cancelled, or an API webhook a 410 disabled deleted, in write
-    /// turns. Looks at [`WEBHOOKS_PER_SETTLE`] webhooks at most; the next round
+    /// turns. Looks at a hundred webhooks at most (`WEBHOOKS_PER_SETTLE`); the next round
     /// takes the rest.
     pub async fn settle_disabled(&self) -> Result<Settled> {
         let deleted_when_gone: Vec<&str> = WebhookSource::ALL

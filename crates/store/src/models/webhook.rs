@@ -266,7 +266,8 @@ enum Sweep {
     Delete,
 }
 
-/// What settling disabled webhooks did ([`settle_disabled`]).
+/// What settling disabled webhooks did ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled),
+/// [`Queue::settle_disabled`](crate::Queue::settle_disabled)).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Settled {
     /// Deliveries cancelled, or deleted with their webhook.
@@ -537,7 +538,7 @@ impl Webhooks {
     /// listener, which no webhook change reaches (it has no URL, and is made and
     /// deleted through the listeners API alone). Disabling (by hand) cancels its
     /// pending deliveries, retries included, in write turns after the change
-    /// ([`settle_disabled`]); enabling clears the reason it was disabled for and
+    /// (`settle_disabled`); enabling clears the reason it was disabled for and
     /// brings no cancelled delivery back.
     pub async fn update(
         &self,
