@@ -1,10 +1,11 @@
 //! The backlog figures (part of `--only history`): a dead receiver's backlog of
-//! `--history` due deliveries beside a healthy workspace, on one database with
-//! one `hookline serve` (API and worker) at a time. The healthy workspace's
-//! emit-to-receipt and `GET /api/v1/hooks` with its key, together:
-//! - alone (the baseline);
+//! `--history` due deliveries beside a healthy workspace. The healthy
+//! workspace's emit-to-receipt and `GET /api/v1/hooks` with its key, together:
+//! - alone (the baseline), on a database set up alike without the backlog;
 //! - beside the backlog, written in bulk as due, its receiver refusing connections
-//!   (its breaker opens and it rests);
+//!   (its breaker opens and it rests). These two are measured in turns, each
+//!   database with its own `hookline serve` (API and worker), the other paused
+//!   (SIGSTOP) meanwhile;
 //! - while the backlog drains, once its receiver answers; and how long it takes;
 //! - `GET /api/v1/hooks` while a second backlog as large is deleted with its
 //!   webhook (`DELETE /admin/v1/hooks/:wh`), and how long that takes.
@@ -18,14 +19,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hookline_delivery::Outbox;
-use hookline_domain::{EventName, KeyName, KeyPrefix, Plan, Timestamp, WebhookSource};
+use hookline_domain::{
+    EventName, KeyName, KeyPrefix, Plan, Timestamp, Webhook, WebhookSource, WorkspaceId,
+};
 use hookline_testdb::{Backend, History, TestDb};
 use hookline_tests::Receiver;
 
 use crate::api::{failures, listening_addr, micros};
+use crate::delivery::percentiles;
 use crate::ingest::serve_admin;
-use crate::load::{self, Call, Load};
-use crate::noisy::emit_to_receipt;
+use crate::load::{self, Call, Load, Sample};
+use crate::noisy::receipts_of_emits;
 use crate::process::Measured;
 
 /// `GET /api/v1/hooks` per second, over a few connections, while the healthy
@@ -35,6 +39,11 @@ const HOOKS_CONNECTIONS: usize = 4;
 /// How long each measurement lasts: long enough that a p99 is not one or two
 /// stray samples (600 events, 1,500 requests).
 const MEASURED_FOR: Duration = Duration::from_secs(15);
+/// Alone and beside the backlog are measured in this many turns each.
+const TURNS: u32 = 5;
+/// After a paused server resumes and before its turn is measured: its timers
+/// caught up.
+const RESUMED: Duration = Duration::from_millis(500);
 /// After the server starts and before a measurement: pools filled, the dead
 /// receiver's first attempts refused and its breaker open.
 const SETTLE: Duration = Duration::from_secs(3);
@@ -49,32 +58,16 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     let receiver = Receiver::start().await;
     // Nothing listens here until the receiver comes back.
     let dead_addr = hookline_tests::free_addr();
-    let db = TestDb::new(backend).await;
-    let store = db.store();
-    let outbox = Outbox::new(store.events());
-    let healthy = db.workspace(Plan::Studio).await;
-    db.webhook(
-        healthy,
-        &receiver.url("/healthy"),
-        &[EventName::LinkClicked],
-        WebhookSource::Api,
-    )
-    .await?;
-    let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
-    store
-        .api_keys()
-        .create(healthy, &KeyName::parse("bench")?, &hash)
-        .await?;
-    let keys = vec![key.expose().to_owned()];
-    let dead = db.workspace(Plan::Studio).await;
-    let (dead_hook, _) = db
-        .webhook(
-            dead,
-            &format!("https://localhost:{}/dead", dead_addr.port()),
-            &[EventName::DmSent],
-            WebhookSource::Api,
-        )
-        .await?;
+    // Two databases set up alike; only the second gets the backlog.
+    let quiet = Tenants::new(backend, &receiver, dead_addr).await?;
+    let loaded = Tenants::new(backend, &receiver, dead_addr).await?;
+    let Tenants {
+        db,
+        keys,
+        dead,
+        dead_hook,
+        ..
+    } = &loaded;
     // Refused attempts come back due within a second, so that the whole
     // backlog is due when its receiver answers; the breaker's first rest is short.
     let schedule = vec!["1s"; 60].join(",");
@@ -83,62 +76,90 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
         ("HOOKLINE_BREAKER_REST", "1s".to_owned()),
         ("HOOKLINE_RETRY_SCHEDULE", schedule),
     ];
-    let figures = async |server: &Measured| -> anyhow::Result<Figures> {
+    let figures = async |server: &Measured, tenants: &Tenants, slice: Duration| {
         let addr = listening_addr(
             &server
                 .log_line(" backend=")
                 .ok_or_else(|| anyhow::anyhow!("the public API's address is not logged"))?,
         )?;
         let call = Call::get("/api/v1/hooks");
-        let workspaces = [healthy];
+        let workspaces = [tenants.healthy];
         let (hooks, emitted) = tokio::join!(
-            load::paced(
+            load::paced_sample(
                 addr,
                 &call,
-                &keys,
+                &tenants.keys,
                 HOOKS_CONNECTIONS,
                 HOOKS_RATE,
-                MEASURED_FOR
+                slice
             ),
-            emit_to_receipt(&outbox, &receiver, &workspaces, MEASURED_FOR)
+            receipts_of_emits(&tenants.outbox, &receiver, &workspaces, slice)
         );
-        Ok(Figures {
-            emit: emitted?,
-            hooks: hooks?,
-        })
+        anyhow::Ok((hooks?, emitted?))
     };
 
     let now = Timestamp::now();
-    // Each call makes a day's partitions and those of the days just after it.
-    for days_back in (0..=DAYS_KEPT).rev().step_by(2) {
-        store
-            .upkeep()
-            .prepare_partitions(now.plus_millis(-days_back * DAY_MS))
-            .await?;
+    for tenants in [&quiet, &loaded] {
+        // Each call makes a day's partitions and those of the days just after it.
+        for days_back in (0..=DAYS_KEPT).rev().step_by(2) {
+            tenants
+                .db
+                .store()
+                .upkeep()
+                .prepare_partitions(now.plus_millis(-days_back * DAY_MS))
+                .await?;
+        }
     }
-    // Analyzed and checkpointed as the tables are before the other figures:
-    // otherwise the baseline alone runs on tables PostgreSQL's planner has no
-    // statistics for.
-    db.vacuum_and_checkpoint().await;
-    let (server, _, _) = serve_admin(hookline, &db, &receiver, &env).await?;
-    tokio::time::sleep(SETTLE).await;
-    let alone = figures(&server).await?;
-    server.stop().await?;
-
     let written = Instant::now();
     let chunks = events.div_ceil(2_000).max(1) as i64;
     let day_ago = now.plus_millis(-DAY_MS);
     db.write_history(
-        &History::pending(dead, vec![dead_hook.id], events, day_ago, day_ago)
+        &History::pending(*dead, vec![dead_hook.id], events, day_ago, day_ago)
             .every(DAY_MS / 2 / chunks),
     )
     .await;
     db.vacuum_and_checkpoint().await;
     let written = written.elapsed();
 
-    let (server, admin, tokens) = serve_admin(hookline, &db, &receiver, &env).await?;
+    // Analyzed and checkpointed as the tables are before the other figures:
+    // otherwise the baseline runs on tables PostgreSQL's planner has no
+    // statistics for.
+    quiet.db.vacuum_and_checkpoint().await;
+    let (alone_server, _, _) = serve_admin(hookline, &quiet.db, &receiver, &env).await?;
+    let (server, _, _) = serve_admin(hookline, db, &receiver, &env).await?;
     tokio::time::sleep(SETTLE).await;
-    let beside = figures(&server).await?;
+    // Alone and beside the backlog in turns, the other server paused: a
+    // disturbance of the machine falls on both alike.
+    let mut taken = [Taken::default(), Taken::default()];
+    for _ in 0..TURNS {
+        for ((side, tenants), taken) in [(&alone_server, &quiet), (&server, &loaded)]
+            .into_iter()
+            .zip(&mut taken)
+        {
+            let other = if std::ptr::eq(side, &server) {
+                &alone_server
+            } else {
+                &server
+            };
+            other.pause().await?;
+            side.resume().await?;
+            tokio::time::sleep(RESUMED).await;
+            let (hooks, emits) = figures(side, tenants, MEASURED_FOR / TURNS).await?;
+            taken.hooks.push(hooks);
+            taken.emits.extend(emits);
+        }
+    }
+    alone_server.resume().await?;
+    alone_server.stop().await?;
+    server.resume().await?;
+    server.stop().await?;
+    let [alone, beside] = taken.map(Taken::figures);
+
+    // The drain on a server started anew, as long before its receiver answers
+    // as the first: a breaker's rest doubles with each failed probe, and the
+    // turns above would have left it resting half a minute.
+    let (server, admin, tokens) = serve_admin(hookline, db, &receiver, &env).await?;
+    tokio::time::sleep(SETTLE).await;
 
     // The dead receiver stands for a customer's machine elsewhere: its TLS and
     // HTTP work runs on a runtime of its own, so that the healthy figures'
@@ -161,7 +182,10 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
         }
     };
     let draining = tokio::select! {
-        measured = figures(&server) => measured?,
+        measured = figures(&server, &loaded, MEASURED_FOR) => {
+            let (hooks, emits) = measured?;
+            Taken { hooks: vec![hooks], emits }.figures()
+        }
         () = count(&mut drained) => anyhow::bail!("the backlog drained before the healthy figures were taken"),
     };
     count(&mut drained).await;
@@ -173,7 +197,7 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     let later = now.plus_millis(DAY_MS);
     db.write_history(
         &History::pending(
-            dead,
+            *dead,
             vec![dead_hook.id],
             events,
             now.plus_millis(-2 * DAY_MS),
@@ -205,7 +229,7 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
         load::paced_until(
             api,
             &hooks,
-            &keys,
+            keys,
             HOOKS_CONNECTIONS,
             HOOKS_RATE,
             LONGEST_DRAIN,
@@ -300,6 +324,74 @@ impl Drop for Elsewhere {
     fn drop(&mut self) {
         if let Some(runtime) = self.0.take() {
             runtime.shutdown_background();
+        }
+    }
+}
+
+/// One database's tenants: a healthy workspace with a webhook and an API key,
+/// and a workspace whose webhook's receiver is dead.
+struct Tenants {
+    db: TestDb,
+    outbox: Outbox,
+    healthy: WorkspaceId,
+    keys: Vec<String>,
+    dead: WorkspaceId,
+    dead_hook: Webhook,
+}
+
+impl Tenants {
+    async fn new(
+        backend: Backend,
+        receiver: &Receiver,
+        dead_addr: std::net::SocketAddr,
+    ) -> anyhow::Result<Tenants> {
+        let db = TestDb::new(backend).await;
+        let outbox = Outbox::new(db.store().events());
+        let healthy = db.workspace(Plan::Studio).await;
+        db.webhook(
+            healthy,
+            &receiver.url("/healthy"),
+            &[EventName::LinkClicked],
+            WebhookSource::Api,
+        )
+        .await?;
+        let (key, hash) = hookline_auth::generate_api_key(&KeyPrefix::default())?;
+        db.store()
+            .api_keys()
+            .create(healthy, &KeyName::parse("bench")?, &hash)
+            .await?;
+        let dead = db.workspace(Plan::Studio).await;
+        let (dead_hook, _) = db
+            .webhook(
+                dead,
+                &format!("https://localhost:{}/dead", dead_addr.port()),
+                &[EventName::DmSent],
+                WebhookSource::Api,
+            )
+            .await?;
+        Ok(Tenants {
+            db,
+            outbox,
+            healthy,
+            keys: vec![key.expose().to_owned()],
+            dead,
+            dead_hook,
+        })
+    }
+}
+
+/// The healthy workspace's latencies taken so far on one side.
+#[derive(Default)]
+struct Taken {
+    hooks: Vec<Sample>,
+    emits: Vec<Duration>,
+}
+
+impl Taken {
+    fn figures(self) -> Figures {
+        Figures {
+            emit: percentiles(self.emits),
+            hooks: Load::of(self.hooks),
         }
     }
 }

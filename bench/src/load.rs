@@ -68,10 +68,22 @@ pub(crate) async fn paced(
     per_second: f64,
     duration: Duration,
 ) -> anyhow::Result<Load> {
-    let every = Duration::from_secs_f64(connections as f64 / per_second.max(1.0));
     Ok(Load::of(vec![
-        sample(addr, call, keys, connections, duration, Some(every)).await?,
+        paced_sample(addr, call, keys, connections, per_second, duration).await?,
     ]))
+}
+
+/// [`paced`]'s latencies, to be taken together with others' ([`Load::of`]).
+pub(crate) async fn paced_sample(
+    addr: SocketAddr,
+    call: &Call,
+    keys: &[String],
+    connections: usize,
+    per_second: f64,
+    duration: Duration,
+) -> anyhow::Result<Sample> {
+    let every = Duration::from_secs_f64(connections as f64 / per_second.max(1.0));
+    sample(addr, call, keys, connections, duration, Some(every)).await
 }
 
 /// [`paced`] in slices of a second until `done` says so after a slice, or
@@ -204,7 +216,7 @@ pub(crate) async fn get_json(
 }
 
 /// What one stretch of load saw: each answer's latency in µs.
-struct Sample {
+pub(crate) struct Sample {
     latencies: Vec<u64>,
     failures: u64,
     elapsed: f64,
@@ -246,7 +258,7 @@ async fn sample(
 
 impl Load {
     /// The samples as one: their answers over their time together.
-    fn of(samples: Vec<Sample>) -> Load {
+    pub(crate) fn of(samples: Vec<Sample>) -> Load {
         let elapsed: f64 = samples.iter().map(|sample| sample.elapsed).sum();
         let failures = samples.iter().map(|sample| sample.failures).sum();
         let mut latencies: Vec<u64> = samples

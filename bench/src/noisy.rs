@@ -125,6 +125,19 @@ pub(crate) async fn emit_to_receipt(
     workspaces: &[WorkspaceId],
     emit_for: Duration,
 ) -> anyhow::Result<(Duration, Duration)> {
+    Ok(percentiles(
+        receipts_of_emits(outbox, receiver, workspaces, emit_for).await?,
+    ))
+}
+
+/// [`emit_to_receipt`]'s latencies, one per event, to be taken together with
+/// others'.
+pub(crate) async fn receipts_of_emits(
+    outbox: &Outbox,
+    receiver: &Receiver,
+    workspaces: &[WorkspaceId],
+    emit_for: Duration,
+) -> anyhow::Result<Vec<Duration>> {
     let emitted_at = emit_steadily(outbox, workspaces, emit_for).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let latencies = loop {
@@ -140,7 +153,7 @@ pub(crate) async fn emit_to_receipt(
         latencies.len(),
         emitted_at.len()
     );
-    Ok(percentiles(latencies))
+    Ok(latencies)
 }
 
 /// Emits [`RATE`] events a second for `emit_for`, round robin over the

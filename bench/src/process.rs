@@ -110,12 +110,29 @@ impl Measured {
             .map_or(0.0, |kib| kib / 1024.0)
     }
 
-    /// SIGTERM, then wait.
-    pub(crate) async fn stop(mut self) -> anyhow::Result<()> {
-        Command::new("kill")
-            .args(["-TERM", &self.pid.to_string()])
+    /// SIGSTOP: it stands still, costing the machine nothing, until
+    /// [`Measured::resume`].
+    pub(crate) async fn pause(&self) -> anyhow::Result<()> {
+        self.signal("-STOP").await
+    }
+
+    /// SIGCONT, after [`Measured::pause`].
+    pub(crate) async fn resume(&self) -> anyhow::Result<()> {
+        self.signal("-CONT").await
+    }
+
+    async fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let status = Command::new("kill")
+            .args([signal, &self.pid.to_string()])
             .status()
             .await?;
+        anyhow::ensure!(status.success(), "kill {signal} {}: {status}", self.pid);
+        Ok(())
+    }
+
+    /// SIGTERM, then wait.
+    pub(crate) async fn stop(mut self) -> anyhow::Result<()> {
+        self.signal("-TERM").await?;
         tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await??;
         let _ = std::fs::remove_file(&self.log);
         Ok(())
