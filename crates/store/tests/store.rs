@@ -4,9 +4,9 @@
 use hookline_domain::limits::{MAX_ACTIVE_API_KEYS, MAX_WEBHOOKS};
 use hookline_domain::{
     AccountId, ApiKeyId, ApiKeyRecord, ApiKeyStatus, AttemptCursor, ClaimedDelivery,
-    DeliveryAttempt, DeliveryState, EventName, EventPayload, Finished, HistoryDay, KeyHash,
-    KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook, WebhookId, WebhookSource,
-    WorkspaceId, WorkspaceName,
+    DeliveryAttempt, DeliveryState, DisabledReason, EventName, EventPayload, Finished, HistoryDay,
+    KeyHash, KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook, WebhookId,
+    WebhookSource, WorkspaceId, WorkspaceName,
 };
 use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store, StoreConfig, UsedKey};
 use hookline_testdb::TestDb;
@@ -613,6 +613,27 @@ async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: Te
     assert!(store.webhooks().delete(disabled.id, Some(ws)).await.unwrap());
     assert_eq!(store.webhooks().get(disabled.id).await.unwrap(), None);
     assert_eq!(pending().await, 0);
+
+    // A 410's record cut short by a crash: the upkeep deletes the API webhook
+    // (as its 410 asks) and only cancels the Settings one's deliveries.
+    let (api, _) = db.api_webhook(ws, "https://api.example.com/", &dm).await;
+    let settings = db
+        .webhook(ws, "https://settings.example.com/", &dm, WebhookSource::Settings)
+        .await
+        .unwrap()
+        .0;
+    db.write_history(&backlog(api.id, 5)).await;
+    db.write_history(&backlog(settings.id, 6)).await;
+    db.disable_for_gone(api.id).await;
+    db.disable_for_gone(settings.id).await;
+    let settled = store.upkeep().settle_disabled().await.unwrap();
+    assert_eq!(settled.webhooks_deleted, 1, "{settled:?}");
+    assert_eq!(settled.deliveries, 10_000, "{settled:?}");
+    assert_eq!(store.webhooks().get(api.id).await.unwrap(), None);
+    let kept = store.webhooks().get(settings.id).await.unwrap().unwrap();
+    assert_eq!(kept.disabled_reason, Some(DisabledReason::Gone));
+    assert_eq!(pending().await, 0);
+    assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default(), "settled");
 }
 
 async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: TestDb) {

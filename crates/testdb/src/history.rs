@@ -182,6 +182,16 @@ impl TestDb {
         .await;
     }
 
+    /// Disables `webhook` for `410 Gone` and nothing more, as a crash right after
+    /// the record of a 410 leaves it (before its settling).
+    pub async fn disable_for_gone(&self, webhook: WebhookId) {
+        self.execute_for(
+            "UPDATE webhooks SET enabled = false, disabled_reason = 'gone' WHERE id = $1",
+            &webhook.to_string(),
+        )
+        .await;
+    }
+
     /// Counts `webhook`'s attempts into its health counters (`webhook_stats`), as
     /// the recorder counts each as it records it: for history written in bulk.
     pub async fn count_attempts(&self, webhook: WebhookId) {
