@@ -97,12 +97,11 @@ pub(crate) async fn paced_until(
     longest: Duration,
     done: impl Fn() -> bool,
 ) -> anyhow::Result<Load> {
-    let every = Duration::from_secs_f64(connections as f64 / per_second.max(1.0));
     let until = Instant::now() + longest;
     let mut samples = Vec::new();
     loop {
         let slice = Duration::from_secs(1);
-        samples.push(sample(addr, call, keys, connections, slice, Some(every)).await?);
+        samples.push(paced_sample(addr, call, keys, connections, per_second, slice).await?);
         if done() || Instant::now() >= until {
             return Ok(Load::of(samples));
         }
