@@ -35,7 +35,7 @@ use crate::{Backend, Result};
 
 /// How long a write turn of the upkeep should hold the write lock (SQLite): the
 /// writers queued behind it wait about this long, at most twice it.
-pub(crate) const TURN_TARGET: Duration = Duration::from_millis(4);
+const TURN_TARGET: Duration = Duration::from_millis(4);
 /// Events forgotten in the first write turn (with their deliveries and attempts),
 /// and in any turn at most.
 const EVENTS_PER_TURN: (i64, i64) = (50, 500);
@@ -66,7 +66,14 @@ impl TurnSize {
         TurnSize { size: first, max }
     }
 
-    pub(crate) fn after(&mut self, took: Duration) {
+    /// Sizes the next turn after one that took `took`, then waits as long, so
+    /// that the writers queued behind the turn get their own.
+    pub(crate) async fn pause_after(&mut self, took: Duration) {
+        self.after(took);
+        tokio::time::sleep(took).await;
+    }
+
+    fn after(&mut self, took: Duration) {
         if took > TURN_TARGET {
             self.size = (self.size / 2).max(1);
         } else if took < TURN_TARGET / 2 {
@@ -150,8 +157,7 @@ impl Upkeep {
             forgotten.events += deleted as u64;
             forgotten.turns += 1;
             forgotten.largest_turn = forgotten.largest_turn.max(deleted as u64);
-            turn.after(took);
-            tokio::time::sleep(took).await;
+            turn.pause_after(took).await;
         }
         Ok(forgotten)
     }
@@ -322,8 +328,7 @@ impl Upkeep {
             }
             reclaimed += free - left;
             free = left;
-            turn.after(took);
-            tokio::time::sleep(took).await;
+            turn.pause_after(took).await;
         }
         Ok(reclaimed)
     }
@@ -374,8 +379,7 @@ impl Upkeep {
             if last_turn(removed, size) {
                 return Ok(deleted);
             }
-            turn.after(took);
-            tokio::time::sleep(took).await;
+            turn.pause_after(took).await;
         }
     }
 
@@ -508,7 +512,7 @@ impl Upkeep {
 }
 
 /// Whether a turn that removed `removed` of at most `size` was the last.
-fn last_turn(removed: usize, size: i64) -> bool {
+pub(crate) fn last_turn(removed: usize, size: i64) -> bool {
     i64::try_from(removed).unwrap_or(i64::MAX) < size
 }
 

@@ -16,7 +16,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
-use crate::models::upkeep::TurnSize;
+use crate::models::upkeep::{TurnSize, last_turn};
 use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{
@@ -341,18 +341,16 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
                     .execute(conn)
                     .await?
             };
-            (changed as u64, started.elapsed())
+            (changed, started.elapsed())
         });
-        settled.deliveries += changed;
-        if changed > 0 {
-            settled.turns += 1;
-            settled.largest_turn = settled.largest_turn.max(changed);
-        }
-        if in_one || changed < size as u64 {
+        let changed_rows = changed as u64;
+        settled.deliveries += changed_rows;
+        settled.turns += u64::from(changed_rows > 0);
+        settled.largest_turn = settled.largest_turn.max(changed_rows);
+        if in_one || last_turn(changed, size) {
             return Ok(settled);
         }
-        turn.after(took);
-        tokio::time::sleep(took).await;
+        turn.pause_after(took).await;
     }
 }
 
