@@ -536,7 +536,8 @@ impl Webhooks {
     /// listener, which no webhook change reaches (it has no URL, and is made and
     /// deleted through the listeners API alone). Disabling (by hand) cancels its
     /// pending deliveries, retries included, in write turns after the change
-    /// (`settle_disabled`); enabling clears the reason it was disabled for and
+    /// (`settle_disabled`; one that fails is logged and left to the upkeep, the
+    /// change stands); enabling clears the reason it was disabled for and
     /// brings no cancelled delivery back.
     pub async fn update(
         &self,
@@ -597,8 +598,17 @@ impl Webhooks {
             };
             Ok(row)
         })?;
-        if change.enabled == Some(false) && row.is_some() {
-            settle_disabled(&self.db, &id).await?;
+        // The change stands either way: a settling cut short is the upkeep's
+        // to finish, not a failed change.
+        if change.enabled == Some(false)
+            && row.is_some()
+            && let Err(error) = settle_disabled(&self.db, &id).await
+        {
+            tracing::warn!(
+                webhook_id = %id,
+                %error,
+                "disabled a webhook; cancelling its pending deliveries failed, the upkeep finishes it"
+            );
         }
         row.map(WebhookRow::into_domain).transpose()
     }
