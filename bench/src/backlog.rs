@@ -130,23 +130,16 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     tokio::time::sleep(SETTLE).await;
     // Alone and beside the backlog in turns, the other server paused: a
     // disturbance of the machine falls on both alike.
+    let servers = [&alone_server, &server];
     let mut taken = [Taken::default(), Taken::default()];
     for _ in 0..TURNS {
-        for ((side, tenants), taken) in [(&alone_server, &quiet), (&server, &loaded)]
-            .into_iter()
-            .zip(&mut taken)
-        {
-            let other = if std::ptr::eq(side, &server) {
-                &alone_server
-            } else {
-                &server
-            };
-            other.pause().await?;
-            side.resume().await?;
+        for (side, tenants) in [&quiet, &loaded].into_iter().enumerate() {
+            servers[1 - side].pause().await?;
+            servers[side].resume().await?;
             tokio::time::sleep(RESUMED).await;
-            let (hooks, emits) = figures(side, tenants, MEASURED_FOR / TURNS).await?;
-            taken.hooks.push(hooks);
-            taken.emits.extend(emits);
+            let (hooks, emits) = figures(servers[side], tenants, MEASURED_FOR / TURNS).await?;
+            taken[side].hooks.push(hooks);
+            taken[side].emits.extend(emits);
         }
     }
     alone_server.resume().await?;
