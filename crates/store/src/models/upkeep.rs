@@ -395,11 +395,21 @@ impl Upkeep {
             .map(WebhookSource::as_str)
             .collect();
         let unsettled: Vec<String> = with_conn!(self.db, |conn| {
-            // The due-index's condition written out, as SQLite's partial index asks.
-            let has_pending = diesel::dsl::sql::<Bool>(
+            // The due-index's condition written out, as SQLite's partial index
+            // asks; on PostgreSQL bounded by the pending floor, so that each
+            // probe descends only the days with pending deliveries.
+            const HAS_PENDING: &str = "EXISTS (SELECT 1 FROM deliveries \
+                 WHERE deliveries.webhook_id = webhooks.id AND state = 'pending')";
+            const HAS_PENDING_SINCE_THE_FLOOR: &str = concat!(
                 "EXISTS (SELECT 1 FROM deliveries \
-                 WHERE deliveries.webhook_id = webhooks.id AND state = 'pending')",
+                 WHERE deliveries.webhook_id = webhooks.id AND state = 'pending'",
+                pending_floor!(),
+                ")"
             );
+            let has_pending = diesel::dsl::sql::<Bool>(match self.db.backend() {
+                Backend::Sqlite => HAS_PENDING,
+                Backend::Postgres => HAS_PENDING_SINCE_THE_FLOOR,
+            });
             webhooks::table
                 .filter(webhooks::enabled.eq(false))
                 .filter(

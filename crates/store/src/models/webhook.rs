@@ -221,21 +221,56 @@ macro_rules! disable_webhook {
 pub(crate) use disable_webhook;
 
 /// Deletes webhook `$id` with its deliveries on `$conn` (inside the caller's
-/// transaction) and evaluates to how many webhooks it deleted. The deliveries
-/// go first, in the order the worker's record locks them (a delivery, then the
-/// webhook its health counters refer to): the webhook's row first, with its
-/// deliveries by cascade, deadlocks with a record under way (PostgreSQL). Its
-/// health counters go with it (ON DELETE CASCADE).
+/// transaction) and evaluates to how many webhooks it deleted; for a
+/// [`Deletion::Gone`], only while the webhook is still disabled for `gone`. The
+/// deliveries go first, in the order the worker's record locks them (a
+/// delivery, then the webhook its health counters refer to): the webhook's row
+/// first, with its deliveries by cascade, deadlocks with a record under way
+/// (PostgreSQL). Its health counters go with it (ON DELETE CASCADE).
 macro_rules! delete_webhook {
-    ($conn:expr, $id:expr) => {{
-        use $crate::schema::{deliveries, webhooks};
-        diesel::delete(deliveries::table.filter(deliveries::webhook_id.eq($id)))
+    ($conn:expr, $id:expr, $deletion:expr) => {{
+        let (deliveries, webhook) = match $deletion {
+            Deletion::Asked => (
+                "DELETE FROM deliveries WHERE webhook_id = $1",
+                "DELETE FROM webhooks WHERE id = $1",
+            ),
+            Deletion::Gone => (
+                concat!(
+                    "DELETE FROM deliveries WHERE webhook_id = $1",
+                    while_gone!()
+                ),
+                concat!("DELETE FROM webhooks WHERE id = $1", while_gone!()),
+            ),
+        };
+        diesel::sql_query(deliveries)
+            .bind::<Text, _>($id)
             .execute($conn)
             .await?;
-        diesel::delete(webhooks::table.find($id))
+        diesel::sql_query(webhook)
+            .bind::<Text, _>($id)
             .execute($conn)
             .await?
     }};
+}
+
+/// A condition that webhook `$1` is still disabled for `gone`: what a 410's
+/// deletion of it goes on under.
+macro_rules! while_gone {
+    () => {
+        " AND EXISTS (SELECT 1 FROM webhooks AS gone \
+         WHERE gone.id = $1 AND NOT gone.enabled AND gone.disabled_reason = 'gone')"
+    };
+}
+
+/// Whose word a webhook's deletion ([`delete_disabled`]) goes by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deletion {
+    /// A delete asked for: it goes through whatever changes meanwhile.
+    Asked,
+    /// A `410 Gone`'s ([`WebhookSource::when_gone`]): it goes on only while the
+    /// webhook is still disabled for it, so that enabling it meanwhile keeps
+    /// the webhook and what is left of its deliveries.
+    Gone,
 }
 
 /// Takes the row locks of the webhooks `$webhooks` selects that are enabled, on
@@ -263,7 +298,7 @@ enum Sweep {
     /// disabled: a webhook enabled again meanwhile keeps the rest.
     CancelPending,
     /// Deletes them, their attempt logs with them.
-    Delete,
+    Delete(Deletion),
 }
 
 /// What settling disabled webhooks did ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled),
@@ -325,9 +360,21 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
                  (SELECT event_id, webhook_id FROM deliveries WHERE webhook_id = $1 LIMIT $2)",
                 "DELETE FROM deliveries WHERE webhook_id = $1",
             );
+            const DELETE_WHILE_GONE: (&str, &str) = (
+                concat!(
+                    "DELETE FROM deliveries WHERE (event_id, webhook_id) IN \
+                     (SELECT event_id, webhook_id FROM deliveries WHERE webhook_id = $1 LIMIT $2)",
+                    while_gone!()
+                ),
+                concat!(
+                    "DELETE FROM deliveries WHERE webhook_id = $1",
+                    while_gone!()
+                ),
+            );
             let (in_turns, whole) = match what {
                 Sweep::CancelPending => CANCEL,
-                Sweep::Delete => DELETE,
+                Sweep::Delete(Deletion::Asked) => DELETE,
+                Sweep::Delete(Deletion::Gone) => DELETE_WHILE_GONE,
             };
             let changed = if in_one {
                 diesel::sql_query(whole)
@@ -375,7 +422,7 @@ pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
     if source.when_gone() == GoneAction::Delete
         && reason.as_deref() == Some(DisabledReason::Gone.as_str())
     {
-        delete_disabled(db, id).await
+        delete_disabled(db, id, Deletion::Gone).await
     } else {
         sweep(db, id, Sweep::CancelPending).await
     }
@@ -383,11 +430,12 @@ pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
 
 /// Deletes webhook `id`, disabled already (so no new delivery is made for it):
 /// its deliveries in write turns, then the webhook with whatever is left.
-async fn delete_disabled(db: &Db, id: &str) -> Result<Settled> {
-    let mut settled = sweep(db, id, Sweep::Delete).await?;
+async fn delete_disabled(db: &Db, id: &str, deletion: Deletion) -> Result<Settled> {
+    let mut settled = sweep(db, id, Sweep::Delete(deletion)).await?;
     let id = id.to_owned();
-    settled.webhooks_deleted =
-        write_tx_owned!(db, move |conn| Ok(delete_webhook!(conn, &id) as u64))?;
+    settled.webhooks_deleted = write_tx_owned!(db, move |conn| Ok(delete_webhook!(
+        conn, &id, deletion
+    ) as u64))?;
     Ok(settled)
 }
 
@@ -669,7 +717,11 @@ impl Webhooks {
             disable_webhook!(conn, &id, DisabledReason::Manual, now);
             Ok(true)
         })?;
-        Ok(found && delete_disabled(&self.db, &id).await?.webhooks_deleted > 0)
+        Ok(found
+            && delete_disabled(&self.db, &id, Deletion::Asked)
+                .await?
+                .webhooks_deleted
+                > 0)
     }
 
     /// Notes that the listener is being streamed now: the upkeep removes those
@@ -948,4 +1000,103 @@ impl FanoutWebhooks for SqliteConn {
 
 impl FanoutWebhooks for PgConn {
     enabled_webhooks_for_fanout!();
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use hookline_domain::{EventPayload, Plan, WorkspaceName};
+
+    use super::*;
+    use crate::write_lock::tests::database_in_a_new_dir;
+    use crate::{NewEvent, Store, StoreConfig};
+
+    /// A 410's deletion settled after its webhook was enabled again (the
+    /// upkeep's read of it racing the enable): the webhook and its deliveries
+    /// stay. A delete asked for goes through.
+    #[tokio::test]
+    async fn a_webhook_enabled_after_its_410_is_not_deleted_for_it() {
+        let (dir, url) = database_in_a_new_dir();
+        let store = Store::connect(&StoreConfig::new(&url)).await.unwrap();
+        store.migrate().await.unwrap();
+        let name = WorkspaceName::parse("Acme").unwrap();
+        let ws = store
+            .workspaces()
+            .create(&name, Plan::Studio)
+            .await
+            .unwrap()
+            .id;
+        let url = WebhookUrl::parse("https://a.example.com/", TargetPolicy::AllowPrivate).unwrap();
+        let hook = store
+            .webhooks()
+            .create(NewWebhook {
+                workspace_id: ws,
+                url: &url,
+                events: &[EventName::DmSent],
+                description: &WebhookDescription::parse("test").unwrap(),
+                headers: &WebhookHeaders::default(),
+                source: WebhookSource::Api,
+                secret: &WebhookSecret::from_random_bytes(&[7; 32]),
+            })
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            let payload = EventPayload::new(EventName::DmSent, ws, serde_json::json!({})).unwrap();
+            let new = NewEvent {
+                payload,
+                idempotency_key: None,
+            };
+            store.events().record(new).await.unwrap();
+        }
+        let pending = async || {
+            store
+                .events()
+                .backlog(Timestamp::now(), 100)
+                .await
+                .unwrap()
+                .0
+        };
+        assert_eq!(pending().await, 3);
+        let id = hook.id.to_string();
+
+        // Disabled for `gone`, then enabled before the deletion ran.
+        let gone = "UPDATE webhooks SET enabled = false, disabled_reason = 'gone' WHERE id = $1";
+        let disable_for_gone = async || -> Result<usize> {
+            let id = id.clone();
+            write_tx_owned!(store.db, move |conn| {
+                Ok(diesel::sql_query(gone)
+                    .bind::<Text, _>(&id)
+                    .execute(conn)
+                    .await?)
+            })
+        };
+        assert_eq!(disable_for_gone().await.unwrap(), 1);
+        store.webhooks().set_enabled(hook.id, true).await.unwrap();
+        let settled = delete_disabled(&store.db, &id, Deletion::Gone)
+            .await
+            .unwrap();
+        assert_eq!(settled, Settled::default());
+        assert!(
+            store
+                .webhooks()
+                .get(hook.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .enabled
+        );
+        assert_eq!(pending().await, 3);
+
+        // Still disabled for it: deleted, deliveries and all.
+        assert_eq!(disable_for_gone().await.unwrap(), 1);
+        let settled = delete_disabled(&store.db, &id, Deletion::Gone)
+            .await
+            .unwrap();
+        assert_eq!((settled.deliveries, settled.webhooks_deleted), (3, 1));
+        assert_eq!(store.webhooks().get(hook.id).await.unwrap(), None);
+        assert_eq!(pending().await, 0);
+        drop(store);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
