@@ -118,11 +118,12 @@ pub(crate) fn day_has_pending(day: HistoryDay) -> String {
 /// raise is a compare-and-set on `version`, which every lowering bumps: a
 /// delivery made pending while the upkeep looked (and so not seen by it) moves
 /// the version, and the raise is not made.
-pub(crate) const CREATE_PENDING_FLOOR: [&str; 3] = [
+pub(crate) const CREATE_PENDING_FLOOR: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS pending_floor (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), \
      pending_from TEXT NOT NULL, version BIGINT NOT NULL)",
     "INSERT INTO pending_floor (pending_from, version) VALUES ('', 0) ON CONFLICT DO NOTHING",
     PENDING_FROM,
+    PENDING_UNTIL,
 ];
 
 /// The pending floor as a stable function, for the walks (`models::pending_floor!`):
@@ -133,6 +134,28 @@ pub(crate) const CREATE_PENDING_FLOOR: [&str; 3] = [
 const PENDING_FROM: &str = "CREATE OR REPLACE FUNCTION hookline_pending_from() RETURNS text \
      LANGUAGE plpgsql STABLE AS $$ \
      BEGIN RETURN COALESCE((SELECT pending_from FROM pending_floor), ''); END $$";
+
+/// The pending ceiling, for the claims' walks (`models::pending_window!`): the
+/// first event id of the instant an hour after `now` (a claim's clock, in
+/// milliseconds), as [`hookline_domain::EventId::first_at`] writes it. Events'
+/// ids are made from the clock of whichever instance takes the emit, and an
+/// hour is the skew tolerated ahead (a day behind, [`pending_floor_cap`]); an
+/// event with an id further ahead waits until it is within the hour. Bounded so,
+/// a walk prunes the days made ahead and the default partition
+/// ([`hookline_domain::PARTITION_DAYS_AHEAD`]), which each of its steps
+/// descended, empty as they are. STABLE though it reads nothing: an IMMUTABLE
+/// function of a parameter is folded when a custom plan is made, which would
+/// then prune the days at planning, look cheaper than the generic plan, and be
+/// made again at every call.
+const PENDING_UNTIL: &str = "CREATE OR REPLACE FUNCTION hookline_pending_until(now bigint) \
+     RETURNS text LANGUAGE plpgsql STABLE AS $$ \
+     DECLARE at bigint := greatest(now + 3600000, 0); id text := ''; \
+     BEGIN \
+       FOR shift IN REVERSE 9..0 LOOP \
+         id := id || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((at >> (5 * shift)) & 31)::int + 1, 1); \
+       END LOOP; \
+       RETURN 'evt_' || id || '0000000000000000'; \
+     END $$";
 
 /// The highest day the pending floor rises to: yesterday, by the system clock
 /// (see [`CREATE_PENDING_FLOOR`]). An outbox write of an event older than its

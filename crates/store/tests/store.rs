@@ -1439,8 +1439,8 @@ async fn a_claim_walks_none_of_a_drained_backlog(db: TestDb) {
 
 /// On PostgreSQL a claim reads the day partitions from the oldest with a pending
 /// delivery on (the pending floor, which the upkeep raises and anything that
-/// makes an older event's delivery pending lowers), and finds every pending
-/// delivery; on SQLite, which has no days to skip, it finds them all too.
+/// makes an older event's delivery pending lowers) up to the hour ahead of its
+/// clock (the pending ceiling), and finds every pending delivery; on SQLite, which has no days to skip, it finds them all too.
 async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db: TestDb) {
     let store = db.store();
     let upkeep = store.upkeep();
@@ -1503,6 +1503,15 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
         let walked_below_the_floor =
             scans.iter().any(|(day, _, line)| walk(line) && *day < days_ago(10));
         assert!(!walked_below_the_floor, "{}", plan.join("\n"));
+        // Nor those above the pending ceiling, an hour past the claim's clock:
+        // the days made ahead and the default partition.
+        let ceiling = HistoryDay::of(Timestamp::now().plus_millis(3_600_000));
+        let walks_the_default =
+            |line: &str| line.contains(" Scan ") && line.contains(" on deliveries_default");
+        let walked_above_the_ceiling =
+            scans.iter().any(|(day, _, line)| walk(line) && *day > ceiling)
+                || plan.iter().any(|line| walks_the_default(line) && !by_key(line));
+        assert!(!walked_above_the_ceiling, "{}", plan.join("\n"));
         // The lease finds its rows again by key in the days it picked from only:
         // not in the days since the floor, nor in those made ahead.
         let leased_in: std::collections::BTreeSet<_> = scans
