@@ -21,7 +21,7 @@ use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx, write_tx_owned
 use crate::prepared::{bind, prepared};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
-use crate::{Error, Result};
+use crate::{Backend, Error, Result};
 
 /// An event as the outbox insert takes it.
 pub(crate) struct EventRow {
@@ -268,7 +268,9 @@ impl Events {
     /// `at_most`), and since when the oldest of them has been (for `/metrics`).
     /// One statement over the webhooks with work, each read on its own range of
     /// the due-index: its due rows up to the cap, and its oldest; the rows not yet
-    /// due (a dead receiver's retries) are never read.
+    /// due (a dead receiver's retries) are never read. On PostgreSQL every walk
+    /// reads the days a claim at `now` reads (`pending_window!`), not every day
+    /// kept.
     pub async fn backlog(&self, now: Timestamp, at_most: u64) -> Result<(u64, Option<Timestamp>)> {
         #[derive(QueryableByName)]
         struct Backlog {
@@ -277,18 +279,30 @@ impl Events {
             #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
             oldest: Option<i64>,
         }
-        const BACKLOG: &str = concat!(
-            webhooks_with_work!(),
-            "SELECT CAST(COALESCE(SUM((SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d \
-                 WHERE d.webhook_id = hooks.id AND d.state = 'pending' \
-                   AND d.next_attempt_at <= $1 LIMIT $2) AS due)), 0) AS BIGINT) AS due, \
-                 MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
-                 WHERE d.webhook_id = hooks.id AND d.state = 'pending')) AS oldest \
-             FROM hooks WHERE hooks.id IS NOT NULL"
-        );
+        macro_rules! backlog {
+            ($($window:expr)?) => {
+                concat!(
+                    webhooks_with_work!(from concat!("" $(, $window)?)),
+                    "SELECT CAST(COALESCE(SUM((SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d \
+                         WHERE d.webhook_id = hooks.id AND d.state = 'pending' \
+                           AND d.next_attempt_at <= $1",
+                    $($window,)?
+                    " LIMIT $2) AS due)), 0) AS BIGINT) AS due, \
+                         MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
+                         WHERE d.webhook_id = hooks.id AND d.state = 'pending'",
+                    $($window,)?
+                    ")) AS oldest \
+                     FROM hooks WHERE hooks.id IS NOT NULL"
+                )
+            };
+        }
+        let statement = match self.db.backend() {
+            Backend::Sqlite => backlog!(),
+            Backend::Postgres => backlog!(pending_window!("$1")),
+        };
         let cap = i64::try_from(at_most).unwrap_or(i64::MAX);
         let backlog: Backlog = with_conn!(self.db, |conn| {
-            prepared(BACKLOG)
+            prepared(statement)
                 .binds((bind::<BigInt, _>(now.unix_millis()), bind::<BigInt, _>(cap)))
                 .get_result(conn)
                 .await?

@@ -56,15 +56,17 @@ macro_rules! pending_floor {
 }
 
 /// PostgreSQL: the pending floor (`pending_floor!()`), and below the pending
-/// ceiling of the statement's clock `$3` (`partitions::PENDING_UNTIL`), so that
-/// a walk of the due-index reads only the days that can hold a due delivery:
-/// from the floor up to today, tomorrow in the day's last hour. Through a
-/// stable function, as the floor, so pruned as the executor starts.
+/// ceiling of the statement's clock `{now}` (`partitions::PENDING_UNTIL`), so
+/// that a walk of the due-index reads only the days that can hold a due
+/// delivery: from the floor up to today, tomorrow in the day's last hour.
+/// Through a stable function, as the floor, so pruned as the executor starts.
 macro_rules! pending_window {
-    () => {
+    ($now:literal) => {
         concat!(
             pending_floor!(),
-            " AND event_id < hookline_pending_until($3)"
+            " AND event_id < hookline_pending_until(",
+            $now,
+            ")"
         )
     };
 }

@@ -115,12 +115,12 @@ macro_rules! lease_picked {
 /// its order and `LIMIT 1`: as an `EXISTS`, whose order the planner drops, it
 /// may walk the webhook's every row by another index). The rows
 /// picked are leased by [`lease_picked!`]. Every walk of the due-index is
-/// bounded by the pending floor and ceiling (`pending_window!()`): the days
+/// bounded by the pending floor and ceiling (`pending_window!`): the days
 /// below the floor and those made ahead are not read, nor made ready to be.
 macro_rules! pg_claim {
     () => {
         concat!(
-            webhooks_with_work!(from pending_window!()),
+            webhooks_with_work!(from pending_window!("$3")),
             ", since AS (SELECT hooks.id, s.at, s.event_id, s.behind_from FROM hooks \
                  LEFT JOIN unnest($8::text[], $10::bigint[], $11::text[], $9::bigint[]) \
                      AS s(id, at, event_id, behind_from) ON s.id = hooks.id \
@@ -168,7 +168,7 @@ macro_rules! pg_claim {
     (before_position) => {
         concat!(
             " AND next_attempt_at >= since.behind_from AND next_attempt_at < since.at",
-            pending_window!()
+            pending_window!("$3")
         )
     };
     // A webhook's due rows after its position, or all of them without one.
@@ -176,7 +176,7 @@ macro_rules! pg_claim {
         concat!(
             " AND (next_attempt_at, event_id) > \
              (COALESCE(since.at, -9223372036854775807), COALESCE(since.event_id, ''))",
-            pending_window!()
+            pending_window!("$3")
         )
     };
 }
@@ -1467,7 +1467,7 @@ impl QueueSql for PgConn {
     async fn claim_streamed(&mut self, streamed: &Streamed<'_>) -> QueryResult<Vec<ClaimedRow>> {
         const SQL: &str = concat!(
             "WITH picked AS MATERIALIZED (",
-            due_of_webhook!("event_id, webhook_id", "$2", pending_window!()),
+            due_of_webhook!("event_id, webhook_id", "$2", pending_window!("$3")),
             " LIMIT $4 FOR UPDATE SKIP LOCKED)",
             lease_picked!("'listener:' || (d.attempts + 1)")
         );
