@@ -279,25 +279,26 @@ impl Events {
             #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
             oldest: Option<i64>,
         }
+        // `$window`: what bounds each walk of the due-index beyond its webhook.
         macro_rules! backlog {
-            ($($window:expr)?) => {
+            ($window:expr) => {
                 concat!(
-                    webhooks_with_work!(from concat!("" $(, $window)?)),
+                    webhooks_with_work!(from $window),
                     "SELECT CAST(COALESCE(SUM((SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d \
                          WHERE d.webhook_id = hooks.id AND d.state = 'pending' \
                            AND d.next_attempt_at <= $1",
-                    $($window,)?
+                    $window,
                     " LIMIT $2) AS due)), 0) AS BIGINT) AS due, \
                          MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
                          WHERE d.webhook_id = hooks.id AND d.state = 'pending'",
-                    $($window,)?
+                    $window,
                     ")) AS oldest \
                      FROM hooks WHERE hooks.id IS NOT NULL"
                 )
             };
         }
         let statement = match self.db.backend() {
-            Backend::Sqlite => backlog!(),
+            Backend::Sqlite => backlog!(""),
             Backend::Postgres => backlog!(pending_window!("$1")),
         };
         let cap = i64::try_from(at_most).unwrap_or(i64::MAX);

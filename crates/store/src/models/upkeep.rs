@@ -398,17 +398,19 @@ impl Upkeep {
             // The due-index's condition written out, as SQLite's partial index
             // asks; on PostgreSQL bounded by the pending floor, so that each
             // probe descends only the days with pending deliveries.
-            const HAS_PENDING: &str = "EXISTS (SELECT 1 FROM deliveries \
-                 WHERE deliveries.webhook_id = webhooks.id AND state = 'pending')";
-            const HAS_PENDING_SINCE_THE_FLOOR: &str = concat!(
-                "EXISTS (SELECT 1 FROM deliveries \
-                 WHERE deliveries.webhook_id = webhooks.id AND state = 'pending'",
-                pending_floor!(),
-                ")"
-            );
+            macro_rules! has_pending {
+                ($bound:expr) => {
+                    concat!(
+                        "EXISTS (SELECT 1 FROM deliveries \
+                         WHERE deliveries.webhook_id = webhooks.id AND state = 'pending'",
+                        $bound,
+                        ")"
+                    )
+                };
+            }
             let has_pending = diesel::dsl::sql::<Bool>(match self.db.backend() {
-                Backend::Sqlite => HAS_PENDING,
-                Backend::Postgres => HAS_PENDING_SINCE_THE_FLOOR,
+                Backend::Sqlite => has_pending!(""),
+                Backend::Postgres => has_pending!(pending_floor!()),
             });
             webhooks::table
                 .filter(webhooks::enabled.eq(false))

@@ -346,35 +346,33 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
             // what earlier turns changed. PostgreSQL: one statement, as its
             // writers do not queue behind it (and it plans such a turn as a scan
             // of each partition).
-            const CANCEL: (&str, &str) = (
-                "UPDATE deliveries SET state = 'cancelled' \
-                 WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
-                     FROM deliveries WHERE webhook_id = $1 AND state = 'pending' LIMIT $2) \
-                 AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)",
-                "UPDATE deliveries SET state = 'cancelled' \
-                 WHERE webhook_id = $1 AND state = 'pending' \
-                 AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)",
-            );
-            const DELETE: (&str, &str) = (
-                "DELETE FROM deliveries WHERE (event_id, webhook_id) IN \
-                 (SELECT event_id, webhook_id FROM deliveries WHERE webhook_id = $1 LIMIT $2)",
-                "DELETE FROM deliveries WHERE webhook_id = $1",
-            );
-            const DELETE_WHILE_GONE: (&str, &str) = (
-                concat!(
-                    "DELETE FROM deliveries WHERE (event_id, webhook_id) IN \
-                     (SELECT event_id, webhook_id FROM deliveries WHERE webhook_id = $1 LIMIT $2)",
-                    while_gone!()
-                ),
-                concat!(
-                    "DELETE FROM deliveries WHERE webhook_id = $1",
-                    while_gone!()
-                ),
-            );
+            // `$change` to the webhook's deliveries (`$which` of them), while
+            // `$while` holds: a turn's worth, and all at once.
+            macro_rules! statements {
+                ($change:literal, $which:literal, $while:expr) => {
+                    (
+                        concat!(
+                            $change,
+                            " WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
+                             FROM deliveries WHERE webhook_id = $1",
+                            $which,
+                            " LIMIT $2)",
+                            $while
+                        ),
+                        concat!($change, " WHERE webhook_id = $1", $which, $while),
+                    )
+                };
+            }
             let (in_turns, whole) = match what {
-                Sweep::CancelPending => CANCEL,
-                Sweep::Delete(Deletion::Asked) => DELETE,
-                Sweep::Delete(Deletion::Gone) => DELETE_WHILE_GONE,
+                Sweep::CancelPending => statements!(
+                    "UPDATE deliveries SET state = 'cancelled'",
+                    " AND state = 'pending'",
+                    " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
+                ),
+                Sweep::Delete(Deletion::Asked) => statements!("DELETE FROM deliveries", "", ""),
+                Sweep::Delete(Deletion::Gone) => {
+                    statements!("DELETE FROM deliveries", "", while_gone!())
+                }
             };
             let changed = if in_one {
                 diesel::sql_query(whole)
