@@ -193,7 +193,7 @@ async fn one_run(
     let (server, addr, tokens) = serve_admin(hookline, &db, &receiver, &serve_env).await?;
     let body = serde_json::json!({"event": "link.clicked", "data": {}}).to_string();
     let call = Call::post(&format!("/admin/v1/workspaces/{ws}/events"), body);
-    load::paced(addr, &call, &tokens, CONNECTIONS, RATE, WARM_UP).await?;
+    load::paced_sample(addr, &call, &tokens, CONNECTIONS, RATE, WARM_UP).await?;
     let worker_env = [
         ("DATABASE_URL", db.url().to_owned()),
         ("HOOKLINE_RETENTION", "30d".to_owned()),
@@ -223,7 +223,9 @@ async fn one_run(
             .ok()?;
         Some(Duration::from_millis(millis))
     });
-    let after = load::paced(addr, &call, &tokens, CONNECTIONS, RATE, AFTER).await?;
+    let after = Load::of(vec![
+        load::paced_sample(addr, &call, &tokens, CONNECTIONS, RATE, AFTER).await?,
+    ]);
     worker.stop().await?;
     let (pages, stats) = if days_back == 36 {
         (None, None)

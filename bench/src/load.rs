@@ -59,21 +59,8 @@ pub(crate) async fn run(
 }
 
 /// [`run`] at `per_second` requests in all, spread evenly over the connections:
-/// latency at a given rate rather than at saturation.
-pub(crate) async fn paced(
-    addr: SocketAddr,
-    call: &Call,
-    keys: &[String],
-    connections: usize,
-    per_second: f64,
-    duration: Duration,
-) -> anyhow::Result<Load> {
-    Ok(Load::of(vec![
-        paced_sample(addr, call, keys, connections, per_second, duration).await?,
-    ]))
-}
-
-/// [`paced`]'s latencies, to be taken together with others' ([`Load::of`]).
+/// latency at a given rate rather than at saturation. Its latencies, to be
+/// taken together with others' ([`Load::of`]).
 pub(crate) async fn paced_sample(
     addr: SocketAddr,
     call: &Call,
@@ -86,7 +73,7 @@ pub(crate) async fn paced_sample(
     sample(addr, call, keys, connections, duration, Some(every)).await
 }
 
-/// [`paced`] in slices of a second until `done` says so after a slice, or
+/// [`paced_sample`] in slices of a second until `done` says so after a slice, or
 /// `longest` has passed: latency while something else runs to its end.
 pub(crate) async fn paced_until(
     addr: SocketAddr,
@@ -140,7 +127,7 @@ pub(crate) async fn warm(sides: &[Side<'_>], connections: usize) -> anyhow::Resu
 /// alternating for `duration` in all per side: a disturbance of the machine
 /// (its other services share the two cores) falls on all alike, rather than on
 /// whichever was measured at that moment. Answers one load per side, in order.
-/// With `per_second`, each side is [`paced`] at that rate.
+/// With `per_second`, each side is [`paced_sample`] at that rate.
 pub(crate) async fn alternating(
     sides: &[Side<'_>],
     connections: usize,
