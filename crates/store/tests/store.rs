@@ -1478,19 +1478,7 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
     assert_eq!(floor().await, on_postgres(days_ago(10)));
     if db.backend() == Backend::Postgres {
         let plan = store.queue().explain_claim(&claim_now(10, &[])).await.unwrap();
-        // The day of the partition of deliveries or events each scan of the plan
-        // names, whether it ran, and its line.
-        let scans: Vec<(HistoryDay, bool, &String)> = plan
-            .iter()
-            .filter(|line| line.contains(" Scan "))
-            .filter_map(|line| {
-                let day = [" on deliveries_p", " on events_p"]
-                    .into_iter()
-                    .find_map(|table| Some(line.find(table)? + table.len()))
-                    .and_then(|at| HistoryDay::from_label(line.get(at..at + 8)?))?;
-                Some((day, !line.contains("never executed"), line))
-            })
-            .collect();
+        let scans = day_scans(&plan);
         let read: std::collections::BTreeSet<_> =
             scans.iter().filter(|(_, ran, _)| *ran).map(|(day, ..)| *day).collect();
         assert!(read.iter().all(|day| *day >= days_ago(10)), "{}", plan.join("\n"));
@@ -1500,18 +1488,31 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
         // them as the executor starts. Only the lease's lookups by key name them.
         let by_key = |line: &str| line.contains("_pkey");
         let walk = |line: &str| line.contains(" on deliveries_p") && !by_key(line);
-        let walked_below_the_floor =
-            scans.iter().any(|(day, _, line)| walk(line) && *day < days_ago(10));
-        assert!(!walked_below_the_floor, "{}", plan.join("\n"));
+        let walked_below_the_floor = |plan: &[String]| {
+            day_scans(plan).iter().any(|(day, _, line)| walk(line) && *day < days_ago(10))
+        };
+        assert!(!walked_below_the_floor(&plan), "{}", plan.join("\n"));
         // Nor those above the pending ceiling, an hour past the claim's clock:
         // the days made ahead and the default partition.
         let ceiling = HistoryDay::of(Timestamp::now().plus_millis(3_600_000));
         let walks_the_default =
             |line: &str| line.contains(" Scan ") && line.contains(" on deliveries_default");
-        let walked_above_the_ceiling =
-            scans.iter().any(|(day, _, line)| walk(line) && *day > ceiling)
-                || plan.iter().any(|line| walks_the_default(line) && !by_key(line));
-        assert!(!walked_above_the_ceiling, "{}", plan.join("\n"));
+        let walked_above_the_ceiling = |plan: &[String]| {
+            day_scans(plan).iter().any(|(day, _, line)| walk(line) && *day > ceiling)
+                || plan.iter().any(|line| walks_the_default(line) && !by_key(line))
+        };
+        assert!(!walked_above_the_ceiling(&plan), "{}", plan.join("\n"));
+        // `/metrics`' backlog walks the same days, and finds the one due delivery.
+        let backlog = store.events().explain_backlog(Timestamp::now()).await.unwrap();
+        let walked: std::collections::BTreeSet<_> = day_scans(&backlog)
+            .into_iter()
+            .filter(|(_, ran, line)| *ran && walk(line))
+            .map(|(day, ..)| day)
+            .collect();
+        assert!(walked.contains(&days_ago(10)), "{}", backlog.join("\n"));
+        assert!(!walked_below_the_floor(&backlog), "{}", backlog.join("\n"));
+        assert!(!walked_above_the_ceiling(&backlog), "{}", backlog.join("\n"));
+        assert_eq!(store.events().backlog(Timestamp::now(), 100).await.unwrap().0, 1);
         // The lease finds its rows again by key in the days it picked from only:
         // not in the days since the floor, nor in those made ahead.
         let leased_in: std::collections::BTreeSet<_> = scans
@@ -1539,6 +1540,21 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
     assert_eq!(store.events().recover(hook.id, now).await.unwrap(), 1);
     assert_eq!(floor().await, on_postgres(days_ago(10)));
     claim_and_finish(&old, Outcome::Delivered).await;
+}
+
+/// The day of the partition of deliveries or events each scan of `plan` names,
+/// whether it ran, and its line.
+fn day_scans(plan: &[String]) -> Vec<(HistoryDay, bool, &String)> {
+    plan.iter()
+        .filter(|line| line.contains(" Scan "))
+        .filter_map(|line| {
+            let day = [" on deliveries_p", " on events_p"]
+                .into_iter()
+                .find_map(|table| Some(line.find(table)? + table.len()))
+                .and_then(|at| HistoryDay::from_label(line.get(at..at + 8)?))?;
+            Some((day, !line.contains("never executed"), line))
+        })
+        .collect()
 }
 
 /// The pages a plan's statement read, in all: `hit` and `read` of its first

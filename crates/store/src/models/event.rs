@@ -64,6 +64,27 @@ pub struct Events {
     pub(crate) db: Db,
 }
 
+/// The statement of `Events::backlog`: the due deliveries of each webhook with
+/// work, counted up to `$2`, and the oldest one's time, at `$1`. `$window`:
+/// what bounds each walk of the due-index beyond its webhook.
+macro_rules! backlog {
+    ($window:expr) => {
+        concat!(
+            webhooks_with_work!(from $window),
+            "SELECT CAST(COALESCE(SUM((SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d \
+                 WHERE d.webhook_id = hooks.id AND d.state = 'pending' \
+                   AND d.next_attempt_at <= $1",
+            $window,
+            " LIMIT $2) AS due)), 0) AS BIGINT) AS due, \
+                 MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
+                 WHERE d.webhook_id = hooks.id AND d.state = 'pending'",
+            $window,
+            ")) AS oldest \
+             FROM hooks WHERE hooks.id IS NOT NULL"
+        )
+    };
+}
+
 impl Events {
     /// The outbox write: stores the event with one pending delivery for each enabled
     /// webhook of its workspace that subscribes to it, in one transaction, so that a
@@ -279,24 +300,6 @@ impl Events {
             #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
             oldest: Option<i64>,
         }
-        // `$window`: what bounds each walk of the due-index beyond its webhook.
-        macro_rules! backlog {
-            ($window:expr) => {
-                concat!(
-                    webhooks_with_work!(from $window),
-                    "SELECT CAST(COALESCE(SUM((SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d \
-                         WHERE d.webhook_id = hooks.id AND d.state = 'pending' \
-                           AND d.next_attempt_at <= $1",
-                    $window,
-                    " LIMIT $2) AS due)), 0) AS BIGINT) AS due, \
-                         MIN((SELECT MIN(d.next_attempt_at) FROM deliveries AS d \
-                         WHERE d.webhook_id = hooks.id AND d.state = 'pending'",
-                    $window,
-                    ")) AS oldest \
-                     FROM hooks WHERE hooks.id IS NOT NULL"
-                )
-            };
-        }
         let statement = match self.db.backend() {
             Backend::Sqlite => backlog!(""),
             Backend::Postgres => backlog!(pending_window!("$1")),
@@ -314,6 +317,22 @@ impl Events {
             .map(|at| crate::models::timestamp(at, "delivery next_attempt_at"))
             .transpose()?;
         Ok((u64::try_from(backlog.due).unwrap_or(0).min(at_most), oldest))
+    }
+
+    /// PostgreSQL: runs the backlog's statement at `now` under `EXPLAIN
+    /// ANALYZE` and answers the plan's lines; nothing on SQLite. For tests that
+    /// hold its walks to the days a claim reads.
+    #[cfg(feature = "test-util")]
+    pub async fn explain_backlog(&self, now: Timestamp) -> Result<Vec<String>> {
+        let statement = prepared(concat!(
+            "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
+            backlog!(pending_window!("$1"))
+        ))
+        .binds((
+            bind::<BigInt, _>(now.unix_millis()),
+            bind::<BigInt, _>(1_i64),
+        ));
+        super::plan_lines(&self.db, statement).await
     }
 
     /// The stored payload of an event, byte for byte as it is delivered and signed;
