@@ -1503,7 +1503,7 @@ async fn claims_read_only_the_days_from_the_oldest_with_a_pending_delivery_on(db
         };
         assert!(!walked_above_the_ceiling(&plan), "{}", plan.join("\n"));
         // `/metrics`' backlog walks the same days, and finds the one due delivery.
-        let backlog = store.events().explain_backlog(Timestamp::now()).await.unwrap();
+        let backlog = store.events().explain_backlog(Timestamp::now(), 100).await.unwrap();
         let walked: std::collections::BTreeSet<_> = day_scans(&backlog)
             .into_iter()
             .filter(|(_, ran, line)| *ran && walk(line))

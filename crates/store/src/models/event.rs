@@ -18,7 +18,7 @@ use crate::error::Stored as _;
 use crate::models::queue::{KeyRow, NOTIFY_WORKERS};
 use crate::models::webhook::{FanoutWebhooks, WebhookRow, hold_enabled};
 use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx, write_tx_owned};
-use crate::prepared::{bind, prepared};
+use crate::prepared::{Bind, Prepared, bind, prepared};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
 use crate::{Backend, Error, Result};
@@ -83,6 +83,17 @@ macro_rules! backlog {
              FROM hooks WHERE hooks.id IS NOT NULL"
         )
     };
+}
+
+/// A [`backlog!`] statement with its parameters: the time it counts due at,
+/// and the cap of each webhook's count.
+fn backlog_statement(
+    sql: &'static str,
+    now: Timestamp,
+    at_most: u64,
+) -> Prepared<(Bind<BigInt, i64>, Bind<BigInt, i64>)> {
+    let cap = i64::try_from(at_most).unwrap_or(i64::MAX);
+    prepared(sql).binds((bind(now.unix_millis()), bind(cap)))
 }
 
 impl Events {
@@ -304,10 +315,8 @@ impl Events {
             Backend::Sqlite => backlog!(""),
             Backend::Postgres => backlog!(pending_window!("$1")),
         };
-        let cap = i64::try_from(at_most).unwrap_or(i64::MAX);
         let backlog: Backlog = with_conn!(self.db, |conn| {
-            prepared(statement)
-                .binds((bind::<BigInt, _>(now.unix_millis()), bind::<BigInt, _>(cap)))
+            backlog_statement(statement, now, at_most)
                 .get_result(conn)
                 .await?
         });
@@ -323,15 +332,15 @@ impl Events {
     /// ANALYZE` and answers the plan's lines; nothing on SQLite. For tests that
     /// hold its walks to the days a claim reads.
     #[cfg(feature = "test-util")]
-    pub async fn explain_backlog(&self, now: Timestamp) -> Result<Vec<String>> {
-        let statement = prepared(concat!(
-            "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
-            backlog!(pending_window!("$1"))
-        ))
-        .binds((
-            bind::<BigInt, _>(now.unix_millis()),
-            bind::<BigInt, _>(1_i64),
-        ));
+    pub async fn explain_backlog(&self, now: Timestamp, at_most: u64) -> Result<Vec<String>> {
+        let statement = backlog_statement(
+            concat!(
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
+                backlog!(pending_window!("$1"))
+            ),
+            now,
+            at_most,
+        );
         super::plan_lines(&self.db, statement).await
     }
 
