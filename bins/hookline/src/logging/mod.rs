@@ -4,7 +4,8 @@
 //! Logs: one line per event on stderr,
 //! as text for people or one JSON object per line (`HOOKLINE_LOG_FORMAT=json`),
 //! filtered by `RUST_LOG` (`info` when unset), e.g. `RUST_LOG=debug` or
-//! `RUST_LOG=warn,hookline_http=debug`. Lines are gathered in memory and written
+//! `RUST_LOG=warn,hookline_http=debug`. The text lines are tracing-subscriber's
+//! default format, written by [`text`] where no terminal shows colours. Lines are gathered in memory and written
 //! a batch at a time by a thread of their own ([`Lines`]): a line reaches stderr
 //! within about a millisecond, and on a clean exit before the process ends.
 
@@ -22,6 +23,8 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::cli::LogFormat;
 
+mod text;
+
 /// Starts logging; the lines gathered are written when the answer is dropped,
 /// so hold it until the command returns.
 pub(crate) fn init(format: LogFormat) -> anyhow::Result<WrittenOnDrop> {
@@ -38,8 +41,15 @@ pub(crate) fn init(format: LogFormat) -> anyhow::Result<WrittenOnDrop> {
         .with_writer(lines.clone())
         .with_max_level(LevelFilter::TRACE);
     match format {
+        // People at a terminal get the library's formatter and its colours…
+        LogFormat::Text if std::io::stderr().is_terminal() => {
+            builder.with_ansi(true).finish().with(filter).try_init()
+        }
+        // …files and pipes the same text, written by hand (`text`).
         LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(false)
+            .fmt_fields(text::TextFields)
+            .event_format(text::TextLine::<text::LogTime>::default())
             .finish()
             .with(filter)
             .try_init(),
