@@ -34,12 +34,20 @@ pub(crate) struct Connections {
 }
 
 /// One open connection, as its watchdog and its requests see it.
+///
+/// The watchdog is not woken by every request: it sleeps until the deadline it
+/// last read and then reads the state again, so requests that came and went
+/// meanwhile only move its next deadline. It is woken only by the end of a
+/// request it waits on (it found one in flight) and by an eviction. A wake-up
+/// per request was a task scheduled, a timer cancelled and another set, twice
+/// per request (PERFORMANCE.md, "The connection watchdog woken only when
+/// waited on").
 #[derive(Debug)]
 pub(crate) struct Tracked {
     id: u64,
     opened: Instant,
     state: Mutex<State>,
-    /// Wakes the watchdog: a request started or ended, or eviction was asked.
+    /// Wakes the watchdog: the request it waits on ended, or eviction was asked.
     changed: Notify,
     evicted: AtomicBool,
 }
@@ -50,6 +58,9 @@ struct State {
     /// When it last became idle; `None` while a request is in flight.
     idle_since: Option<Instant>,
     answered_any: bool,
+    /// The watchdog found a request in flight and waits for the connection to
+    /// become idle again.
+    watchdog_waits: bool,
 }
 
 impl Connections {
@@ -89,6 +100,7 @@ impl Connections {
                 in_flight: 0,
                 idle_since: Some(now),
                 answered_any: false,
+                watchdog_waits: false,
             }),
             changed: Notify::new(),
             evicted: AtomicBool::new(false),
@@ -137,7 +149,6 @@ impl Connections {
             self.idle_map().remove(&(since, tracked.id));
         }
         drop(state);
-        tracked.changed.notify_one();
         InFlight {
             connections: Arc::clone(self),
             tracked: Arc::clone(tracked),
@@ -156,9 +167,11 @@ impl Drop for InFlight {
         let mut state = self.tracked.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
         state.answered_any = true;
+        let mut wake = false;
         if state.in_flight == 0 {
             let now = Instant::now();
             state.idle_since = Some(now);
+            wake = std::mem::take(&mut state.watchdog_waits);
             // An evicted connection is on its way out: it stays out of the map.
             if !self.tracked.evicted.load(Ordering::Relaxed) {
                 self.connections
@@ -167,7 +180,9 @@ impl Drop for InFlight {
             }
         }
         drop(state);
-        self.tracked.changed.notify_one();
+        if wake {
+            self.tracked.changed.notify_one();
+        }
     }
 }
 
@@ -195,20 +210,24 @@ impl Tracked {
             }
             let changed = self.changed.notified();
             let deadline = {
-                let state = self.lock();
-                state.idle_since.map(|since| {
+                let mut state = self.lock();
+                let deadline = state.idle_since.map(|since| {
                     if state.answered_any {
                         since + idle
                     } else {
                         self.opened + first_request
                     }
-                })
+                });
+                state.watchdog_waits = deadline.is_none();
+                deadline
             };
             match deadline {
+                Some(deadline) if deadline <= Instant::now() => return Closing::Idle,
+                // Then read again: requests may have come and gone meanwhile.
                 Some(deadline) => {
                     tokio::select! {
                         () = changed => {}
-                        () = tokio::time::sleep_until(deadline) => return Closing::Idle,
+                        () = tokio::time::sleep_until(deadline) => {}
                     }
                 }
                 None => changed.await,
@@ -248,6 +267,38 @@ mod tests {
             idle,
             "after an answer: the idle timeout"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_while_the_watchdog_sleeps_move_its_deadline() {
+        let connections = Connections::new(4);
+        let tracked = connections.open();
+        let (first, idle) = (Duration::from_secs(10), Duration::from_secs(30));
+        let watchdog = tokio::spawn({
+            let tracked = Arc::clone(&tracked);
+            async move { tracked.should_close(first, idle).await }
+        });
+        tokio::task::yield_now().await;
+        // Two requests come and go before the first-request deadline, without
+        // waking the watchdog; one more is in flight when it wakes.
+        for _ in 0..2 {
+            tokio::time::advance(Duration::from_secs(2)).await;
+            drop(connections.request(&tracked));
+        }
+        let last_answer = Instant::now();
+        tokio::time::advance(Duration::from_secs(20)).await;
+        let in_flight = connections.request(&tracked);
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert!(!watchdog.is_finished(), "past the idle deadline, but busy");
+        drop(in_flight);
+        let answered = Instant::now();
+        assert_eq!(watchdog.await.unwrap(), Closing::Idle);
+        assert_eq!(
+            answered.elapsed(),
+            idle,
+            "the idle timeout from the last answer"
+        );
+        assert!(answered > last_answer + idle);
     }
 
     #[tokio::test(start_paused = true)]
