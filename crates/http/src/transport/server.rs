@@ -17,12 +17,12 @@ use hyper_util::server::conn::auto;
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tracing::{Instrument as _, field};
 
 use crate::transport::answer::AnswerBody;
 use crate::transport::body::BodyLimits;
-use crate::transport::connections::Connections;
+use crate::transport::connections::{Connections, Tracked};
 
 /// The server's settings. Filled by the binary from flags and environment.
 #[derive(Debug, Clone)]
@@ -135,6 +135,11 @@ pub(crate) async fn serve<D: Dispatch>(
         .keep_alive_interval(Some(H2_PING_INTERVAL))
         .keep_alive_timeout(H2_PING_TIMEOUT);
     let builder = Arc::new(builder);
+    let closes = Closes {
+        first_request: config.header_read_timeout,
+        idle: config.idle_timeout,
+        shutdown_grace: config.shutdown_grace,
+    };
     loop {
         let permit = tokio::select! {
             permit = connections.room() => permit,
@@ -173,31 +178,29 @@ pub(crate) async fn serve<D: Dispatch>(
         };
         let builder = Arc::clone(&builder);
         let connections = Arc::clone(connections);
-        let stopped = stopped.clone();
-        let (first_request, idle, grace) = (
-            config.header_read_timeout,
-            config.idle_timeout,
-            config.shutdown_grace,
-        );
-        let mut stopped = stopped;
-        // Drives the connection until it ends, closing it gracefully when it idles
-        // past its deadline, is evicted, or the server stops; one that does not
-        // close within its grace after that is dropped.
+        let (close, mut closing) = oneshot::channel();
+        tokio::spawn(watch_connection(
+            Arc::clone(&tracked),
+            peer,
+            closes,
+            stopped.clone(),
+            close,
+        ));
+        // Drives the connection until it ends, closing it gracefully when its
+        // watch says so; one that does not close within its grace after that is
+        // dropped.
         tokio::spawn(async move {
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
             let grace = tokio::select! {
+                biased;
                 result = connection.as_mut() => {
                     if let Err(error) = result {
                         tracing::debug!(%peer, %error, "connection closed with an error");
                     }
                     None
                 }
-                closing = tracked.should_close(first_request, idle) => {
-                    tracing::debug!(%peer, ?closing, "closing a connection");
-                    Some(CLOSING_GRACE)
-                }
-                () = stopping(&mut stopped) => Some(grace),
+                Ok(grace) = &mut closing => Some(grace),
             };
             if let Some(grace) = grace {
                 connection.as_mut().graceful_shutdown();
@@ -210,6 +213,39 @@ pub(crate) async fn serve<D: Dispatch>(
         });
     }
     drop(listener);
+}
+
+/// When a connection is closed: the deadlines of its first and later requests,
+/// and how long it may take once the server stops.
+#[derive(Debug, Clone, Copy)]
+struct Closes {
+    first_request: Duration,
+    idle: Duration,
+    shutdown_grace: Duration,
+}
+
+/// Says when a connection should close, and with what grace: idle past its
+/// deadline or evicted, or the server stopping; ends without a word once the
+/// connection has ended. A task of its own, so that the connection's task, woken
+/// for every read, write and answer of its requests, polls one channel rather
+/// than this watch's notifications and timer (each poll of a `Notified` takes
+/// its `Notify`'s lock).
+async fn watch_connection(
+    tracked: Arc<Tracked>,
+    peer: SocketAddr,
+    closes: Closes,
+    mut stopped: watch::Receiver<bool>,
+    mut close: oneshot::Sender<Duration>,
+) {
+    let grace = tokio::select! {
+        closing = tracked.should_close(closes.first_request, closes.idle) => {
+            tracing::debug!(%peer, ?closing, "closing a connection");
+            CLOSING_GRACE
+        }
+        () = stopping(&mut stopped) => closes.shutdown_grace,
+        () = close.closed() => return,
+    };
+    let _ = close.send(grace);
 }
 
 /// Completes when the server is stopping (the guard `wait_for` answers is dropped
