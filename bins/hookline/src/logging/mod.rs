@@ -7,7 +7,7 @@
 //! `RUST_LOG=warn,hookline_http=debug`. The text lines are tracing-subscriber's
 //! default format, written by [`text`] where no terminal shows colours. Lines are gathered in memory and written
 //! a batch at a time by a thread of their own ([`Lines`]): a line reaches stderr
-//! within about a millisecond, and on a clean exit before the process ends.
+//! within about 10 ms, and on a clean exit before the process ends.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -67,8 +67,10 @@ pub(crate) fn init(format: LogFormat) -> anyhow::Result<WrittenOnDrop> {
 }
 
 /// How long the writing thread waits after a line arrives, so that the lines
-/// written meanwhile go out with it in one write.
-const GATHER: Duration = Duration::from_millis(1);
+/// written meanwhile go out with it in one write: long enough that the thread
+/// wakes rarely (each wake-up is a futex call and two context switches on the
+/// cores the requests need), short for anyone reading the log.
+const GATHER: Duration = Duration::from_millis(10);
 /// Gathered lines past this size are written at once by the thread that logs,
 /// so memory stays bounded whatever the rate.
 const FULL: usize = 1 << 20;
