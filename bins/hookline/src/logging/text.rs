@@ -407,6 +407,7 @@ mod tests {
         );
         tracing::info!(message = "message as a str \x1b", other = ?Some("x"));
         tracing::trace!(bytes = ?b"ab", "trace");
+        tracing::debug!(id = %"wh_1", "debug");
         tracing::info!(name = "only fields");
         drop(_inner);
         tracing::info_span!("empty").in_scope(|| tracing::info!("in an empty span"));
@@ -431,7 +432,7 @@ mod tests {
             .finish();
         tracing::subscriber::with_default(subscriber, log_everything);
         let (ours, theirs) = (ours.text(), theirs.text());
-        assert_eq!(ours.lines().count(), 10, "{ours}");
+        assert_eq!(ours.lines().count(), 11, "{ours}");
         for (ours, theirs) in ours.lines().zip(theirs.lines()) {
             assert_eq!(ours, theirs);
         }
