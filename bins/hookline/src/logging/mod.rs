@@ -5,9 +5,10 @@
 //! as text for people or one JSON object per line (`HOOKLINE_LOG_FORMAT=json`),
 //! filtered by `RUST_LOG` (`info` when unset), e.g. `RUST_LOG=debug` or
 //! `RUST_LOG=warn,hookline_http=debug`. The text lines are tracing-subscriber's
-//! default format, written by [`text`] where no terminal shows colours. Lines are gathered in memory and written
-//! a batch at a time by a thread of their own ([`Lines`]): a line reaches stderr
-//! within about 10 ms, and on a clean exit before the process ends.
+//! default format, written by [`text`] where no terminal shows colours. Lines
+//! are gathered in memory and written a batch at a time by a thread of their
+//! own ([`Lines`]): a line reaches stderr within about 10 ms, and on a clean
+//! exit before the process ends.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
