@@ -3,7 +3,8 @@
 //! straight into the line. The library's formatter goes through `fmt` machinery
 //! for every piece (the timestamp's seven padded numbers, a style painted around
 //! each name, an escaping writer fed one character at a time), and every request
-//! logs a line: see PERFORMANCE.md, "The text log line written by hand". A
+//! logs a line: see PERFORMANCE.md, "The text log line written by hand, and
+//! the connection watchdog woken only when waited on". A
 //! terminal keeps the library's own formatter and its colours.
 //!
 //! `tests::writes_what_the_library_writes` holds the two texts equal.
@@ -255,7 +256,10 @@ pub(crate) struct LogTime;
 
 impl FormatTime for LogTime {
     fn format_time(&self, writer: &mut Writer<'_>) -> fmt::Result {
+        // A clock before 1970 or past 9999: the library's own formatter, which
+        // writes such years (reading the clock itself).
         write_time(writer, SystemTime::now())
+            .unwrap_or_else(|| tracing_subscriber::fmt::time::SystemTime.format_time(writer))
     }
 }
 
@@ -264,26 +268,16 @@ thread_local! {
     static SECOND: Cell<(u64, [u8; 20])> = const { Cell::new((u64::MAX, [0; 20])) };
 }
 
-/// `at`, with microseconds.
-fn write_time(writer: &mut Writer<'_>, at: SystemTime) -> fmt::Result {
-    let Some((seconds, micros)) = at
-        .duration_since(UNIX_EPOCH)
-        .ok()
-        .map(|since| (since.as_secs(), since.subsec_micros()))
-    else {
-        // Before 1970: the library's own formatter, which writes such years.
-        return tracing_subscriber::fmt::time::SystemTime.format_time(writer);
-    };
+/// `at`, with microseconds; `None` for an instant `Timestamp` cannot hold
+/// (before 1970, past 9999), with nothing written.
+fn write_time(writer: &mut Writer<'_>, at: SystemTime) -> Option<fmt::Result> {
+    let since = at.duration_since(UNIX_EPOCH).ok()?;
+    let (seconds, micros) = (since.as_secs(), since.subsec_micros());
     let (cached, mut prefix) = SECOND.get();
     if cached != seconds {
-        let millis = i64::try_from(seconds)
-            .ok()
-            .and_then(|s| s.checked_mul(1000));
-        let Some(day) = millis.and_then(|millis| Timestamp::from_unix_millis(millis).ok()) else {
-            return tracing_subscriber::fmt::time::SystemTime.format_time(writer);
-        };
-        let mut text = String::with_capacity(24);
-        write!(text, "{day}")?;
+        let millis = i64::try_from(seconds).ok()?.checked_mul(1000)?;
+        let day = Timestamp::from_unix_millis(millis).ok()?;
+        let text = day.to_string();
         prefix.copy_from_slice(&text.as_bytes()[..20]);
         SECOND.set((seconds, prefix));
     }
@@ -293,8 +287,14 @@ fn write_time(writer: &mut Writer<'_>, at: SystemTime) -> fmt::Result {
         *digit = b'0' + (rest % 10) as u8;
         rest /= 10;
     }
-    writer.write_str(std::str::from_utf8(&prefix).map_err(|_| fmt::Error)?)?;
-    writer.write_str(std::str::from_utf8(&tail).map_err(|_| fmt::Error)?)
+    let (Ok(prefix), Ok(tail)) = (std::str::from_utf8(&prefix), std::str::from_utf8(&tail)) else {
+        return Some(Err(fmt::Error));
+    };
+    Some(
+        writer
+            .write_str(prefix)
+            .and_then(|()| writer.write_str(tail)),
+    )
 }
 
 #[cfg(test)]
@@ -442,7 +442,9 @@ mod tests {
     /// The time written for `at`, as one line's start.
     fn time_of(at: SystemTime) -> String {
         let mut text = String::new();
-        write_time(&mut Writer::new(&mut text), at).unwrap();
+        write_time(&mut Writer::new(&mut text), at)
+            .unwrap()
+            .unwrap();
         text
     }
 
@@ -467,5 +469,10 @@ mod tests {
             time_of(UNIX_EPOCH + Duration::from_secs(951_782_400)),
             "2000-02-29T00:00:00.000000Z"
         );
+        // Out of `Timestamp`'s range: nothing written, for the library to write.
+        let mut text = String::new();
+        let before = UNIX_EPOCH - Duration::from_secs(1);
+        assert!(write_time(&mut Writer::new(&mut text), before).is_none());
+        assert_eq!(text, "");
     }
 }

@@ -40,8 +40,8 @@ pub(crate) struct Connections {
 /// meanwhile only move its next deadline. It is woken only by the end of a
 /// request it waits on (it found one in flight) and by an eviction. A wake-up
 /// per request was a task scheduled, a timer cancelled and another set, twice
-/// per request (PERFORMANCE.md, "The connection watchdog woken only when
-/// waited on").
+/// per request (PERFORMANCE.md, "The text log line written by hand, and the
+/// connection watchdog woken only when waited on").
 #[derive(Debug)]
 pub(crate) struct Tracked {
     id: u64,

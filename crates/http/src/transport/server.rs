@@ -126,8 +126,10 @@ pub(crate) async fn serve<D: Dispatch>(
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout)
         .max_buf_size(config.max_header_bytes.max(8192))
-        // Answers are small: copied behind the head and sent in one write, not
-        // the head and the body as two buffers of a `writev` (PERFORMANCE.md).
+        // Most answers are a few KiB: copied behind the head and sent in one
+        // write, not the head and the body as two buffers of a `writev`
+        // (PERFORMANCE.md); a larger one is copied in pieces of at most the
+        // buffer's size.
         .writev(false);
     builder
         .http2()
