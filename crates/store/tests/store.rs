@@ -122,9 +122,13 @@ fn plan_number(line: &str, key: &str) -> Option<u64> {
     rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
-/// `(rows, loops)` of every step of an `EXPLAIN ANALYZE` plan.
+/// `(rows, loops)` of every step of an `EXPLAIN ANALYZE` plan that reads a
+/// table or its index. A `Materialize` is left out: each of its loops reads
+/// again, in memory, the rows its step below read once (a nested loop over the
+/// claimed rows may be planned that way, say when they span two days).
 fn rows_read(plan: &[String]) -> Vec<(u64, u64)> {
     plan.iter()
+        .filter(|line| !line.contains("Materialize"))
         .filter_map(|line| Some((plan_number(line, "rows=")?, plan_number(line, "loops=")?)))
         .collect()
 }
