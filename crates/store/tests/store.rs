@@ -503,6 +503,12 @@ async fn webhooks_are_listed_oldest_first_without_their_secret(db: TestDb) {
 
     let other = db.workspace(Plan::Studio).await;
     assert!(store.webhooks().list(other).await.unwrap().is_empty());
+    // Read at once, most often in one batch of the two workspaces (a list, where
+    // one workspace alone is one value): each gets its own.
+    let webhooks = store.webhooks();
+    let (mine, theirs) = tokio::join!(webhooks.list(ws), webhooks.list(other));
+    assert_eq!(mine.unwrap(), [first.clone(), second.clone()]);
+    assert!(theirs.unwrap().is_empty());
     assert_eq!(store.webhooks().get(WebhookId::generate()).await.unwrap(), None);
     assert_eq!(store.webhooks().secret(WebhookId::generate()).await.unwrap(), None);
     let err =
