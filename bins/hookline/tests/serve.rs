@@ -469,7 +469,8 @@ async fn what_serve_acknowledged_survives_sigkill(db: TestDb) {
     let prefix = hookline_domain::KeyPrefix::default();
     let hash = hookline_auth::hash_api_key(&hookline_domain::ApiKey::parse(&prefix, &key).unwrap());
     let now = hookline_domain::Timestamp::now();
-    let used = db.store().key_check().use_keys(&[hash], now, 60_000).await.unwrap();
+    let check = hookline_store::KeyRequest { hash, read: hookline_store::WorkspaceRead::Nothing };
+    let used = db.store().key_check().use_keys(&[check], now, 60_000).await.unwrap();
     let counted = used[0].as_ref().unwrap().window.unwrap().count - 1;
     assert!(counted >= answered, "{counted} counted, {answered} answered");
     // A restarted server lists each hook acknowledged as created and not as deleted.

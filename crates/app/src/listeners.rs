@@ -9,7 +9,7 @@ use hookline_domain::{
     EventId, EventName, ListenerId, Refusal, Webhook, WebhookDescription, WebhookHeaders,
     WebhookId, WebhookSource, WebhookUrl, WorkspaceId,
 };
-use hookline_store::NewWebhook;
+use hookline_store::{NewWebhook, WorkspaceReading};
 
 use crate::webhooks::CreatedWebhook;
 use crate::{App, Result};
@@ -51,13 +51,19 @@ impl App {
 
     /// The workspace's listeners, oldest first.
     pub async fn listeners(&self, workspace: WorkspaceId) -> Result<Vec<Webhook>> {
-        self.webhooks_where(workspace, true).await
+        self.webhooks_where(workspace, true, WorkspaceReading::Nothing)
+            .await
     }
 
     /// The workspace's webhooks without its listeners, oldest first (the public
-    /// API lists listeners apart).
-    pub async fn webhooks_without_listeners(&self, workspace: WorkspaceId) -> Result<Vec<Webhook>> {
-        self.webhooks_where(workspace, false).await
+    /// API lists listeners apart); from `read` when the caller's key check read
+    /// them ([`WorkspaceRead::Webhooks`](hookline_store::WorkspaceRead)).
+    pub async fn webhooks_without_listeners(
+        &self,
+        workspace: WorkspaceId,
+        read: WorkspaceReading,
+    ) -> Result<Vec<Webhook>> {
+        self.webhooks_where(workspace, false, read).await
     }
 
     /// [`App::webhooks`], the listeners alone or without them.
@@ -65,8 +71,12 @@ impl App {
         &self,
         workspace: WorkspaceId,
         listeners: bool,
+        read: WorkspaceReading,
     ) -> Result<Vec<Webhook>> {
-        let mut webhooks = self.webhooks(workspace).await?;
+        let mut webhooks = match read {
+            WorkspaceReading::Webhooks(webhooks) => webhooks,
+            _ => self.webhooks(workspace).await?,
+        };
         webhooks.retain(|webhook| (webhook.source == WebhookSource::Listener) == listeners);
         Ok(webhooks)
     }

@@ -1,6 +1,7 @@
 //! Workspaces, their plans and their connected accounts.
 
 use hookline_domain::{Account, AccountId, Plan, Username, Workspace, WorkspaceId, WorkspaceName};
+use hookline_store::WorkspaceReading;
 
 use crate::page::{Page, PageRequest};
 
@@ -81,9 +82,18 @@ impl App {
     }
 
     /// The accounts connected to the workspace now, oldest first (every API request
-    /// of `GET /me` reads them; concurrent callers share one query).
-    pub async fn connected_accounts(&self, workspace: WorkspaceId) -> Result<Vec<Account>> {
-        Ok(self.accounts.connected(workspace).await?)
+    /// of `GET /me` reads them; concurrent callers share one query); from `read`
+    /// when the caller's key check read them
+    /// ([`WorkspaceRead::Accounts`](hookline_store::WorkspaceRead)).
+    pub async fn connected_accounts(
+        &self,
+        workspace: WorkspaceId,
+        read: WorkspaceReading,
+    ) -> Result<Vec<Account>> {
+        match read {
+            WorkspaceReading::Accounts(accounts) => Ok(accounts),
+            _ => Ok(self.accounts.connected(workspace).await?),
+        }
     }
 
     /// [`App::connected_accounts`] a page at a time; `NotFound` for an unknown
@@ -93,7 +103,9 @@ impl App {
         workspace: WorkspaceId,
         page: &PageRequest,
     ) -> Result<Page<Account>> {
-        let accounts = self.connected_accounts(workspace).await?;
+        let accounts = self
+            .connected_accounts(workspace, WorkspaceReading::Nothing)
+            .await?;
         if accounts.is_empty() {
             self.require_workspace(workspace).await?;
         }

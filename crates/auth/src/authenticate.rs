@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use hookline_domain::{ApiKey, ApiKeyRecord, ApiKeyStatus, KeyPrefix, Timestamp, Workspace};
-use hookline_store::KeyCheck;
+use hookline_store::{KeyCheck, KeyRequest, WorkspaceRead, WorkspaceReading};
 
 use crate::batch::{KeyChecker, KeyUse, key_checker};
 use crate::{Error, Result, hash_api_key};
@@ -55,6 +55,9 @@ pub struct Caller {
     pub workspace: Workspace,
     /// The key's rate window after this request.
     pub rate: RateLimit,
+    /// What the request asked to read of its workspace with the check
+    /// ([`Authenticator::authenticate`]), when the store read it there.
+    pub read: WorkspaceReading,
 }
 
 /// Where a key stands in its rate window, for the rate-limit response headers.
@@ -120,9 +123,13 @@ impl Authenticator {
     /// Only a bearer header counts (scheme case-insensitive); a key anywhere else is
     /// no key. Requests refused for their key are counted in no window; a request of
     /// a valid key on the wrong plan is refused before it is counted.
+    ///
+    /// `read` is what the endpoint will read of the caller's workspace: the
+    /// store may read it with the check ([`Caller::read`]), in the same call.
     pub async fn authenticate<'a>(
         &self,
         authorization: impl Iterator<Item = &'a [u8]>,
+        read: WorkspaceRead,
     ) -> Result<Caller> {
         let key = presented(authorization, &self.config.key_prefix)?;
         let KeyUse {
@@ -130,9 +137,13 @@ impl Authenticator {
             workspace,
             window,
             now,
+            read,
         } = self
             .checker
-            .submit(hash_api_key(&key))
+            .submit(KeyRequest {
+                hash: hash_api_key(&key),
+                read,
+            })
             .await
             .map_err(hookline_store::Error::from)?
             .ok_or(Error::Unauthenticated("unknown key"))?;
@@ -166,6 +177,7 @@ impl Authenticator {
             key,
             workspace,
             rate,
+            read,
         })
     }
 }

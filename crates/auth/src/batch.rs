@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use hookline_batch::Batcher;
-use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, RateWindow, Timestamp, Workspace};
-use hookline_store::{KeyCheck, UsedKey};
+use hookline_domain::{ApiKeyId, ApiKeyRecord, RateWindow, Timestamp, Workspace};
+use hookline_store::{KeyCheck, KeyRequest, UsedKey, WorkspaceReading};
 
 /// A request's key as its batch found it.
 #[derive(Debug, Clone)]
@@ -22,18 +22,20 @@ pub(crate) struct KeyUse {
     pub(crate) window: Option<RateWindow>,
     /// When the batch was checked.
     pub(crate) now: Timestamp,
+    /// What the request read of its workspace with the check.
+    pub(crate) read: WorkspaceReading,
 }
 
 /// The task requests queue on, checking them a batch at a time; it ends when the
 /// last clone is dropped.
-pub(crate) type KeyChecker = Arc<Batcher<KeyHash, Option<KeyUse>, hookline_store::Error>>;
+pub(crate) type KeyChecker = Arc<Batcher<KeyRequest, Option<KeyUse>, hookline_store::Error>>;
 
 /// Starts the checking task on the current Tokio runtime.
 pub(crate) fn key_checker(keys: KeyCheck, window_ms: i64) -> KeyChecker {
     let keys = Arc::new(keys);
-    Arc::new(Batcher::spawn(Box::new(move |hashes| {
+    Arc::new(Batcher::spawn(Box::new(move |requests| {
         let keys = Arc::clone(&keys);
-        Box::pin(async move { check(&keys, window_ms, &hashes).await })
+        Box::pin(async move { check(&keys, window_ms, &requests).await })
     })))
 }
 
@@ -42,10 +44,10 @@ pub(crate) fn key_checker(keys: KeyCheck, window_ms: i64) -> KeyChecker {
 async fn check(
     keys: &KeyCheck,
     window_ms: i64,
-    hashes: &[KeyHash],
+    requests: &[KeyRequest],
 ) -> hookline_store::Result<Vec<Option<KeyUse>>> {
     let now = keys.clock().now();
-    let used = keys.use_keys(hashes, now, window_ms).await?;
+    let used = keys.use_keys(requests, now, window_ms).await?;
     let mut requests: HashMap<ApiKeyId, u64> = HashMap::new();
     for entry in used.iter().flatten() {
         *requests.entry(entry.key.id).or_default() += 1;
@@ -67,6 +69,7 @@ async fn check(
                 key,
                 workspace,
                 window,
+                read,
             } = entry?;
             let window = window.map(|window| {
                 let next = next_count.entry(key.id).or_insert(window.count);
@@ -82,6 +85,7 @@ async fn check(
                 workspace,
                 window,
                 now,
+                read,
             })
         })
         .collect())

@@ -13,10 +13,13 @@
 //! ```no_run
 //! # async fn example(store: hookline_store::Store) -> hookline_auth::Result<()> {
 //! use hookline_auth::{AuthConfig, Authenticator};
+//! use hookline_store::WorkspaceRead;
 //!
 //! let auth = Authenticator::new(store.key_check(), AuthConfig::default())?;
 //! let header = b"Bearer hl_...";
-//! let caller = auth.authenticate([header.as_slice()].into_iter()).await?;
+//! let caller = auth
+//!     .authenticate([header.as_slice()].into_iter(), WorkspaceRead::Nothing)
+//!     .await?;
 //! println!("{} of {}, {} requests left", caller.key.id, caller.workspace.id, caller.rate.remaining);
 //! # Ok(()) }
 //! ```

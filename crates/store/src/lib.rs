@@ -66,7 +66,7 @@ pub use models::account::Accounts;
 pub use models::admin_token::AdminTokens;
 pub use models::api_key::ApiKeys;
 pub use models::event::{Events, NewEvent, Recorded};
-pub use models::key_check::{KeyCheck, UsedKey};
+pub use models::key_check::{KeyCheck, KeyRequest, UsedKey, WorkspaceRead, WorkspaceReading};
 pub use models::portal_link::PortalLinks;
 pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
 pub use models::upkeep::{Forgotten, Upkeep};

@@ -8,13 +8,24 @@ use hookline_domain::{
     KeyHash, KeyName, Outcome, Plan, Refusal, Timestamp, Username, Webhook, WebhookId,
     WebhookSource, WorkspaceId, WorkspaceName,
 };
-use hookline_store::{ClaimRequest, Error, NewEvent, Recorded, Store, StoreConfig, UsedKey};
+use hookline_store::{
+    ClaimRequest, Error, KeyRequest, NewEvent, Recorded, Store, StoreConfig, UsedKey,
+    WorkspaceRead, WorkspaceReading,
+};
 use hookline_testdb::TestDb;
 use hookline_testdb::{Backend, backend_tests};
 use serde_json::json;
 
 fn key_hash(seed: u8) -> KeyHash {
     KeyHash::from_digest([seed; 32])
+}
+
+/// Key checks of these hashes that read nothing with the check.
+fn checks(hashes: &[KeyHash]) -> Vec<KeyRequest> {
+    hashes
+        .iter()
+        .map(|hash| KeyRequest { hash: hash.clone(), read: WorkspaceRead::Nothing })
+        .collect()
 }
 
 /// A new API key of `ws` named `name`, its hash made of `seed`.
@@ -212,6 +223,7 @@ backend_tests!(
     last_use_is_kept_to_the_minute,
     rate_windows_count_per_key_and_restart_after_they_end,
     a_batch_of_key_uses_finds_touches_and_counts_by_the_rules,
+    a_key_check_reads_the_workspace_of_each_counted_request_on_sqlite,
     concurrent_counts_are_exact,
     commits_without_the_flush_leave_their_session_as_it_was,
     samples_are_the_last_three_payloads_newest_first,
@@ -1016,7 +1028,7 @@ async fn rate_windows_count_per_key_and_restart_after_they_end(db: TestDb) {
     // Each request's key's window after the batch, in the order asked.
     let count = async |requests: &[u8], at: Timestamp| {
         let hashes: Vec<_> = requests.iter().map(|seed| key_hash(*seed)).collect();
-        let used = store.key_check().use_keys(&hashes, at, 60_000).await.unwrap();
+        let used = store.key_check().use_keys(&checks(&hashes), at, 60_000).await.unwrap();
         let windows: Vec<_> = used.into_iter().map(|used| used.unwrap().window.unwrap()).collect();
         windows.into_iter().map(|w| (w.started_at, w.count)).collect::<Vec<_>>()
     };
@@ -1046,7 +1058,7 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
     let keys = store.key_check();
     let asked =
         [key_hash(1), key_hash(9), key_hash(2), key_hash(1), key_hash(3), key_hash(4), key_hash(5)];
-    let used = keys.use_keys(&asked, at, 60_000).await.unwrap();
+    let used = keys.use_keys(&checks(&asked), at, 60_000).await.unwrap();
     // Found in the order asked, with their workspaces.
     let ids: Vec<_> = used.iter().map(|entry| entry.as_ref().map(|used| used.key.id)).collect();
     assert_eq!(
@@ -1072,9 +1084,61 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
         assert_eq!(stored.as_ref().map(|(key, _)| key), used.as_ref().map(|used| &used.key));
     }
     // The counts carry on; an empty batch writes nothing.
-    let next = keys.use_keys(&[key_hash(1)], at, 60_000).await.unwrap();
+    let next = keys.use_keys(&checks(&[key_hash(1)]), at, 60_000).await.unwrap();
     assert_eq!(next[0].as_ref().unwrap().window.unwrap().count, 3);
-    assert!(keys.use_keys(&[], at, 60_000).await.unwrap().is_empty());
+    assert!(keys.use_keys(&checks(&[]), at, 60_000).await.unwrap().is_empty());
+}
+
+async fn a_key_check_reads_the_workspace_of_each_counted_request_on_sqlite(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let other = db.workspace(Plan::Studio).await;
+    let free = db.workspace(Plan::Free).await;
+    api_key(store, ws, "a", 1).await;
+    api_key(store, other, "b", 2).await;
+    api_key(store, free, "f", 3).await;
+    let revoked = api_key(store, ws, "r", 4).await;
+    store.api_keys().revoke(revoked.id).await.unwrap();
+    let shop = store.accounts().connect(ws, &Username::parse("shop").unwrap()).await.unwrap();
+    store.accounts().connect(free, &Username::parse("free").unwrap()).await.unwrap();
+    let (hook, _) = db.api_webhook(other, "https://a.example.com/", &[EventName::DmSent]).await;
+    let asked = [
+        (1, WorkspaceRead::Accounts),
+        (1, WorkspaceRead::Webhooks),
+        (2, WorkspaceRead::Accounts),
+        (2, WorkspaceRead::Webhooks),
+        (1, WorkspaceRead::Nothing),
+        // A plan without the API, a revoked key, an unknown one: nothing read.
+        (3, WorkspaceRead::Accounts),
+        (4, WorkspaceRead::Webhooks),
+        (9, WorkspaceRead::Accounts),
+    ];
+    let requests: Vec<_> = asked
+        .iter()
+        .map(|(seed, read)| KeyRequest { hash: key_hash(*seed), read: *read })
+        .collect();
+    let used = store.key_check().use_keys(&requests, Timestamp::now(), 60_000).await.unwrap();
+    let reads: Vec<_> =
+        used.iter().map(|entry| entry.as_ref().map(|used| used.read.clone())).collect();
+    let expected = match db.backend() {
+        Backend::Sqlite => vec![
+            Some(WorkspaceReading::Accounts(vec![shop])),
+            Some(WorkspaceReading::Webhooks(Vec::new())),
+            Some(WorkspaceReading::Accounts(Vec::new())),
+            Some(WorkspaceReading::Webhooks(vec![hook])),
+            Some(WorkspaceReading::Nothing),
+            Some(WorkspaceReading::Nothing),
+            Some(WorkspaceReading::Nothing),
+            None,
+        ],
+        // PostgreSQL reads nothing with the check: the endpoint reads it.
+        Backend::Postgres => {
+            let mut nothing = vec![Some(WorkspaceReading::Nothing); 7];
+            nothing.push(None);
+            nothing
+        }
+    };
+    assert_eq!(reads, expected);
 }
 
 async fn concurrent_counts_are_exact(db: TestDb) {
@@ -1097,7 +1161,7 @@ async fn concurrent_counts_are_exact(db: TestDb) {
                 [key_hash(2), key_hash(1), key_hash(2)]
             };
             tokio::spawn(async move {
-                let used = store.key_check().use_keys(&hashes, now, 60_000).await.unwrap();
+                let used = store.key_check().use_keys(&checks(&hashes), now, 60_000).await.unwrap();
                 window_of(&used, key.id)
             })
         })
@@ -1108,7 +1172,7 @@ async fn concurrent_counts_are_exact(db: TestDb) {
     }
     counts.sort_unstable();
     assert_eq!(counts, (1..=300).collect::<Vec<u64>>());
-    let last = store.key_check().use_keys(&[key_hash(2)], now, 60_000).await.unwrap();
+    let last = store.key_check().use_keys(&checks(&[key_hash(2)]), now, 60_000).await.unwrap();
     assert_eq!(window_of(&last, other.id), 601);
 }
 
@@ -1127,7 +1191,7 @@ async fn commits_without_the_flush_leave_their_session_as_it_was(db: TestDb) {
     let keys = one_session.key_check();
     let expected = (db.backend() == Backend::Postgres).then(|| "on".to_owned());
     assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
-    let used = keys.use_keys(&[key_hash(1)], Timestamp::now(), 60_000).await.unwrap();
+    let used = keys.use_keys(&checks(&[key_hash(1)]), Timestamp::now(), 60_000).await.unwrap();
     assert_eq!(used[0].as_ref().unwrap().window.unwrap().count, 1);
     assert_eq!(keys.session_synchronous_commit().await.unwrap(), expected);
     // A claim commits its leases the same way.

@@ -4,6 +4,7 @@
 use hookline_app::{App, AppConfig, WebhookInput, WebhookSpec};
 use hookline_auth::Caller;
 use hookline_domain::{EventName, WebhookId, WebhookSource};
+use hookline_store::WorkspaceReading;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::USER_AGENT;
@@ -31,8 +32,12 @@ pub(crate) fn ok<T: serde::Serialize>(
     json_response(status, serde_json::to_string(&body).unwrap_or_default())
 }
 
-pub(crate) async fn me(app: &App, caller: &Caller) -> Result<Response<Full<Bytes>>, ApiError> {
-    let accounts = app.connected_accounts(caller.workspace.id).await?;
+pub(crate) async fn me(
+    app: &App,
+    caller: &Caller,
+    read: WorkspaceReading,
+) -> Result<Response<Full<Bytes>>, ApiError> {
+    let accounts = app.connected_accounts(caller.workspace.id, read).await?;
     let me = Me {
         workspace: WorkspaceObject::from(&caller.workspace),
         accounts: accounts.iter().map(AccountObject::from).collect(),
@@ -43,8 +48,11 @@ pub(crate) async fn me(app: &App, caller: &Caller) -> Result<Response<Full<Bytes
 pub(crate) async fn list_hooks(
     app: &App,
     caller: &Caller,
+    read: WorkspaceReading,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
-    let webhooks = app.webhooks_without_listeners(caller.workspace.id).await?;
+    let webhooks = app
+        .webhooks_without_listeners(caller.workspace.id, read)
+        .await?;
     let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
     Ok(ok(StatusCode::OK, Some(listed)))
 }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use hookline_app::App;
 use hookline_auth::Authenticator;
+use hookline_store::WorkspaceRead;
 use hyper::body::Incoming;
 use hyper::header::AUTHORIZATION;
 use hyper::{Request, Response};
@@ -74,14 +75,18 @@ impl Api {
             return openapi::public_document().map(AnswerBody::from);
         }
         let authorization = request.headers().get_all(AUTHORIZATION);
-        let caller = match self
+        let mut caller = match self
             .auth
-            .authenticate(authorization.iter().map(|value| value.as_bytes()))
+            .authenticate(
+                authorization.iter().map(|value| value.as_bytes()),
+                read_with_check(&route),
+            )
             .await
         {
             Ok(caller) => caller,
             Err(error) => return ApiError::from(error).into_response().map(AnswerBody::from),
         };
+        let read = std::mem::take(&mut caller.read);
         crate::transport::outage::OUTAGE.answered();
         error::record_caller(caller.key.id, caller.workspace.id);
         if let Route::ListenerStream { id } = route {
@@ -92,8 +97,8 @@ impl Api {
             return response;
         }
         let answer = match route {
-            Route::Me => handlers::me(&self.app, &caller).await,
-            Route::ListHooks => handlers::list_hooks(&self.app, &caller).await,
+            Route::Me => handlers::me(&self.app, &caller, read).await,
+            Route::ListHooks => handlers::list_hooks(&self.app, &caller, read).await,
             Route::CreateHook => handlers::create_hook(self, &caller, request).await,
             Route::GetHook { id } => handlers::get_hook(&self.app, &caller, id).await,
             Route::UpdateHook { id } => handlers::update_hook(self, &caller, id, request).await,
@@ -116,5 +121,16 @@ impl Api {
         let mut response = answer.unwrap_or_else(ApiError::into_response);
         rate_limit_headers(response.headers_mut(), &caller.rate);
         response.map(AnswerBody::from)
+    }
+}
+
+/// What a route's handler reads of the caller's workspace: asked of the key
+/// check, so that the store can read it in the same call (one hand-off to the
+/// database for the request, not two).
+fn read_with_check(route: &Route<'_>) -> WorkspaceRead {
+    match route {
+        Route::Me => WorkspaceRead::Accounts,
+        Route::ListHooks => WorkspaceRead::Webhooks,
+        _ => WorkspaceRead::Nothing,
     }
 }

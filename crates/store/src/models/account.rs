@@ -12,7 +12,6 @@ use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{with_conn, write_tx};
 use crate::schema::accounts;
-use crate::text_in::text_in;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
 
@@ -136,22 +135,42 @@ impl Accounts {
     }
 
     /// The connected accounts of each workspace, oldest first, in one query.
-    async fn connected_of(
+    pub(crate) async fn connected_of(
         &self,
         workspace_ids: Vec<WorkspaceId>,
     ) -> Result<HashMap<WorkspaceId, Vec<Account>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
-        let rows: Vec<AccountRow> = with_conn!(self.db, |conn| {
-            accounts::table
-                .filter(text_in(accounts::workspace_id, ids))
-                .filter(accounts::disconnected_at.is_null())
-                .order((accounts::connected_at, accounts::id))
-                .select(AccountRow::as_select())
-                .load(conn)
-                .await?
-        });
-        by_workspace(rows, AccountRow::into_domain, |account| {
-            account.workspace_id
-        })
+        let rows: Vec<AccountRow> =
+            with_conn!(self.db, |conn| connected_of!(ids).load(conn).await?);
+        connected_by_workspace(rows)
     }
+}
+
+/// The connected accounts of these workspaces' ids, as [`AccountRow`]s in the
+/// order each workspace connected them. A macro, not a function: the key check
+/// runs it on a plain SQLite connection too.
+macro_rules! connected_of {
+    ($ids:expr) => {
+        $crate::schema::accounts::table
+            .filter($crate::text_in::text_in(
+                $crate::schema::accounts::workspace_id,
+                $ids,
+            ))
+            .filter($crate::schema::accounts::disconnected_at.is_null())
+            .order((
+                $crate::schema::accounts::connected_at,
+                $crate::schema::accounts::id,
+            ))
+            .select($crate::models::account::AccountRow::as_select())
+    };
+}
+pub(crate) use connected_of;
+
+/// [`connected_of!`]'s rows, each workspace's together.
+pub(crate) fn connected_by_workspace(
+    rows: Vec<AccountRow>,
+) -> Result<HashMap<WorkspaceId, Vec<Account>>> {
+    by_workspace(rows, AccountRow::into_domain, |account| {
+        account.workspace_id
+    })
 }

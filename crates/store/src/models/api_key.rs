@@ -156,8 +156,10 @@ pub(crate) type KeyByHashRow = (String, ApiKeyRow, WorkspaceRow);
 
 /// The hashes of a batch of lookups as stored: in the order asked (a hash may be
 /// asked more than once), and the distinct ones to look up.
-pub(crate) fn hashes_to_look_up(hashes: &[KeyHash]) -> (Vec<String>, Vec<String>) {
-    let asked: Vec<String> = hashes.iter().map(KeyHash::to_hex).collect();
+pub(crate) fn hashes_to_look_up<'a>(
+    hashes: impl IntoIterator<Item = &'a KeyHash>,
+) -> (Vec<String>, Vec<String>) {
+    let asked: Vec<String> = hashes.into_iter().map(KeyHash::to_hex).collect();
     let mut distinct = asked.clone();
     distinct.sort_unstable();
     distinct.dedup();

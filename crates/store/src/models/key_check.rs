@@ -2,7 +2,9 @@
 //! looked up by hash with their workspaces, their last use recorded, their requests
 //! counted in their rate windows. What is touched and counted follows the domain's
 //! rules (`ApiKeyRecord::needs_touch`, `ApiKeyRecord::counts_requests`), so the
-//! check goes down to the database and back once.
+//! check goes down to the database and back once. On SQLite a request's read of
+//! its workspace ([`WorkspaceRead`]) goes in the same call, so that an endpoint
+//! that reads one list costs the request one hand-off to a blocking thread, not two.
 
 use std::collections::HashMap;
 
@@ -10,19 +12,62 @@ use diesel::pg::sql_types::Array;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
-use hookline_domain::{ApiKeyId, ApiKeyRecord, KeyHash, Plan, RateWindow, Timestamp, Workspace};
+use hookline_domain::{
+    Account, ApiKeyId, ApiKeyRecord, KeyHash, Plan, RateWindow, Timestamp, Webhook, Workspace,
+    WorkspaceId,
+};
 
 use crate::Result;
 use crate::db::Db;
+use crate::models::account::{AccountRow, connected_by_workspace, connected_of};
 use crate::models::api_key::{
     ApiKeyRow, KeyByHashRow, found_in_order, hashes_to_look_up, keys_by_hash, touch_keys,
 };
 use crate::models::rate_limit::{
     CountedWindow, Windows, sqlite_count_in_windows, window_counts, windows_in_order,
 };
+use crate::models::webhook::{WebhookRow, webhooks_by_workspace, webhooks_of};
 use crate::models::workspace::WorkspaceRow;
 use crate::pool::{Pools, write_conn};
 use crate::prepared::{Bind, Prepared, bind, prepared};
+
+/// One request of a batch: its key's hash, and what it reads of the key's
+/// workspace once the key is found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRequest {
+    /// The hash of the key it presents.
+    pub hash: KeyHash,
+    /// What it reads with the check.
+    pub read: WorkspaceRead,
+}
+
+/// What a request reads of its key's workspace with its key check: the list its
+/// endpoint answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkspaceRead {
+    /// No read: the endpoint reads what it needs itself.
+    #[default]
+    Nothing,
+    /// The connected accounts (`Accounts::connected`).
+    Accounts,
+    /// The webhooks, listeners included (`Webhooks::list`).
+    Webhooks,
+}
+
+/// What the check read for a request. Read only where a request's key counts
+/// requests (an active key of a plan with the API), and only on SQLite:
+/// on PostgreSQL the read would be a round trip of its own either way, and the
+/// endpoint makes it (`Nothing`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum WorkspaceReading {
+    /// Nothing was read.
+    #[default]
+    Nothing,
+    /// The workspace's connected accounts, oldest first.
+    Accounts(Vec<Account>),
+    /// The workspace's webhooks, oldest first, listeners included.
+    Webhooks(Vec<Webhook>),
+}
 
 /// A key as a batch of requests found and left it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +79,9 @@ pub struct UsedKey {
     /// The key's window after this batch's requests with it were counted; `None`
     /// when they count nowhere (a revoked key, a plan without the API).
     pub window: Option<RateWindow>,
+    /// What the request asked to read of the workspace, read after its key was
+    /// found.
+    pub read: WorkspaceReading,
 }
 
 /// What a batch writes for the keys it found.
@@ -89,6 +137,7 @@ impl KeyUses {
                     key,
                     workspace,
                     window,
+                    read: WorkspaceReading::Nothing,
                 })
             })
             .collect()
@@ -120,22 +169,32 @@ impl KeyCheck {
     /// lookup and the count are one statement (`pg_check_keys`), so a batch goes
     /// down to the database once; the last use is written after it, only when a
     /// key's minute has turned.
+    ///
+    /// Each request's [`WorkspaceRead`] is read, on SQLite, in the same
+    /// transaction after the keys were found, for the requests whose key counts
+    /// requests; on PostgreSQL nothing is read.
     pub async fn use_keys(
         &self,
-        hashes: &[KeyHash],
+        requests: &[KeyRequest],
         now: Timestamp,
         window_ms: i64,
     ) -> Result<Vec<Option<UsedKey>>> {
         let minute = now.floor_minute();
+        let hashes = requests.iter().map(|request| &request.hash);
         match &self.db.pools {
             Pools::Sqlite { writes, .. } => {
                 let (asked, distinct) = hashes_to_look_up(hashes);
+                let reads: Vec<WorkspaceRead> =
+                    requests.iter().map(|request| request.read).collect();
                 let windows = Windows::at(now, window_ms);
                 let _turn = self.db.write_turn().await;
                 let mut conn = writes.get().await?;
                 conn.spawn_blocking(move |conn| {
                     Ok(conn.immediate_transaction(|conn| {
-                        use_keys_blocking(conn, (&asked, distinct), &windows, minute)
+                        let mut used =
+                            use_keys_blocking(conn, (&asked, distinct), &windows, minute)?;
+                        read_workspaces_blocking(conn, &mut used, &reads)?;
+                        Ok(used)
                     }))
                 })
                 .await?
@@ -340,6 +399,59 @@ impl KeyCheck {
         .await?;
         Ok(Some(setting.value))
     }
+}
+
+/// Each request's [`WorkspaceRead`], where its key counts requests: one query
+/// per kind for the batch's distinct workspaces, on the key check's connection
+/// and in its transaction.
+fn read_workspaces_blocking(
+    conn: &mut SqliteConnection,
+    used: &mut [Option<UsedKey>],
+    reads: &[WorkspaceRead],
+) -> Result<()> {
+    let wanted = |kind: WorkspaceRead| -> Vec<String> {
+        let mut ids: Vec<WorkspaceId> = used
+            .iter()
+            .zip(reads)
+            .filter_map(|(entry, read)| {
+                let entry = entry.as_ref()?;
+                (*read == kind && entry.window.is_some()).then_some(entry.workspace.id)
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.iter().map(ToString::to_string).collect()
+    };
+    let (account_ids, webhook_ids) = (
+        wanted(WorkspaceRead::Accounts),
+        wanted(WorkspaceRead::Webhooks),
+    );
+    let mut accounts = HashMap::new();
+    if !account_ids.is_empty() {
+        let rows: Vec<AccountRow> = RunQueryDsl::load(connected_of!(account_ids), conn)?;
+        accounts = connected_by_workspace(rows)?;
+    }
+    let mut webhooks = HashMap::new();
+    if !webhook_ids.is_empty() {
+        let rows: Vec<WebhookRow> = RunQueryDsl::load(webhooks_of!(webhook_ids), conn)?;
+        webhooks = webhooks_by_workspace(rows)?;
+    }
+    for (entry, read) in used.iter_mut().zip(reads) {
+        let Some(entry) = entry.as_mut().filter(|entry| entry.window.is_some()) else {
+            continue;
+        };
+        let workspace = entry.workspace.id;
+        entry.read = match read {
+            WorkspaceRead::Nothing => WorkspaceReading::Nothing,
+            WorkspaceRead::Accounts => {
+                WorkspaceReading::Accounts(accounts.get(&workspace).cloned().unwrap_or_default())
+            }
+            WorkspaceRead::Webhooks => {
+                WorkspaceReading::Webhooks(webhooks.get(&workspace).cloned().unwrap_or_default())
+            }
+        };
+    }
+    Ok(())
 }
 
 /// The SQLite side of [`KeyCheck::use_keys`], on the connection itself, inside its

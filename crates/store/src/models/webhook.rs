@@ -24,7 +24,6 @@ use crate::pool::{
 };
 use crate::prepared::{bind, prepared};
 use crate::schema::{webhook_stats, webhooks, workspaces};
-use crate::text_in::text_in;
 use crate::{Backend, Error, Result};
 use hookline_domain::Refusal;
 
@@ -546,22 +545,14 @@ impl Webhooks {
     }
 
     /// The webhooks of each workspace, oldest first, in one query.
-    async fn list_of(
+    pub(crate) async fn list_of(
         &self,
         workspace_ids: Vec<WorkspaceId>,
     ) -> Result<HashMap<WorkspaceId, Vec<Webhook>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
-        let rows: Vec<WebhookRow> = with_conn!(self.db, |conn| {
-            webhooks::table
-                .filter(text_in(webhooks::workspace_id, ids))
-                .order((webhooks::created_at, webhooks::id))
-                .select(WebhookRow::as_select())
-                .load(conn)
-                .await?
-        });
-        by_workspace(rows, WebhookRow::into_domain, |webhook| {
-            webhook.workspace_id
-        })
+        let rows: Vec<WebhookRow> =
+            with_conn!(self.db, |conn| webhooks_of!(ids).load(conn).await?);
+        webhooks_by_workspace(rows)
     }
 
     /// One webhook, without its secrets; `None` when there is none.
@@ -998,6 +989,33 @@ impl FanoutWebhooks for SqliteConn {
 
 impl FanoutWebhooks for PgConn {
     enabled_webhooks_for_fanout!();
+}
+
+/// The webhooks of these workspaces' ids, as [`WebhookRow`]s, oldest first. A
+/// macro, not a function: the key check runs it on a plain SQLite connection too.
+macro_rules! webhooks_of {
+    ($ids:expr) => {
+        $crate::schema::webhooks::table
+            .filter($crate::text_in::text_in(
+                $crate::schema::webhooks::workspace_id,
+                $ids,
+            ))
+            .order((
+                $crate::schema::webhooks::created_at,
+                $crate::schema::webhooks::id,
+            ))
+            .select($crate::models::webhook::WebhookRow::as_select())
+    };
+}
+pub(crate) use webhooks_of;
+
+/// [`webhooks_of!`]'s rows, each workspace's together.
+pub(crate) fn webhooks_by_workspace(
+    rows: Vec<WebhookRow>,
+) -> Result<HashMap<WorkspaceId, Vec<Webhook>>> {
+    by_workspace(rows, WebhookRow::into_domain, |webhook| {
+        webhook.workspace_id
+    })
 }
 
 #[cfg(test)]
