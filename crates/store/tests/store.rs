@@ -223,7 +223,7 @@ backend_tests!(
     last_use_is_kept_to_the_minute,
     rate_windows_count_per_key_and_restart_after_they_end,
     a_batch_of_key_uses_finds_touches_and_counts_by_the_rules,
-    a_key_check_reads_the_workspace_of_each_counted_request_on_sqlite,
+    a_key_check_reads_the_workspace_of_each_counted_request,
     concurrent_counts_are_exact,
     commits_without_the_flush_leave_their_session_as_it_was,
     samples_are_the_last_three_payloads_newest_first,
@@ -1089,7 +1089,7 @@ async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {
     assert!(keys.use_keys(&checks(&[]), at, 60_000).await.unwrap().is_empty());
 }
 
-async fn a_key_check_reads_the_workspace_of_each_counted_request_on_sqlite(db: TestDb) {
+async fn a_key_check_reads_the_workspace_of_each_counted_request(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let other = db.workspace(Plan::Studio).await;
@@ -1120,24 +1120,16 @@ async fn a_key_check_reads_the_workspace_of_each_counted_request_on_sqlite(db: T
     let used = store.key_check().use_keys(&requests, Timestamp::now(), 60_000).await.unwrap();
     let reads: Vec<_> =
         used.iter().map(|entry| entry.as_ref().map(|used| used.read.clone())).collect();
-    let expected = match db.backend() {
-        Backend::Sqlite => vec![
-            Some(WorkspaceReading::Accounts(vec![shop])),
-            Some(WorkspaceReading::Webhooks(Vec::new())),
-            Some(WorkspaceReading::Accounts(Vec::new())),
-            Some(WorkspaceReading::Webhooks(vec![hook])),
-            Some(WorkspaceReading::Nothing),
-            Some(WorkspaceReading::Nothing),
-            Some(WorkspaceReading::Nothing),
-            None,
-        ],
-        // PostgreSQL reads nothing with the check: the endpoint reads it.
-        Backend::Postgres => {
-            let mut nothing = vec![Some(WorkspaceReading::Nothing); 7];
-            nothing.push(None);
-            nothing
-        }
-    };
+    let expected = vec![
+        Some(WorkspaceReading::Accounts(vec![shop])),
+        Some(WorkspaceReading::Webhooks(Vec::new())),
+        Some(WorkspaceReading::Accounts(Vec::new())),
+        Some(WorkspaceReading::Webhooks(vec![hook])),
+        Some(WorkspaceReading::Nothing),
+        Some(WorkspaceReading::Nothing),
+        Some(WorkspaceReading::Nothing),
+        None,
+    ];
     assert_eq!(reads, expected);
 }
 

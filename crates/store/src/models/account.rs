@@ -141,21 +141,30 @@ impl Accounts {
     ) -> Result<HashMap<WorkspaceId, Vec<Account>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<AccountRow> =
-            with_conn!(self.db, |conn| connected_of!(ids).load(conn).await?);
+            with_conn!(self.db, |conn| connected_of!(ids ids).load(conn).await?);
         connected_by_workspace(rows)
     }
 }
 
-/// The connected accounts of these workspaces' ids, as [`AccountRow`]s in the
-/// order each workspace connected them. A macro, not a function: the key check
-/// runs it on a plain SQLite connection too.
+/// The connected accounts of some workspaces, as [`AccountRow`]s in the order
+/// each workspace connected them: `ids` of the workspaces, or `keys` of the API
+/// keys of these hashes. A macro, not a function: the key check runs it on a
+/// plain SQLite connection too.
 macro_rules! connected_of {
-    ($ids:expr) => {
+    (ids $ids:expr) => {
+        $crate::models::account::connected_of!(@where $crate::text_in::text_in(
+            $crate::schema::accounts::workspace_id,
+            $ids,
+        ))
+    };
+    (keys $hashes:expr) => {
+        $crate::models::account::connected_of!(@where
+            $crate::schema::accounts::workspace_id
+                .eq_any($crate::models::api_key::workspaces_of_keys!($hashes)))
+    };
+    (@where $workspaces:expr) => {
         $crate::schema::accounts::table
-            .filter($crate::text_in::text_in(
-                $crate::schema::accounts::workspace_id,
-                $ids,
-            ))
+            .filter($workspaces)
             .filter($crate::schema::accounts::disconnected_at.is_null())
             .order((
                 $crate::schema::accounts::connected_at,

@@ -198,6 +198,19 @@ macro_rules! keys_by_hash {
 }
 pub(crate) use keys_by_hash;
 
+/// The workspace ids of the API keys of these hashes (hex), as a subquery.
+macro_rules! workspaces_of_keys {
+    ($hashes:expr) => {
+        $crate::schema::api_keys::table
+            .filter($crate::text_in::text_in(
+                $crate::schema::api_keys::key_hash,
+                $hashes,
+            ))
+            .select($crate::schema::api_keys::workspace_id)
+    };
+}
+pub(crate) use workspaces_of_keys;
+
 /// Marks the keys of these ids used in the minute starting at `minute`, unless
 /// their last use is already that recent.
 macro_rules! touch_keys {

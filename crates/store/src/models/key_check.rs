@@ -2,9 +2,10 @@
 //! looked up by hash with their workspaces, their last use recorded, their requests
 //! counted in their rate windows. What is touched and counted follows the domain's
 //! rules (`ApiKeyRecord::needs_touch`, `ApiKeyRecord::counts_requests`), so the
-//! check goes down to the database and back once. On SQLite a request's read of
-//! its workspace ([`WorkspaceRead`]) goes in the same call, so that an endpoint
-//! that reads one list costs the request one hand-off to a blocking thread, not two.
+//! check goes down to the database and back once. A request's read of its
+//! workspace ([`WorkspaceRead`]) goes with it, so that an endpoint that reads one
+//! list costs its request one batch: on SQLite one hand-off to a blocking
+//! thread, not two; on PostgreSQL one round trip.
 
 use std::collections::HashMap;
 
@@ -12,6 +13,7 @@ use diesel::pg::sql_types::Array;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel::sqlite::SqliteConnection;
+use futures_util::future::OptionFuture;
 use hookline_domain::{
     Account, ApiKeyId, ApiKeyRecord, KeyHash, Plan, RateWindow, Timestamp, Webhook, Workspace,
     WorkspaceId,
@@ -28,7 +30,7 @@ use crate::models::rate_limit::{
 };
 use crate::models::webhook::{WebhookRow, webhooks_by_workspace, webhooks_of};
 use crate::models::workspace::WorkspaceRow;
-use crate::pool::{Pools, write_conn};
+use crate::pool::{PgConn, Pools, write_conn};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 
 /// One request of a batch: its key's hash, and what it reads of the key's
@@ -54,10 +56,8 @@ pub enum WorkspaceRead {
     Webhooks,
 }
 
-/// What the check read for a request. Read only where a request's key counts
-/// requests (an active key of a plan with the API), and only on SQLite:
-/// on PostgreSQL the read would be a round trip of its own either way, and the
-/// endpoint makes it (`Nothing`).
+/// What the check read for a request; given only where a request's key counts
+/// requests (an active key of a plan with the API), `Nothing` for the others.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum WorkspaceReading {
     /// Nothing was read.
@@ -170,9 +170,11 @@ impl KeyCheck {
     /// down to the database once; the last use is written after it, only when a
     /// key's minute has turned.
     ///
-    /// Each request's [`WorkspaceRead`] is read, on SQLite, in the same
-    /// transaction after the keys were found, for the requests whose key counts
-    /// requests; on PostgreSQL nothing is read.
+    /// Each request's [`WorkspaceRead`] is read with the check and given to the
+    /// requests whose key counts requests: on SQLite in the same transaction,
+    /// after the keys were found; on PostgreSQL by the keys' hashes, in
+    /// statements pipelined beside the check's on its connection (one round
+    /// trip for all), each reading when it runs, after the request arrived.
     pub async fn use_keys(
         &self,
         requests: &[KeyRequest],
@@ -201,10 +203,39 @@ impl KeyCheck {
             }
             Pools::Postgres(pool) => {
                 let (asked, distinct) = hashes_to_look_up(hashes);
-                let rows: Vec<CheckedKeyRow> = {
-                    let mut conn = pool.get().await?;
+                let reads: Vec<WorkspaceRead> =
+                    requests.iter().map(|request| request.read).collect();
+                let (rows, mut workspaces) = {
+                    let conn = pool.get().await?;
+                    // Pipelined: the reads go out beside the check on the same
+                    // connection, found by the keys' hashes, without waiting for it.
+                    let mut shared: &PgConn = &conn;
                     let statement = pg_check_keys(&asked, distinct, &Windows::at(now, window_ms));
-                    diesel_async::RunQueryDsl::load(statement, &mut *conn).await?
+                    let check = diesel_async::RunQueryDsl::load(statement, &mut shared);
+                    let hashes_reading = |kind: WorkspaceRead| {
+                        let mut hashes: Vec<String> = asked
+                            .iter()
+                            .zip(&reads)
+                            .filter(|(_, read)| **read == kind)
+                            .map(|(hash, _)| hash.clone())
+                            .collect();
+                        hashes.sort_unstable();
+                        hashes.dedup();
+                        (!hashes.is_empty()).then_some(hashes)
+                    };
+                    let accounts =
+                        OptionFuture::from(hashes_reading(WorkspaceRead::Accounts).map(|hashes| {
+                            diesel_async::RunQueryDsl::load(connected_of!(keys hashes), &mut shared)
+                        }));
+                    let webhooks =
+                        OptionFuture::from(hashes_reading(WorkspaceRead::Webhooks).map(|hashes| {
+                            diesel_async::RunQueryDsl::load(webhooks_of!(keys hashes), &mut shared)
+                        }));
+                    let (rows, accounts, webhooks) = tokio::join!(check, accounts, webhooks);
+                    let rows: Vec<CheckedKeyRow> = rows?;
+                    let accounts: Option<Vec<AccountRow>> = accounts.transpose()?;
+                    let webhooks: Option<Vec<WebhookRow>> = webhooks.transpose()?;
+                    (rows, Workspaces::of(accounts, webhooks)?)
                 };
                 let mut counted = Vec::new();
                 let mut found = Vec::with_capacity(rows.len());
@@ -221,7 +252,9 @@ impl KeyCheck {
                 // its length, so an over-count heals by itself.
                 let windows = windows_in_order(&uses.count, counted)?;
                 self.touch(&uses.touch, now).await?;
-                Ok(uses.answer(found, &windows, minute))
+                let mut used = uses.answer(found, &windows, minute);
+                workspaces.give(&mut used, &reads);
+                Ok(used)
             }
         }
     }
@@ -401,6 +434,49 @@ impl KeyCheck {
     }
 }
 
+/// What a batch's requests read of their workspaces, by workspace.
+#[derive(Debug, Default)]
+struct Workspaces {
+    accounts: HashMap<WorkspaceId, Vec<Account>>,
+    webhooks: HashMap<WorkspaceId, Vec<Webhook>>,
+}
+
+impl Workspaces {
+    fn of(accounts: Option<Vec<AccountRow>>, webhooks: Option<Vec<WebhookRow>>) -> Result<Self> {
+        Ok(Workspaces {
+            accounts: accounts
+                .map(connected_by_workspace)
+                .transpose()?
+                .unwrap_or_default(),
+            webhooks: webhooks
+                .map(webhooks_by_workspace)
+                .transpose()?
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Gives each request what it asked to read, where its key counts requests
+    /// (an active key of a plan with the API): the others get nothing, whatever
+    /// was read for their hash.
+    fn give(&mut self, used: &mut [Option<UsedKey>], reads: &[WorkspaceRead]) {
+        for (entry, read) in used.iter_mut().zip(reads) {
+            let Some(entry) = entry.as_mut().filter(|entry| entry.window.is_some()) else {
+                continue;
+            };
+            let workspace = entry.workspace.id;
+            entry.read = match read {
+                WorkspaceRead::Nothing => WorkspaceReading::Nothing,
+                WorkspaceRead::Accounts => WorkspaceReading::Accounts(
+                    self.accounts.get(&workspace).cloned().unwrap_or_default(),
+                ),
+                WorkspaceRead::Webhooks => WorkspaceReading::Webhooks(
+                    self.webhooks.get(&workspace).cloned().unwrap_or_default(),
+                ),
+            };
+        }
+    }
+}
+
 /// Each request's [`WorkspaceRead`], where its key counts requests: one query
 /// per kind for the batch's distinct workspaces, on the key check's connection
 /// and in its transaction.
@@ -409,7 +485,7 @@ fn read_workspaces_blocking(
     used: &mut [Option<UsedKey>],
     reads: &[WorkspaceRead],
 ) -> Result<()> {
-    let wanted = |kind: WorkspaceRead| -> Vec<String> {
+    let workspaces_reading = |kind: WorkspaceRead| -> Option<Vec<String>> {
         let mut ids: Vec<WorkspaceId> = used
             .iter()
             .zip(reads)
@@ -420,37 +496,15 @@ fn read_workspaces_blocking(
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        ids.iter().map(ToString::to_string).collect()
+        (!ids.is_empty()).then(|| ids.iter().map(ToString::to_string).collect())
     };
-    let (account_ids, webhook_ids) = (
-        wanted(WorkspaceRead::Accounts),
-        wanted(WorkspaceRead::Webhooks),
-    );
-    let mut accounts = HashMap::new();
-    if !account_ids.is_empty() {
-        let rows: Vec<AccountRow> = RunQueryDsl::load(connected_of!(account_ids), conn)?;
-        accounts = connected_by_workspace(rows)?;
-    }
-    let mut webhooks = HashMap::new();
-    if !webhook_ids.is_empty() {
-        let rows: Vec<WebhookRow> = RunQueryDsl::load(webhooks_of!(webhook_ids), conn)?;
-        webhooks = webhooks_by_workspace(rows)?;
-    }
-    for (entry, read) in used.iter_mut().zip(reads) {
-        let Some(entry) = entry.as_mut().filter(|entry| entry.window.is_some()) else {
-            continue;
-        };
-        let workspace = entry.workspace.id;
-        entry.read = match read {
-            WorkspaceRead::Nothing => WorkspaceReading::Nothing,
-            WorkspaceRead::Accounts => {
-                WorkspaceReading::Accounts(accounts.get(&workspace).cloned().unwrap_or_default())
-            }
-            WorkspaceRead::Webhooks => {
-                WorkspaceReading::Webhooks(webhooks.get(&workspace).cloned().unwrap_or_default())
-            }
-        };
-    }
+    let accounts = workspaces_reading(WorkspaceRead::Accounts)
+        .map(|ids| RunQueryDsl::load(connected_of!(ids ids), conn))
+        .transpose()?;
+    let webhooks = workspaces_reading(WorkspaceRead::Webhooks)
+        .map(|ids| RunQueryDsl::load(webhooks_of!(ids ids), conn))
+        .transpose()?;
+    Workspaces::of(accounts, webhooks)?.give(used, reads);
     Ok(())
 }
 

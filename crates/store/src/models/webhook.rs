@@ -551,7 +551,7 @@ impl Webhooks {
     ) -> Result<HashMap<WorkspaceId, Vec<Webhook>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<WebhookRow> =
-            with_conn!(self.db, |conn| webhooks_of!(ids).load(conn).await?);
+            with_conn!(self.db, |conn| webhooks_of!(ids ids).load(conn).await?);
         webhooks_by_workspace(rows)
     }
 
@@ -991,15 +991,24 @@ impl FanoutWebhooks for PgConn {
     enabled_webhooks_for_fanout!();
 }
 
-/// The webhooks of these workspaces' ids, as [`WebhookRow`]s, oldest first. A
-/// macro, not a function: the key check runs it on a plain SQLite connection too.
+/// The webhooks of some workspaces, as [`WebhookRow`]s, oldest first: `ids` of
+/// the workspaces, or `keys` of the API keys of these hashes. A macro, not a
+/// function: the key check runs it on a plain SQLite connection too.
 macro_rules! webhooks_of {
-    ($ids:expr) => {
+    (ids $ids:expr) => {
+        $crate::models::webhook::webhooks_of!(@where $crate::text_in::text_in(
+            $crate::schema::webhooks::workspace_id,
+            $ids,
+        ))
+    };
+    (keys $hashes:expr) => {
+        $crate::models::webhook::webhooks_of!(@where
+            $crate::schema::webhooks::workspace_id
+                .eq_any($crate::models::api_key::workspaces_of_keys!($hashes)))
+    };
+    (@where $workspaces:expr) => {
         $crate::schema::webhooks::table
-            .filter($crate::text_in::text_in(
-                $crate::schema::webhooks::workspace_id,
-                $ids,
-            ))
+            .filter($workspaces)
             .order((
                 $crate::schema::webhooks::created_at,
                 $crate::schema::webhooks::id,
