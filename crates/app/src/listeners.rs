@@ -4,6 +4,8 @@
 //! counts against its own limit, not the workspace's webhooks, and is removed by
 //! the upkeep when not streamed for a day.
 
+use std::sync::Arc;
+
 use hookline_delivery::{StreamedAttempt, StreamedResult};
 use hookline_domain::{
     EventId, EventName, ListenerId, Refusal, Webhook, WebhookDescription, WebhookHeaders,
@@ -51,34 +53,32 @@ impl App {
 
     /// The workspace's listeners, oldest first.
     pub async fn listeners(&self, workspace: WorkspaceId) -> Result<Vec<Webhook>> {
-        self.webhooks_where(workspace, true, WorkspaceReading::Nothing)
-            .await
+        let mut webhooks = self.webhooks(workspace).await?;
+        webhooks.retain(is_listener);
+        Ok(webhooks)
     }
 
     /// The workspace's webhooks without its listeners, oldest first (the public
     /// API lists listeners apart); from `read` when the caller's key check read
-    /// them ([`WorkspaceRead::Webhooks`](hookline_store::WorkspaceRead)).
+    /// them ([`WorkspaceRead::Webhooks`](hookline_store::WorkspaceRead)), shared
+    /// with the other requests of its batch when it holds no listener.
     pub async fn webhooks_without_listeners(
         &self,
         workspace: WorkspaceId,
         read: WorkspaceReading,
-    ) -> Result<Vec<Webhook>> {
-        self.webhooks_where(workspace, false, read).await
-    }
-
-    /// [`App::webhooks`], the listeners alone or without them.
-    async fn webhooks_where(
-        &self,
-        workspace: WorkspaceId,
-        listeners: bool,
-        read: WorkspaceReading,
-    ) -> Result<Vec<Webhook>> {
-        let mut webhooks = match read {
+    ) -> Result<Arc<[Webhook]>> {
+        let webhooks: Arc<[Webhook]> = match read {
             WorkspaceReading::Webhooks(webhooks) => webhooks,
-            _ => self.webhooks(workspace).await?,
+            _ => self.webhooks(workspace).await?.into(),
         };
-        webhooks.retain(|webhook| (webhook.source == WebhookSource::Listener) == listeners);
-        Ok(webhooks)
+        if !webhooks.iter().any(is_listener) {
+            return Ok(webhooks);
+        }
+        Ok(webhooks
+            .iter()
+            .filter(|webhook| !is_listener(webhook))
+            .cloned()
+            .collect())
     }
 
     /// A listener of this workspace; a webhook, or another workspace's listener,
@@ -165,4 +165,9 @@ impl App {
         let listener = self.workspace_listener(workspace, id).await?;
         self.send_test_event_to(&listener, event, data).await
     }
+}
+
+/// Whether a webhook is a listener (the developer kit's, listed apart).
+fn is_listener(webhook: &Webhook) -> bool {
+    webhook.source == WebhookSource::Listener
 }

@@ -1,5 +1,7 @@
 //! Workspaces, their plans and their connected accounts.
 
+use std::sync::Arc;
+
 use hookline_domain::{Account, AccountId, Plan, Username, Workspace, WorkspaceId, WorkspaceName};
 use hookline_store::WorkspaceReading;
 
@@ -89,10 +91,10 @@ impl App {
         &self,
         workspace: WorkspaceId,
         read: WorkspaceReading,
-    ) -> Result<Vec<Account>> {
+    ) -> Result<Arc<[Account]>> {
         match read {
             WorkspaceReading::Accounts(accounts) => Ok(accounts),
-            _ => Ok(self.accounts.connected(workspace).await?),
+            _ => Ok(self.accounts.connected(workspace).await?.into()),
         }
     }
 
@@ -105,7 +107,8 @@ impl App {
     ) -> Result<Page<Account>> {
         let accounts = self
             .connected_accounts(workspace, WorkspaceReading::Nothing)
-            .await?;
+            .await?
+            .to_vec();
         if accounts.is_empty() {
             self.require_workspace(workspace).await?;
         }

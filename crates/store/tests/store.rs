@@ -1121,10 +1121,10 @@ async fn a_key_check_reads_the_workspace_of_each_counted_request(db: TestDb) {
     let reads: Vec<_> =
         used.iter().map(|entry| entry.as_ref().map(|used| used.read.clone())).collect();
     let expected = vec![
-        Some(WorkspaceReading::Accounts(vec![shop])),
-        Some(WorkspaceReading::Webhooks(Vec::new())),
-        Some(WorkspaceReading::Accounts(Vec::new())),
-        Some(WorkspaceReading::Webhooks(vec![hook])),
+        Some(WorkspaceReading::Accounts([shop].into())),
+        Some(WorkspaceReading::Webhooks([].into())),
+        Some(WorkspaceReading::Accounts([].into())),
+        Some(WorkspaceReading::Webhooks([hook].into())),
         Some(WorkspaceReading::Nothing),
         Some(WorkspaceReading::Nothing),
         Some(WorkspaceReading::Nothing),

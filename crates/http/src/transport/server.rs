@@ -308,7 +308,8 @@ fn request_id(headers: &hyper::HeaderMap) -> String {
         .map_or_else(|| RequestId::generate().to_string(), str::to_owned)
 }
 
-/// One request, in a span carrying its route and workspace, logged once at the end.
+/// One request, in a span carrying its id and, once known, its workspace and key,
+/// logged once at the end with its route.
 async fn handle<D: Dispatch>(
     api: &D,
     request: Request<Incoming>,
@@ -320,7 +321,6 @@ async fn handle<D: Dispatch>(
         "request",
         request_id = %request_id,
         method = %request.method(),
-        route = field::Empty,
         workspace = field::Empty,
         key_id = field::Empty,
     );
@@ -342,8 +342,10 @@ async fn handle<D: Dispatch>(
         }
         let status = response.status().as_u16();
         let elapsed = started.elapsed();
-        tracing::Span::current().record("route", route);
+        // The route on the line itself, not recorded into the span: no line of
+        // the request comes after this one.
         tracing::info!(
+            route,
             status,
             latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
             "request"

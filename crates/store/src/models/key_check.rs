@@ -8,6 +8,7 @@
 //! thread, not two; on PostgreSQL one round trip.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use diesel::pg::sql_types::Array;
 use diesel::prelude::*;
@@ -63,10 +64,11 @@ pub enum WorkspaceReading {
     /// Nothing was read.
     #[default]
     Nothing,
-    /// The workspace's connected accounts, oldest first.
-    Accounts(Vec<Account>),
-    /// The workspace's webhooks, oldest first, listeners included.
-    Webhooks(Vec<Webhook>),
+    /// The workspace's connected accounts, oldest first; shared by the batch's
+    /// requests of one workspace, not copied for each.
+    Accounts(Arc<[Account]>),
+    /// The workspace's webhooks, oldest first, listeners included; shared alike.
+    Webhooks(Arc<[Webhook]>),
 }
 
 /// A key as a batch of requests found and left it.
@@ -205,7 +207,7 @@ impl KeyCheck {
                 let (asked, distinct) = hashes_to_look_up(hashes);
                 let reads: Vec<WorkspaceRead> =
                     requests.iter().map(|request| request.read).collect();
-                let (rows, mut workspaces) = {
+                let (rows, workspaces) = {
                     let conn = pool.get().await?;
                     // Pipelined: the reads go out beside the check on the same
                     // connection, found by the keys' hashes, without waiting for it.
@@ -437,28 +439,30 @@ impl KeyCheck {
 /// What a batch's requests read of their workspaces, by workspace.
 #[derive(Debug, Default)]
 struct Workspaces {
-    accounts: HashMap<WorkspaceId, Vec<Account>>,
-    webhooks: HashMap<WorkspaceId, Vec<Webhook>>,
+    accounts: HashMap<WorkspaceId, Arc<[Account]>>,
+    webhooks: HashMap<WorkspaceId, Arc<[Webhook]>>,
 }
 
 impl Workspaces {
     fn of(accounts: Option<Vec<AccountRow>>, webhooks: Option<Vec<WebhookRow>>) -> Result<Self> {
+        fn shared<T>(by_workspace: HashMap<WorkspaceId, Vec<T>>) -> HashMap<WorkspaceId, Arc<[T]>> {
+            by_workspace
+                .into_iter()
+                .map(|(workspace, list)| (workspace, Arc::from(list)))
+                .collect()
+        }
+        let accounts = accounts.map(connected_by_workspace).transpose()?;
+        let webhooks = webhooks.map(webhooks_by_workspace).transpose()?;
         Ok(Workspaces {
-            accounts: accounts
-                .map(connected_by_workspace)
-                .transpose()?
-                .unwrap_or_default(),
-            webhooks: webhooks
-                .map(webhooks_by_workspace)
-                .transpose()?
-                .unwrap_or_default(),
+            accounts: shared(accounts.unwrap_or_default()),
+            webhooks: shared(webhooks.unwrap_or_default()),
         })
     }
 
     /// Gives each request what it asked to read, where its key counts requests
     /// (an active key of a plan with the API): the others get nothing, whatever
     /// was read for their hash.
-    fn give(&mut self, used: &mut [Option<UsedKey>], reads: &[WorkspaceRead]) {
+    fn give(&self, used: &mut [Option<UsedKey>], reads: &[WorkspaceRead]) {
         for (entry, read) in used.iter_mut().zip(reads) {
             let Some(entry) = entry.as_mut().filter(|entry| entry.window.is_some()) else {
                 continue;
@@ -467,10 +471,14 @@ impl Workspaces {
             entry.read = match read {
                 WorkspaceRead::Nothing => WorkspaceReading::Nothing,
                 WorkspaceRead::Accounts => WorkspaceReading::Accounts(
-                    self.accounts.get(&workspace).cloned().unwrap_or_default(),
+                    self.accounts
+                        .get(&workspace)
+                        .map_or_else(|| Arc::from([]), Arc::clone),
                 ),
                 WorkspaceRead::Webhooks => WorkspaceReading::Webhooks(
-                    self.webhooks.get(&workspace).cloned().unwrap_or_default(),
+                    self.webhooks
+                        .get(&workspace)
+                        .map_or_else(|| Arc::from([]), Arc::clone),
                 ),
             };
         }
