@@ -185,11 +185,10 @@ impl KeyCheck {
     ) -> Result<Vec<Option<UsedKey>>> {
         let minute = now.floor_minute();
         let hashes = requests.iter().map(|request| &request.hash);
+        let reads: Vec<WorkspaceRead> = requests.iter().map(|request| request.read).collect();
         match &self.db.pools {
             Pools::Sqlite { writes, .. } => {
                 let (asked, distinct) = hashes_to_look_up(hashes);
-                let reads: Vec<WorkspaceRead> =
-                    requests.iter().map(|request| request.read).collect();
                 let windows = Windows::at(now, window_ms);
                 let _turn = self.db.write_turn().await;
                 let mut conn = writes.get().await?;
@@ -205,8 +204,6 @@ impl KeyCheck {
             }
             Pools::Postgres(pool) => {
                 let (asked, distinct) = hashes_to_look_up(hashes);
-                let reads: Vec<WorkspaceRead> =
-                    requests.iter().map(|request| request.read).collect();
                 let (rows, workspaces) = {
                     let conn = pool.get().await?;
                     // Pipelined: the reads go out beside the check on the same
@@ -437,7 +434,7 @@ impl KeyCheck {
 }
 
 /// What a batch's requests read of their workspaces, by workspace.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Workspaces {
     accounts: HashMap<WorkspaceId, Arc<[Account]>>,
     webhooks: HashMap<WorkspaceId, Arc<[Webhook]>>,
