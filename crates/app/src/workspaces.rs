@@ -105,10 +105,7 @@ impl App {
         workspace: WorkspaceId,
         page: &PageRequest,
     ) -> Result<Page<Account>> {
-        let accounts = self
-            .connected_accounts(workspace, WorkspaceReading::Nothing)
-            .await?
-            .to_vec();
+        let accounts = self.accounts.connected(workspace).await?;
         if accounts.is_empty() {
             self.require_workspace(workspace).await?;
         }

@@ -151,20 +151,12 @@ impl Accounts {
 /// keys of these hashes. A macro, not a function: the key check runs it on a
 /// plain SQLite connection too.
 macro_rules! connected_of {
-    (ids $ids:expr) => {
-        $crate::models::account::connected_of!(@where $crate::text_in::text_in(
-            $crate::schema::accounts::workspace_id,
-            $ids,
-        ))
-    };
-    (keys $hashes:expr) => {
-        $crate::models::account::connected_of!(@where
-            $crate::schema::accounts::workspace_id
-                .eq_any($crate::models::api_key::workspaces_of_keys!($hashes)))
-    };
-    (@where $workspaces:expr) => {
+    ($($workspaces:tt)+) => {
         $crate::schema::accounts::table
-            .filter($workspaces)
+            .filter($crate::models::api_key::workspace_in!(
+                $crate::schema::accounts::workspace_id,
+                $($workspaces)+
+            ))
             .filter($crate::schema::accounts::disconnected_at.is_null())
             .order((
                 $crate::schema::accounts::connected_at,

@@ -198,18 +198,26 @@ macro_rules! keys_by_hash {
 }
 pub(crate) use keys_by_hash;
 
-/// The workspace ids of the API keys of these hashes (hex), as a subquery.
-macro_rules! workspaces_of_keys {
-    ($hashes:expr) => {
-        $crate::schema::api_keys::table
-            .filter($crate::text_in::text_in(
-                $crate::schema::api_keys::key_hash,
-                $hashes,
-            ))
-            .select($crate::schema::api_keys::workspace_id)
+/// `column` (a workspace id) among some workspaces: `ids` of the workspaces, or
+/// `keys`, the workspaces of the API keys of these hashes (hex, a subquery).
+/// The one filter of the workspace lists the key check reads
+/// (`connected_of!`, `webhooks_of!`).
+macro_rules! workspace_in {
+    ($column:expr, ids $ids:expr) => {
+        $crate::text_in::text_in($column, $ids)
+    };
+    ($column:expr, keys $hashes:expr) => {
+        $column.eq_any(
+            $crate::schema::api_keys::table
+                .filter($crate::text_in::text_in(
+                    $crate::schema::api_keys::key_hash,
+                    $hashes,
+                ))
+                .select($crate::schema::api_keys::workspace_id),
+        )
     };
 }
-pub(crate) use workspaces_of_keys;
+pub(crate) use workspace_in;
 
 /// Marks the keys of these ids used in the minute starting at `minute`, unless
 /// their last use is already that recent.

@@ -212,15 +212,13 @@ impl KeyCheck {
                     let statement = pg_check_keys(&asked, distinct, &Windows::at(now, window_ms));
                     let check = diesel_async::RunQueryDsl::load(statement, &mut shared);
                     let hashes_reading = |kind: WorkspaceRead| {
-                        let mut hashes: Vec<String> = asked
-                            .iter()
-                            .zip(&reads)
-                            .filter(|(_, read)| **read == kind)
-                            .map(|(hash, _)| hash.clone())
-                            .collect();
-                        hashes.sort_unstable();
-                        hashes.dedup();
-                        (!hashes.is_empty()).then_some(hashes)
+                        distinct_or_none(
+                            asked
+                                .iter()
+                                .zip(&reads)
+                                .filter(|(_, read)| **read == kind)
+                                .map(|(hash, _)| hash.clone()),
+                        )
                     };
                     let accounts =
                         OptionFuture::from(hashes_reading(WorkspaceRead::Accounts).map(|hashes| {
@@ -490,18 +488,11 @@ fn read_workspaces_blocking(
     used: &mut [Option<UsedKey>],
     reads: &[WorkspaceRead],
 ) -> Result<()> {
-    let workspaces_reading = |kind: WorkspaceRead| -> Option<Vec<String>> {
-        let mut ids: Vec<WorkspaceId> = used
-            .iter()
-            .zip(reads)
-            .filter_map(|(entry, read)| {
-                let entry = entry.as_ref()?;
-                (*read == kind && entry.window.is_some()).then_some(entry.workspace.id)
-            })
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        (!ids.is_empty()).then(|| ids.iter().map(ToString::to_string).collect())
+    let workspaces_reading = |kind: WorkspaceRead| {
+        distinct_or_none(used.iter().zip(reads).filter_map(|(entry, read)| {
+            let entry = entry.as_ref()?;
+            (*read == kind && entry.window.is_some()).then(|| entry.workspace.id.to_string())
+        }))
     };
     let accounts = workspaces_reading(WorkspaceRead::Accounts)
         .map(|ids| RunQueryDsl::load(connected_of!(ids ids), conn))
@@ -511,6 +502,15 @@ fn read_workspaces_blocking(
         .transpose()?;
     Workspaces::of(accounts, webhooks)?.give(used, reads);
     Ok(())
+}
+
+/// The values once each, for one read of them all; `None` when there are none
+/// (no read at all).
+fn distinct_or_none(values: impl Iterator<Item = String>) -> Option<Vec<String>> {
+    let mut values: Vec<String> = values.collect();
+    values.sort_unstable();
+    values.dedup();
+    (!values.is_empty()).then_some(values)
 }
 
 /// The SQLite side of [`KeyCheck::use_keys`], on the connection itself, inside its

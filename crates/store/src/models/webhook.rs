@@ -995,20 +995,12 @@ impl FanoutWebhooks for PgConn {
 /// the workspaces, or `keys` of the API keys of these hashes. A macro, not a
 /// function: the key check runs it on a plain SQLite connection too.
 macro_rules! webhooks_of {
-    (ids $ids:expr) => {
-        $crate::models::webhook::webhooks_of!(@where $crate::text_in::text_in(
-            $crate::schema::webhooks::workspace_id,
-            $ids,
-        ))
-    };
-    (keys $hashes:expr) => {
-        $crate::models::webhook::webhooks_of!(@where
-            $crate::schema::webhooks::workspace_id
-                .eq_any($crate::models::api_key::workspaces_of_keys!($hashes)))
-    };
-    (@where $workspaces:expr) => {
+    ($($workspaces:tt)+) => {
         $crate::schema::webhooks::table
-            .filter($workspaces)
+            .filter($crate::models::api_key::workspace_in!(
+                $crate::schema::webhooks::workspace_id,
+                $($workspaces)+
+            ))
             .order((
                 $crate::schema::webhooks::created_at,
                 $crate::schema::webhooks::id,
