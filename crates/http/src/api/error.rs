@@ -160,8 +160,7 @@ impl From<hookline_auth::Error> for ApiError {
 /// Names the key and its workspace in the request's span (and so its log line).
 pub(crate) fn record_caller(key: ApiKeyId, workspace: WorkspaceId) {
     let span = tracing::Span::current();
-    span.record("key_id", tracing::field::display(key));
-    span.record("workspace", tracing::field::display(workspace));
+    tracing::record_all!(span, key_id = %key, workspace = %workspace);
 }
 
 impl From<hookline_app::Error> for ApiError {

@@ -29,7 +29,12 @@ pub(crate) fn ok<T: serde::Serialize>(
         success: true,
         data,
     };
-    json_response(status, serde_json::to_string(&body).unwrap_or_default())
+    // Most answers fit the first buffer, so it is not grown as they are written.
+    let mut json = Vec::with_capacity(1024);
+    if serde_json::to_writer(&mut json, &body).is_err() {
+        json.clear();
+    }
+    json_response(status, json)
 }
 
 pub(crate) async fn me(

@@ -103,11 +103,17 @@ pub(crate) fn service_failure(
     }
 }
 
-pub(crate) fn json_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+/// A JSON answer, its header map sized for [`ANSWER_HEADERS`] so that it is
+/// not grown on the way.
+pub(crate) fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let headers = response.headers_mut();
+    headers.reserve(ANSWER_HEADERS);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
+
+/// The headers an authenticated API answer carries: this one, the request id
+/// and the five rate-limit headers.
+const ANSWER_HEADERS: usize = 7;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hookline_auth::AuthConfig;
 use hookline_domain::{PublicUrl, RequestId};
-use hyper::body::Incoming;
+use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -299,13 +299,25 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The request's id: the caller's `X-Request-Id` when it is one (1 to 128
 /// visible ASCII characters), else a new `req_…`; echoed on the response and
-/// logged, so a caller's report finds its log line.
-fn request_id(headers: &hyper::HeaderMap) -> String {
+/// logged, so a caller's report finds its log line. Kept as the header's value,
+/// so that the caller's id is shared with the request rather than copied.
+fn request_id(headers: &hyper::HeaderMap) -> HeaderValue {
     headers
         .get(X_REQUEST_ID)
-        .and_then(|value| value.to_str().ok())
-        .filter(|id| (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(|| RequestId::generate().to_string(), str::to_owned)
+        .filter(|id| {
+            (1..=128).contains(&id.len()) && id.as_bytes().iter().all(u8::is_ascii_graphic)
+        })
+        .cloned()
+        .unwrap_or_else(generated_request_id)
+}
+
+/// A new `req_…` as a header value, written once into a buffer of its size.
+fn generated_request_id() -> HeaderValue {
+    use std::fmt::Write as _;
+    let mut id = String::with_capacity(32);
+    let _ = write!(id, "{}", RequestId::generate());
+    HeaderValue::from_maybe_shared(Bytes::from(id))
+        .unwrap_or_else(|_| HeaderValue::from_static("req_unknown"))
 }
 
 /// One request, in a span carrying its id and, once known, its workspace and key,
@@ -319,7 +331,7 @@ async fn handle<D: Dispatch>(
     let request_id = request_id(request.headers());
     let span = tracing::info_span!(
         "request",
-        request_id = %request_id,
+        request_id = %request_id.to_str().unwrap_or_default(),
         method = %request.method(),
         workspace = field::Empty,
         key_id = field::Empty,
@@ -337,9 +349,7 @@ async fn handle<D: Dispatch>(
                     (TIMED_OUT, api.unavailable())
                 }
             };
-        if let Ok(value) = HeaderValue::from_str(&request_id) {
-            response.headers_mut().insert(X_REQUEST_ID, value);
-        }
+        response.headers_mut().insert(X_REQUEST_ID, request_id);
         let status = response.status().as_u16();
         let elapsed = started.elapsed();
         // The route on the line itself, not recorded into the span: no line of
