@@ -29,7 +29,8 @@ pub(crate) type PgConn = AsyncPgConnection;
 
 /// Where diesel-async's SQLite wrapper runs a statement: on one of Tokio's
 /// blocking threads, as the wrapper's own spawner does, or right where it is
-/// asked on a thread that already runs a whole write ([`on_one_thread`]).
+/// asked on a thread that already runs a whole write ([`on_one_thread`]) or
+/// for a call made [`on_this_thread`].
 pub(crate) struct SqliteThreads(Option<tokio::runtime::Handle>);
 
 thread_local! {
@@ -119,6 +120,36 @@ where
     }
 }
 
+/// Runs `body` on `conn` on the calling thread, not on a blocking one: for a
+/// short write under the write turn the caller holds, where the two wake-ups
+/// of a hand-off cost more than the statements (the API's key check, see
+/// docs/PERFORMANCE.md). With the turn held it waits for no writer of
+/// hookline's; a process outside hookline holding SQLite's lock would make it
+/// wait on this thread, up to the busy timeout. A panic in `body` fails the
+/// call, as it does on a blocking thread.
+pub(crate) async fn on_this_thread<T>(
+    conn: &mut SqliteConn,
+    body: impl FnOnce(&mut SqliteConnection) -> diesel::QueryResult<T> + Send + 'static,
+) -> diesel::QueryResult<T>
+where
+    T: Send + 'static,
+{
+    let done = {
+        let _inline = InlineStatements::enter();
+        conn.spawn_blocking(move |conn| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(conn))).unwrap_or_else(
+                |_| {
+                    Err(diesel::result::Error::DatabaseError(
+                        diesel::result::DatabaseErrorKind::UnableToSendCommand,
+                        Box::new("the statements panicked".to_owned()),
+                    ))
+                },
+            )
+        })
+    };
+    done.await
+}
+
 /// `BEGIN IMMEDIATE` transactions on [`SqliteConn`]: diesel-async writes them for
 /// its own spawner only. As its own: a body that fails is rolled back and its
 /// error returned (a rollback that fails, its error).
@@ -153,19 +184,23 @@ impl ImmediateTransaction for SqliteConn {
     }
 }
 
-/// [`STATEMENTS_INLINE`] for as long as this lives, a panic included.
-struct InlineStatements;
+/// [`STATEMENTS_INLINE`] for as long as this lives, a panic included; then
+/// as it was before.
+struct InlineStatements {
+    before: bool,
+}
 
 impl InlineStatements {
     fn enter() -> InlineStatements {
-        STATEMENTS_INLINE.set(true);
-        InlineStatements
+        InlineStatements {
+            before: STATEMENTS_INLINE.replace(true),
+        }
     }
 }
 
 impl Drop for InlineStatements {
     fn drop(&mut self) {
-        STATEMENTS_INLINE.set(false);
+        STATEMENTS_INLINE.set(self.before);
     }
 }
 
@@ -527,6 +562,55 @@ mod tests {
         })
         .join()
         .unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The key check's call: its statements on the caller's thread, a panic in
+    /// them an error of the call, and the thread's mark as it was after it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_on_this_thread_runs_where_it_is_made_and_fails_on_a_panic() {
+        let (dir, url) = database_in_a_new_dir();
+        let Pools::Sqlite { writes, .. } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
+        else {
+            unreachable!("a file path is SQLite")
+        };
+        let mut conn = writes.get().await.unwrap();
+        let caller = thread::current().id();
+        let ran_on = on_this_thread(&mut conn, |_| Ok(thread::current().id()))
+            .await
+            .unwrap();
+        assert_eq!(ran_on, caller);
+        assert!(!STATEMENTS_INLINE.get());
+        let panicked = on_this_thread(&mut conn, |_| -> diesel::QueryResult<()> {
+            panic!("a bug in the statements")
+        })
+        .await;
+        assert!(matches!(
+            panicked,
+            Err(diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::UnableToSendCommand,
+                _
+            ))
+        ));
+        // The connection still answers, and statements leave the thread again.
+        let after = on_this_thread(&mut conn, |conn| {
+            diesel::RunQueryDsl::execute(diesel::sql_query("SELECT 1"), conn)
+        })
+        .await;
+        assert_eq!(after.unwrap(), 0);
+        assert_ne!(statement_thread(&mut conn).await, caller);
+        // Inside a write on one thread, the mark stays set after the call.
+        thread::spawn(|| {
+            let outer = InlineStatements::enter();
+            drop(InlineStatements::enter());
+            assert!(STATEMENTS_INLINE.get());
+            drop(outer);
+            assert!(!STATEMENTS_INLINE.get());
+        })
+        .join()
+        .unwrap();
+        drop(conn);
+        drop(writes);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

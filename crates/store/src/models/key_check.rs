@@ -31,7 +31,7 @@ use crate::models::rate_limit::{
 };
 use crate::models::webhook::{WebhookRow, webhooks_by_workspace, webhooks_of};
 use crate::models::workspace::WorkspaceRow;
-use crate::pool::{PgConn, Pools, write_conn};
+use crate::pool::{PgConn, Pools, on_this_thread, write_conn};
 use crate::prepared::{Bind, Prepared, bind, prepared};
 
 /// One request of a batch: its key's hash, and what it reads of the key's
@@ -165,9 +165,10 @@ impl KeyCheck {
     /// each request whose key counts requests is counted in that key's window: the
     /// requests of one key in a batch hold the counts `count - n + 1 ..= count`.
     ///
-    /// On SQLite the three steps run in one blocking call, in one `IMMEDIATE`
-    /// transaction under this process's write turn (every hand-off to a blocking
-    /// thread costs the API throughput, see docs/PERFORMANCE.md). On PostgreSQL the
+    /// On SQLite the three steps run in one call, in one `IMMEDIATE`
+    /// transaction under this process's write turn, on the calling thread
+    /// ([`on_this_thread`]: every hand-off to a blocking thread costs the API
+    /// throughput, see docs/PERFORMANCE.md). On PostgreSQL the
     /// lookup and the count are one statement (`pg_check_keys`), so a batch goes
     /// down to the database once; the last use is written after it, only when a
     /// key's minute has turned.
@@ -192,7 +193,7 @@ impl KeyCheck {
                 let windows = Windows::at(now, window_ms);
                 let _turn = self.db.write_turn().await;
                 let mut conn = writes.get().await?;
-                conn.spawn_blocking(move |conn| {
+                on_this_thread(&mut conn, move |conn| {
                     Ok(conn.immediate_transaction(|conn| {
                         let mut used =
                             use_keys_blocking(conn, (&asked, distinct), &windows, minute)?;
