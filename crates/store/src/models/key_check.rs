@@ -167,7 +167,7 @@ impl KeyCheck {
     ///
     /// On SQLite the three steps run in one call, in one `IMMEDIATE`
     /// transaction under this process's write turn, on the calling thread
-    /// ([`on_this_thread`]: every hand-off to a blocking thread costs the API
+    /// (`pool::on_this_thread`: every hand-off to a blocking thread costs the API
     /// throughput, see docs/PERFORMANCE.md). On PostgreSQL the
     /// lookup and the count are one statement (`pg_check_keys`), so a batch goes
     /// down to the database once; the last use is written after it, only when a
