@@ -102,8 +102,8 @@ impl Store {
     /// shared by two runtimes would run one runtime's queries on the other's
     /// threads. On SQLite it shares the pools and the write turn (a connection runs
     /// its statements on the blocking threads of the runtime that opened it, a
-    /// write on one thread on those of the runtime that opened the store); only
-    /// its coalesced calls are its own.
+    /// write on one thread on those of the runtime that opened the store, the key
+    /// check's call where it is made); only its coalesced calls are its own.
     pub async fn for_this_runtime(&self) -> Result<Store> {
         Ok(Store {
             db: self.db.for_this_runtime().await?,
