@@ -113,11 +113,17 @@ where
     match running.await {
         Ok(done) => done,
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-        Err(error) => Err(Error::Database(diesel::result::Error::DatabaseError(
-            diesel::result::DatabaseErrorKind::UnableToSendCommand,
-            Box::new(error.to_string()),
-        ))),
+        Err(error) => Err(Error::Database(not_run(error.to_string()))),
     }
+}
+
+/// The error of statements that did not run to their end (their thread was
+/// cancelled, or they panicked): the connection could not carry them out.
+fn not_run(why: String) -> diesel::result::Error {
+    diesel::result::Error::DatabaseError(
+        diesel::result::DatabaseErrorKind::UnableToSendCommand,
+        Box::new(why),
+    )
 }
 
 /// Runs `body` on `conn` on the calling thread, not on a blocking one: for a
@@ -137,14 +143,8 @@ where
     let done = {
         let _inline = InlineStatements::enter();
         conn.spawn_blocking(move |conn| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(conn))).unwrap_or_else(
-                |_| {
-                    Err(diesel::result::Error::DatabaseError(
-                        diesel::result::DatabaseErrorKind::UnableToSendCommand,
-                        Box::new("the statements panicked".to_owned()),
-                    ))
-                },
-            )
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(conn)))
+                .unwrap_or_else(|_| Err(not_run("the statements panicked".to_owned())))
         })
     };
     done.await
@@ -487,6 +487,19 @@ mod tests {
     use super::*;
     use crate::write_lock::tests::database_in_a_new_dir;
 
+    /// A new SQLite database's writing pool and the runtime it runs on, with
+    /// the directory to remove after.
+    async fn sqlite_pools() -> (std::path::PathBuf, Pool<SqliteConn>, tokio::runtime::Handle) {
+        let (dir, url) = database_in_a_new_dir();
+        let Pools::Sqlite {
+            writes, runtime, ..
+        } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
+        else {
+            unreachable!("a file path is SQLite")
+        };
+        (dir, writes, runtime)
+    }
+
     /// The thread a statement of the wrapper runs on.
     async fn statement_thread(conn: &mut SqliteConn) -> ThreadId {
         conn.spawn_blocking(|_| Ok(thread::current().id()))
@@ -500,11 +513,7 @@ mod tests {
     async fn a_statement_dropped_while_it_runs_leaves_its_connection_whole() {
         use std::sync::mpsc;
 
-        let (dir, url) = database_in_a_new_dir();
-        let Pools::Sqlite { writes, .. } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
-        else {
-            unreachable!("a file path is SQLite")
-        };
+        let (dir, writes, _) = sqlite_pools().await;
         let mut conn = writes.get().await.unwrap();
         let (started, has_started) = mpsc::channel();
         let (go, wait) = mpsc::channel::<()>();
@@ -532,13 +541,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_on_one_thread_runs_its_statements_where_it_runs() {
-        let (dir, url) = database_in_a_new_dir();
-        let Pools::Sqlite {
-            writes, runtime, ..
-        } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
-        else {
-            unreachable!("a file path is SQLite")
-        };
+        let (dir, writes, runtime) = sqlite_pools().await;
         let (body, statements) = on_one_thread((&runtime, &writes), async |conn| {
             let body = thread::current().id();
             let statements = [statement_thread(conn).await, statement_thread(conn).await];
@@ -569,11 +572,7 @@ mod tests {
     /// them an error of the call, and the thread's mark as it was after it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_on_this_thread_runs_where_it_is_made_and_fails_on_a_panic() {
-        let (dir, url) = database_in_a_new_dir();
-        let Pools::Sqlite { writes, .. } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
-        else {
-            unreachable!("a file path is SQLite")
-        };
+        let (dir, writes, _) = sqlite_pools().await;
         let mut conn = writes.get().await.unwrap();
         let caller = thread::current().id();
         let ran_on = on_this_thread(&mut conn, |_| Ok(thread::current().id()))
