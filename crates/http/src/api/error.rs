@@ -1,6 +1,8 @@
 //! Every way a request fails, and the one place each becomes a status code and a
 //! `{success:false, error}` body.
 
+use std::ops::Range;
+
 use hookline_auth::RateLimit;
 use hookline_domain::{ApiKeyId, EventName, Plan, WorkspaceId};
 use http_body_util::Full;
@@ -191,27 +193,85 @@ impl From<hookline_app::Error> for ApiError {
 }
 
 /// The headers of every counted response: the classic `X-RateLimit-*` trio and the
-/// IETF draft pair.
+/// IETF draft pair. Their five values are written into one buffer that the
+/// headers share: one allocation for the lot, not one per value.
 pub(crate) fn rate_limit_headers(headers: &mut hyper::HeaderMap, rate: &RateLimit) {
-    let window = rate.window.as_secs();
-    let policy = format!("\"default\";q={};w={window}", rate.limit);
-    let current = format!(
-        "\"default\";r={};t={}",
-        rate.remaining,
-        rate.resets_in_secs()
-    );
     // Parsed once, not per response.
     const LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
     const REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
     const RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
     const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
     const CURRENT: HeaderName = HeaderName::from_static("ratelimit");
-    headers.insert(LIMIT, HeaderValue::from(rate.limit));
-    headers.insert(REMAINING, HeaderValue::from(rate.remaining));
-    headers.insert(RESET, HeaderValue::from(rate.resets_at_unix_secs()));
-    for (name, value) in [(POLICY, policy), (CURRENT, current)] {
-        if let Ok(value) = HeaderValue::try_from(value) {
+    let mut text = Vec::with_capacity(128);
+    let mut number = itoa::Buffer::new();
+    let limit = push(&mut text, &[number.format(rate.limit)]);
+    let remaining = push(&mut text, &[number.format(rate.remaining)]);
+    let reset = push(&mut text, &[number.format(rate.resets_at_unix_secs())]);
+    let policy = joined(
+        push(&mut text, &["\"default\";q=", number.format(rate.limit)]),
+        push(&mut text, &[";w=", number.format(rate.window.as_secs())]),
+    );
+    let current = joined(
+        push(
+            &mut text,
+            &["\"default\";r=", number.format(rate.remaining)],
+        ),
+        push(&mut text, &[";t=", number.format(rate.resets_in_secs())]),
+    );
+    let text = Bytes::from(text);
+    for (name, range) in [
+        (LIMIT, limit),
+        (REMAINING, remaining),
+        (RESET, reset),
+        (POLICY, policy),
+        (CURRENT, current),
+    ] {
+        if let Ok(value) = HeaderValue::from_maybe_shared(text.slice(range)) {
             headers.insert(name, value);
         }
+    }
+}
+
+/// Appends `parts` to `text`; where they landed.
+fn push(text: &mut Vec<u8>, parts: &[&str]) -> Range<usize> {
+    let start = text.len();
+    for part in parts {
+        text.extend_from_slice(part.as_bytes());
+    }
+    start..text.len()
+}
+
+/// Two ranges written one after the other, as one.
+fn joined(first: Range<usize>, second: Range<usize>) -> Range<usize> {
+    first.start..second.end
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use hookline_domain::Timestamp;
+
+    use super::*;
+
+    #[test]
+    fn the_rate_limit_headers_carry_the_window_as_it_stands() {
+        let now = Timestamp::from_unix_millis(1_764_000_000_250).unwrap();
+        let rate = RateLimit {
+            limit: 600,
+            remaining: 42,
+            window: Duration::from_secs(60),
+            resets_at: Timestamp::from_unix_millis(1_764_000_030_001).unwrap(),
+            now,
+        };
+        let mut headers = hyper::HeaderMap::new();
+        rate_limit_headers(&mut headers, &rate);
+        let text = |name: &str| headers[name].to_str().unwrap().to_owned();
+        assert_eq!(headers.len(), 5);
+        assert_eq!(text("x-ratelimit-limit"), "600");
+        assert_eq!(text("x-ratelimit-remaining"), "42");
+        assert_eq!(text("x-ratelimit-reset"), "1764000031");
+        assert_eq!(text("ratelimit-policy"), "\"default\";q=600;w=60");
+        assert_eq!(text("ratelimit"), "\"default\";r=42;t=30");
     }
 }
