@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use std::sync::{Mutex, PoisonError};
 
-use ulid::{Generator, Ulid};
+use ulid::{Generator, ULID_LEN, Ulid};
 
 use crate::{Error, Result};
 
@@ -89,15 +89,35 @@ impl<K: IdKind> FromStr for Id<K> {
         // Ulid::from_string also takes lower case and values past 128 bits; ids have
         // one spelling only (they are compared as text in the database).
         match Ulid::from_string(rest) {
-            Ok(ulid) if ulid.to_string() == rest => Ok(Self::from_ulid(ulid)),
+            Ok(ulid) if ulid.array_to_str(&mut [0; ULID_LEN]) == rest => Ok(Self::from_ulid(ulid)),
             _ => Err(invalid()),
         }
     }
 }
 
+/// Room for an id's text: a prefix of up to 13 characters, `_` and the ULID.
+const TEXT_ROOM: usize = 40;
+
+impl<K: IdKind> Id<K> {
+    /// The id's text (`ws_01J…`) in `buffer`: written whole, so that a
+    /// formatter or a JSON writer takes it in one piece (ids are in every
+    /// answer and every request's log line).
+    fn text<'buffer>(&self, buffer: &'buffer mut [u8; TEXT_ROOM]) -> &'buffer str {
+        const { assert!(K::PREFIX.len() + 1 + ULID_LEN <= TEXT_ROOM) };
+        let prefix = K::PREFIX.len();
+        buffer[..prefix].copy_from_slice(K::PREFIX.as_bytes());
+        buffer[prefix] = b'_';
+        let mut ulid = [0; ULID_LEN];
+        buffer[prefix + 1..prefix + 1 + ULID_LEN]
+            .copy_from_slice(self.ulid.array_to_str(&mut ulid).as_bytes());
+        // ASCII throughout: a prefix is, and so is Crockford's base32.
+        std::str::from_utf8(&buffer[..prefix + 1 + ULID_LEN]).unwrap_or_default()
+    }
+}
+
 impl<K: IdKind> fmt::Display for Id<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}_{}", K::PREFIX, self.ulid)
+        f.write_str(self.text(&mut [0; TEXT_ROOM]))
     }
 }
 
@@ -138,7 +158,7 @@ impl<K> Ord for Id<K> {
 
 impl<K: IdKind> serde::Serialize for Id<K> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        serializer.serialize_str(self.text(&mut [0; TEXT_ROOM]))
     }
 }
 
@@ -198,6 +218,13 @@ mod tests {
         assert!(text.starts_with("ws_"));
         assert_eq!(text.len(), 3 + 26);
         assert_eq!(text.parse::<WorkspaceId>(), Ok(id));
+        let known = Ulid::from_string("01JD3Z6Q8T4X2K9V7B5N1M0C3R").unwrap();
+        let key = ApiKeyId::from_ulid(known);
+        assert_eq!(key.to_string(), "key_01JD3Z6Q8T4X2K9V7B5N1M0C3R");
+        assert_eq!(
+            serde_json::to_string(&key).unwrap(),
+            "\"key_01JD3Z6Q8T4X2K9V7B5N1M0C3R\""
+        );
     }
 
     #[test]
