@@ -1041,6 +1041,9 @@ async fn rate_windows_count_per_key_and_restart_after_they_end(db: TestDb) {
     // The window ends one minute after its first request; the batch starts the next.
     let t1 = t0.plus_millis(60_000);
     assert_eq!(count(&[1, 1], t1).await, [(t1, 2); 2]);
+    // In a batch of several keys alike: key 2's window ends, key 1's runs on.
+    let t2 = t0.plus_millis(119_999);
+    assert_eq!(count(&[1, 2], t2).await, [(t1, 3), (t2, 1)]);
 }
 
 async fn a_batch_of_key_uses_finds_touches_and_counts_by_the_rules(db: TestDb) {

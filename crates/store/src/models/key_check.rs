@@ -533,8 +533,7 @@ fn use_keys_blocking(
         Vec::new()
     } else {
         let counts = window_counts(&uses.count);
-        let counted: Vec<CountedWindow> =
-            RunQueryDsl::load(sqlite_count_in_windows(windows, &counts), conn)?;
+        let counted = sqlite_count_in_windows(conn, windows, &counts)?;
         windows_in_order(&uses.count, counted)?
     };
     Ok(uses.answer(found, &windows, minute))

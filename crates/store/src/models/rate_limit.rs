@@ -4,11 +4,13 @@
 
 use std::collections::HashMap;
 
+use diesel::RunQueryDsl;
 use diesel::sql_types::{BigInt, Text};
+use diesel::sqlite::SqliteConnection;
 use hookline_domain::{ApiKeyId, RateWindow, Timestamp};
 
 use crate::models::timestamp;
-use crate::prepared::{Bind, Prepared, bind, prepared};
+use crate::prepared::{bind, prepared};
 use crate::text_in::{json_array, push_json_row};
 use crate::{Error, Result};
 
@@ -90,35 +92,56 @@ pub(crate) struct CountedWindow {
     pub(crate) request_count: i64,
 }
 
-/// `$1` now, `$2` the instant before which windows have ended, `$3` the counts.
-pub(crate) type SqliteCountBinds = (Bind<BigInt, i64>, Bind<BigInt, i64>, Bind<Text, String>);
-
-/// SQLite's count: one upsert per key, answering each key's window after counting;
-/// one statement, prepared once whatever the batch size (the batch is read from
-/// JSON), run on a plain connection inside `KeyCheck::use_keys`'s blocking call.
-/// PostgreSQL counts in the key check's one statement (`pg_check_keys`).
+/// SQLite's count: one upsert per key, answering each key's window after counting,
+/// in one statement run on a plain connection inside `KeyCheck::use_keys`'s call.
+/// A batch of one key's requests (the common case: one integrator's burst) gives
+/// its row as `VALUES`; a batch of several reads them from JSON, so that one
+/// prepared statement serves any batch size. The JSON rows cost SQLite a
+/// temporary table to hold them (see docs/PERFORMANCE.md), which one row of
+/// `VALUES` does not. PostgreSQL counts in the key check's one statement
+/// (`pg_check_keys`).
 pub(crate) fn sqlite_count_in_windows(
+    conn: &mut SqliteConnection,
     at: &Windows,
     counts: &[WindowCount],
-) -> Prepared<SqliteCountBinds> {
+) -> diesel::QueryResult<Vec<CountedWindow>> {
+    /// The upsert of rows given as `$rows`: a window that started at or before
+    /// `$2` restarts at `$1` with the new requests; one still running adds them.
+    macro_rules! count_sql {
+        ($rows:literal) => {
+            concat!(
+                "INSERT INTO rate_limit_windows (key_id, window_start, request_count) ",
+                $rows,
+                " ON CONFLICT (key_id) DO UPDATE SET \
+                     window_start = CASE WHEN window_start <= $2 THEN $1 ELSE window_start END, \
+                     request_count = CASE WHEN window_start <= $2 THEN excluded.request_count \
+                         ELSE request_count + excluded.request_count END \
+                 RETURNING key_id, window_start, request_count"
+            )
+        };
+    }
+    let (now, expired_before) = (
+        bind::<BigInt, _>(at.now),
+        bind::<BigInt, _>(at.expired_before),
+    );
+    if let [one] = counts {
+        let statement = prepared(count_sql!("VALUES ($3, $1, $4)")).binds((
+            now,
+            expired_before,
+            bind::<Text, _>(one.key_id.clone()),
+            bind::<BigInt, _>(one.requests),
+        ));
+        return RunQueryDsl::load(statement, conn);
+    }
     // `[["key", n], …]`: one bind, so one prepared statement for any batch.
     let json = json_array(counts, |json, count| {
         push_json_row(json, &[&count.key_id], count.requests);
     });
     // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
-    prepared(
-        "INSERT INTO rate_limit_windows (key_id, window_start, request_count) \
-         SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
-             FROM json_each($3) WHERE true \
-         ON CONFLICT (key_id) DO UPDATE SET \
-             window_start = CASE WHEN window_start <= $2 THEN $1 ELSE window_start END, \
-             request_count = CASE WHEN window_start <= $2 THEN excluded.request_count \
-                 ELSE request_count + excluded.request_count END \
-         RETURNING key_id, window_start, request_count",
-    )
-    .binds((
-        bind::<BigInt, _>(at.now),
-        bind::<BigInt, _>(at.expired_before),
-        bind::<Text, _>(json),
+    let statement = prepared(count_sql!(
+        "SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
+             FROM json_each($3) WHERE true"
     ))
+    .binds((now, expired_before, bind::<Text, _>(json)));
+    RunQueryDsl::load(statement, conn)
 }
