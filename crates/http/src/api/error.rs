@@ -203,20 +203,28 @@ pub(crate) fn rate_limit_headers(headers: &mut hyper::HeaderMap, rate: &RateLimi
     const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
     const CURRENT: HeaderName = HeaderName::from_static("ratelimit");
     let mut text = Vec::with_capacity(128);
-    let mut number = itoa::Buffer::new();
-    let limit = push(&mut text, &[number.format(rate.limit)]);
-    let remaining = push(&mut text, &[number.format(rate.remaining)]);
-    let reset = push(&mut text, &[number.format(rate.resets_at_unix_secs())]);
-    let policy = joined(
-        push(&mut text, &["\"default\";q=", number.format(rate.limit)]),
-        push(&mut text, &[";w=", number.format(rate.window.as_secs())]),
+    // Two buffers, so that a value of two numbers is written in one piece.
+    let (mut first, mut second) = (itoa::Buffer::new(), itoa::Buffer::new());
+    let limit = push(&mut text, &[first.format(rate.limit)]);
+    let remaining = push(&mut text, &[first.format(rate.remaining)]);
+    let reset = push(&mut text, &[first.format(rate.resets_at_unix_secs())]);
+    let policy = push(
+        &mut text,
+        &[
+            "\"default\";q=",
+            first.format(rate.limit),
+            ";w=",
+            second.format(rate.window.as_secs()),
+        ],
     );
-    let current = joined(
-        push(
-            &mut text,
-            &["\"default\";r=", number.format(rate.remaining)],
-        ),
-        push(&mut text, &[";t=", number.format(rate.resets_in_secs())]),
+    let current = push(
+        &mut text,
+        &[
+            "\"default\";r=",
+            first.format(rate.remaining),
+            ";t=",
+            second.format(rate.resets_in_secs()),
+        ],
     );
     let text = Bytes::from(text);
     for (name, range) in [
@@ -239,11 +247,6 @@ fn push(text: &mut Vec<u8>, parts: &[&str]) -> Range<usize> {
         text.extend_from_slice(part.as_bytes());
     }
     start..text.len()
-}
-
-/// Two ranges written one after the other, as one.
-fn joined(first: Range<usize>, second: Range<usize>) -> Range<usize> {
-    first.start..second.end
 }
 
 #[cfg(test)]
