@@ -1,9 +1,17 @@
 //! `column IN (values)` as one bind parameter, so the statement is prepared once
 //! per connection whatever the number of values: diesel's `eq_any` writes one
 //! placeholder per value on SQLite, a new statement (parsed and planned again) for
-//! every batch size. SQLite reads the values from a JSON array (`json_each`);
-//! PostgreSQL from a text array (`= ANY`), behind a subquery so that one plan
-//! serves every call.
+//! every batch size. SQLite reads the values from a JSON array (`json_each`), or
+//! compares with the one value there is; PostgreSQL reads them from a text array
+//! (`= ANY`), behind a subquery so that one plan serves every call.
+//!
+//! The shape of the SQLite text (one value or a list) is a type ([`One`],
+//! [`List`]), so that a statement holding a [`TextIn`] keeps a static query id:
+//! diesel then finds its prepared statement by type, where it would otherwise
+//! write out the whole statement's SQL and hash it at every call to look it up
+//! (docs/PERFORMANCE.md). [`by_shape!`] picks the type by the number of values.
+
+use std::marker::PhantomData;
 
 use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
 use diesel::pg::Pg;
@@ -12,67 +20,150 @@ use diesel::sql_types::{Array, Bool, Text};
 use diesel::sqlite::Sqlite;
 use diesel::{QueryResult, SelectableExpression};
 
-/// `column IN (values)` for a text column.
+/// The shape of one value: SQLite compares with it (`= ?`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum One {}
+
+/// The shape of any number of values: SQLite reads them from a JSON array.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum List {}
+
+/// The values of a [`TextIn`], in the shape `S`.
 #[derive(Debug, Clone)]
-pub(crate) struct TextIn<C> {
-    column: C,
+pub(crate) struct InValues<S> {
     values: Vec<String>,
-    /// The values as a JSON array of strings, for SQLite; empty for one value.
+    /// The values as a JSON array of strings, for SQLite; empty in [`One`].
     json: String,
+    shape: PhantomData<S>,
 }
 
-pub(crate) fn text_in<C>(column: C, values: Vec<String>) -> TextIn<C> {
-    // One value is bound as itself (see the SQLite fragment).
-    let json = if values.len() == 1 {
-        String::new()
-    } else {
-        json_string_array(&values)
-    };
-    TextIn {
-        column,
-        values,
-        json,
+impl InValues<List> {
+    /// Any number of values in the list shape: for a statement only PostgreSQL
+    /// runs, whose text is the same for any number of values.
+    pub(crate) fn list(values: Vec<String>) -> Self {
+        InValues {
+            json: json_string_array(&values),
+            values,
+            shape: PhantomData,
+        }
     }
 }
 
-impl<C: Expression<SqlType = Text>> Expression for TextIn<C> {
+/// Values in the shape their number wants; [`by_shape!`] opens it.
+#[derive(Debug)]
+pub(crate) enum Shaped {
+    One(InValues<One>),
+    List(InValues<List>),
+}
+
+impl Shaped {
+    pub(crate) fn of(values: Vec<String>) -> Self {
+        if values.len() == 1 {
+            Shaped::One(InValues {
+                values,
+                json: String::new(),
+                shape: PhantomData,
+            })
+        } else {
+            Shaped::List(InValues::list(values))
+        }
+    }
+}
+
+/// Evaluates `$body` with `$values` (a `Vec<String>`) as `$name`, the
+/// [`InValues`] of the shape their number wants: `$body` is written once and
+/// compiled for each shape, so that each statement it runs has one text per
+/// type.
+macro_rules! by_shape {
+    ($values:expr, |$name:ident| $body:expr) => {
+        match $crate::text_in::Shaped::of($values) {
+            $crate::text_in::Shaped::One($name) => $body,
+            $crate::text_in::Shaped::List($name) => $body,
+        }
+    };
+}
+pub(crate) use by_shape;
+
+/// `column IN (values)` for a text column.
+#[derive(Debug, Clone)]
+pub(crate) struct TextIn<C, S> {
+    column: C,
+    values: InValues<S>,
+}
+
+pub(crate) fn text_in<C, S>(column: C, values: InValues<S>) -> TextIn<C, S> {
+    TextIn { column, values }
+}
+
+impl<C: Expression<SqlType = Text>, S> Expression for TextIn<C, S> {
     type SqlType = Bool;
 }
 
-impl<C: AppearsOnTable<QS>, QS: ?Sized> AppearsOnTable<QS> for TextIn<C> where TextIn<C>: Expression {}
-
-impl<C: SelectableExpression<QS>, QS: ?Sized> SelectableExpression<QS> for TextIn<C> where
-    TextIn<C>: AppearsOnTable<QS>
+impl<C: AppearsOnTable<QS>, S, QS: ?Sized> AppearsOnTable<QS> for TextIn<C, S> where
+    TextIn<C, S>: Expression
 {
 }
 
-impl<C> ValidGrouping<()> for TextIn<C> {
+impl<C: SelectableExpression<QS>, S, QS: ?Sized> SelectableExpression<QS> for TextIn<C, S> where
+    TextIn<C, S>: AppearsOnTable<QS>
+{
+}
+
+impl<C, S> ValidGrouping<()> for TextIn<C, S> {
     type IsAggregate = is_aggregate::Never;
 }
 
-impl<C> QueryId for TextIn<C> {
-    type QueryId = ();
-    const HAS_STATIC_QUERY_ID: bool = false;
+impl<C: QueryId, S: 'static> QueryId for TextIn<C, S> {
+    type QueryId = (C::QueryId, S);
+    const HAS_STATIC_QUERY_ID: bool = C::HAS_STATIC_QUERY_ID;
 }
 
-impl<C: QueryFragment<Sqlite>> QueryFragment<Sqlite> for TextIn<C> {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
-        self.column.walk_ast(out.reborrow())?;
-        // One value, the usual batch of a quiet hour or of one busy workspace: a
-        // plain comparison. The list form fills a temporary b-tree with the
-        // values at every call (PERFORMANCE.md). Either text is prepared once.
-        if let [value] = self.values.as_slice() {
-            out.push_sql(" = ");
-            return out.push_bind_param::<Text, _>(value);
-        }
+/// The SQLite text of a shape.
+pub(crate) trait SqliteShape {
+    fn walk_ast<'b>(values: &'b InValues<Self>, out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()>
+    where
+        Self: Sized;
+}
+
+impl SqliteShape for One {
+    // One value, the usual batch of a quiet hour or of one busy workspace: a
+    // plain comparison. The list form fills a temporary b-tree with the values
+    // at every call (PERFORMANCE.md).
+    fn walk_ast<'b>(
+        values: &'b InValues<One>,
+        mut out: AstPass<'_, 'b, Sqlite>,
+    ) -> QueryResult<()> {
+        let [value] = values.values.as_slice() else {
+            // `Shaped::of` makes `One` of exactly one value.
+            return Err(diesel::result::Error::QueryBuilderError(
+                "the one-value shape holds one value".into(),
+            ));
+        };
+        out.push_sql(" = ");
+        out.push_bind_param::<Text, _>(value)
+    }
+}
+
+impl SqliteShape for List {
+    fn walk_ast<'b>(
+        values: &'b InValues<List>,
+        mut out: AstPass<'_, 'b, Sqlite>,
+    ) -> QueryResult<()> {
         out.push_sql(" IN (SELECT value FROM json_each(");
-        out.push_bind_param::<Text, _>(&self.json)?;
+        out.push_bind_param::<Text, _>(&values.json)?;
         out.push_sql("))");
         Ok(())
     }
 }
 
-impl<C: QueryFragment<Pg>> QueryFragment<Pg> for TextIn<C> {
+impl<C: QueryFragment<Sqlite>, S: SqliteShape> QueryFragment<Sqlite> for TextIn<C, S> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        self.column.walk_ast(out.reborrow())?;
+        S::walk_ast(&self.values, out)
+    }
+}
+
+impl<C: QueryFragment<Pg>, S> QueryFragment<Pg> for TextIn<C, S> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         self.column.walk_ast(out.reborrow())?;
         // The array behind a subquery: the planner cannot see its length even when
@@ -81,7 +172,7 @@ impl<C: QueryFragment<Pg>> QueryFragment<Pg> for TextIn<C> {
         // planned every call again for the values (a custom plan), which cost
         // several times the lookup itself.
         out.push_sql(" = ANY((SELECT ");
-        out.push_bind_param::<Array<Text>, _>(&self.values)?;
+        out.push_bind_param::<Array<Text>, _>(&self.values.values)?;
         out.push_sql(")::text[])");
         Ok(())
     }
@@ -139,7 +230,53 @@ pub(crate) fn column<'a, R, V>(rows: &'a [R], field: impl Fn(&'a R) -> V) -> Vec
 
 #[cfg(test)]
 mod tests {
+    use std::any::TypeId;
+
+    use diesel::debug_query;
+    use diesel::prelude::*;
+
     use super::*;
+    use crate::models::api_key::keys_by_hash;
+    use crate::models::webhook::webhooks_of;
+
+    /// The id a SQLite connection's statement cache finds the query by.
+    fn query_id<Q: QueryId + QueryFragment<Sqlite>>(_: &Q) -> Option<TypeId> {
+        Q::query_id()
+    }
+
+    fn values(n: usize) -> Vec<String> {
+        (0..n).map(|n| format!("h{n}")).collect()
+    }
+
+    #[test]
+    fn each_shape_is_a_statement_found_by_its_type() {
+        let ids = |n| by_shape!(values(n), |hashes| query_id(&keys_by_hash!(hashes)));
+        let (one, two, three) = (ids(1), ids(2), ids(3));
+        assert!(one.is_some(), "the key lookup has a static query id");
+        assert_ne!(one, two, "one value and a list are two statements");
+        assert_eq!(two, three, "a list of any length is one statement");
+        let reads = by_shape!(values(1), |ids| query_id(&webhooks_of!(ids ids)));
+        assert!(reads.is_some(), "so has the key check's read of webhooks");
+    }
+
+    #[test]
+    fn each_shape_writes_its_own_text() {
+        let sql = |n| {
+            by_shape!(values(n), |hashes| debug_query::<Sqlite, _>(
+                &keys_by_hash!(hashes)
+            )
+            .to_string())
+        };
+        assert!(sql(1).contains("`key_hash` = ?"), "{}", sql(1));
+        assert!(
+            sql(2).contains("IN (SELECT value FROM json_each(?))"),
+            "{}",
+            sql(2)
+        );
+        assert!(sql(0).contains(r#"binds: ["[]"]"#), "{}", sql(0));
+        let pg = debug_query::<Pg, _>(&keys_by_hash!(InValues::list(values(1)))).to_string();
+        assert!(pg.contains("= ANY((SELECT $1)::text[])"), "{pg}");
+    }
 
     #[test]
     fn rows_are_texts_then_a_number() {

@@ -12,6 +12,7 @@ use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{with_conn, write_tx};
 use crate::schema::accounts;
+use crate::text_in::by_shape;
 use crate::{Error, Result};
 use hookline_domain::Refusal;
 
@@ -141,7 +142,9 @@ impl Accounts {
     ) -> Result<HashMap<WorkspaceId, Vec<Account>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<AccountRow> =
-            with_conn!(self.db, |conn| connected_of!(ids ids).load(conn).await?);
+            with_conn!(self.db, |conn| by_shape!(ids, |ids| connected_of!(ids ids)
+                .load(conn)
+                .await?));
         connected_by_workspace(rows)
     }
 }

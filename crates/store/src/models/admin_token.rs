@@ -13,7 +13,7 @@ use crate::error::Stored as _;
 use crate::models::timestamp;
 use crate::pool::{with_conn, write_conn, write_tx};
 use crate::schema::admin_tokens;
-use crate::text_in::text_in;
+use crate::text_in::{by_shape, text_in};
 
 /// An admin token as read back: everything but the hash.
 #[derive(Debug, Queryable, Selectable)]
@@ -132,11 +132,11 @@ impl AdminTokens {
     ) -> Result<HashMap<KeyHash, AdminTokenRecord>> {
         let hex: Vec<String> = hashes.iter().map(KeyHash::to_hex).collect();
         let rows: Vec<(String, AdminTokenRow)> = with_conn!(self.db, |conn| {
-            admin_tokens::table
-                .filter(text_in(admin_tokens::token_hash, hex.clone()))
+            by_shape!(hex.clone(), |hashes| admin_tokens::table
+                .filter(text_in(admin_tokens::token_hash, hashes))
                 .select((admin_tokens::token_hash, AdminTokenRow::as_select()))
                 .load(conn)
-                .await?
+                .await?)
         });
         let mut found = HashMap::with_capacity(rows.len());
         for (hash, row) in rows {

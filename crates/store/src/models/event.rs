@@ -18,7 +18,7 @@ use crate::error::Stored as _;
 use crate::models::queue::{KeyRow, NOTIFY_WORKERS};
 use crate::models::webhook::{FanoutWebhooks, WebhookRow, hold_enabled};
 use crate::pool::{PgConn, Pools, SqliteConn, with_conn, write_tx, write_tx_owned};
-use crate::prepared::{Bind, Prepared, bind, prepared};
+use crate::prepared::{Bind, Prepared, bind, prepared, statement};
 use crate::schema::{events, idempotency_keys};
 use crate::text_in::{column, json_array, push_json_row};
 use crate::{Backend, Error, Result};
@@ -586,7 +586,7 @@ macro_rules! claim_idempotency_key {
             &mut self,
             claim: &KeyClaim<'_>,
         ) -> QueryResult<Option<String>> {
-            let claimed = prepared(
+            let claimed = statement!(
                 "INSERT INTO idempotency_keys \
                      (workspace_id, idempotency_key, event_id, payload, created_at) \
                  VALUES ($1, $2, $3, $4, $5) \
@@ -630,7 +630,7 @@ impl InsertOutbox for SqliteConn {
             let texts = [&*e.id, &e.workspace_id, e.event, &e.payload];
             push_json_row(json, &texts, e.occurred_at);
         });
-        prepared(
+        statement!(
             "INSERT INTO events (id, workspace_id, event, payload, occurred_at) \
              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
                  json_extract(value, '$[2]'), json_extract(value, '$[3]'), \
@@ -647,7 +647,7 @@ impl InsertOutbox for SqliteConn {
         let deliveries = json_array(deliveries, |json, d| {
             push_json_row(json, &[&d.event_id, &d.webhook_id], d.due_at);
         });
-        prepared(
+        statement!(
             "INSERT INTO deliveries (event_id, webhook_id, state, attempts, next_attempt_at, \
                  created_at) \
              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), 'pending', 0, \
@@ -692,7 +692,7 @@ impl InsertOutbox for PgConn {
         // is not `held`, so none fails. The floor is lowered (`$9`, when given) and
         // the NOTIFY sent (delivered at commit, like a `NOTIFY` statement's) by
         // the same statement: they commit with the rows or not at all.
-        let made: Vec<KeyRow> = prepared(concat!(
+        let made: Vec<KeyRow> = statement!(concat!(
             "WITH lowered AS (",
             lower_pending_floor!("$9"),
             " WHERE $9::text IS NOT NULL), \
@@ -739,11 +739,11 @@ impl InsertOutbox for PgConn {
     }
 
     async fn notify_workers(&mut self) -> QueryResult<()> {
-        prepared(NOTIFY_WORKERS).execute(self).await.map(|_| ())
+        statement!(NOTIFY_WORKERS).execute(self).await.map(|_| ())
     }
 
     async fn lower_pending_floor(&mut self, event_id: &str) -> QueryResult<()> {
-        prepared(lower_pending_floor!("$1"))
+        statement!(lower_pending_floor!("$1"))
             .binds((bind::<Text, _>(event_id),))
             .execute(self)
             .await

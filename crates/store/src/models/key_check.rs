@@ -32,7 +32,8 @@ use crate::models::rate_limit::{
 use crate::models::webhook::{WebhookRow, webhooks_by_workspace, webhooks_of};
 use crate::models::workspace::WorkspaceRow;
 use crate::pool::{PgConn, Pools, on_this_thread, write_conn};
-use crate::prepared::{Bind, Prepared, bind, prepared};
+use crate::prepared::{Bind, CacheKey, Prepared, bind, statement};
+use crate::text_in::{InValues, by_shape};
 
 /// One request of a batch: its key's hash, and what it reads of the key's
 /// workspace once the key is found.
@@ -223,11 +224,17 @@ impl KeyCheck {
                     };
                     let accounts =
                         OptionFuture::from(hashes_reading(WorkspaceRead::Accounts).map(|hashes| {
-                            diesel_async::RunQueryDsl::load(connected_of!(keys hashes), &mut shared)
+                            diesel_async::RunQueryDsl::load(
+                                connected_of!(keys InValues::list(hashes)),
+                                &mut shared,
+                            )
                         }));
                     let webhooks =
                         OptionFuture::from(hashes_reading(WorkspaceRead::Webhooks).map(|hashes| {
-                            diesel_async::RunQueryDsl::load(webhooks_of!(keys hashes), &mut shared)
+                            diesel_async::RunQueryDsl::load(
+                                webhooks_of!(keys InValues::list(hashes)),
+                                &mut shared,
+                            )
                         }));
                     let (rows, accounts, webhooks) = tokio::join!(check, accounts, webhooks);
                     let rows: Vec<CheckedKeyRow> = rows?;
@@ -265,11 +272,9 @@ impl KeyCheck {
         }
         let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
         let minute = now.floor_minute().unix_millis();
-        write_conn!(self.db, |conn| diesel_async::RunQueryDsl::execute(
-            touch_keys!(ids, minute),
-            conn
-        )
-        .await?);
+        write_conn!(self.db, |conn| by_shape!(ids, |ids| {
+            diesel_async::RunQueryDsl::execute(touch_keys!(ids, minute), conn).await?
+        }));
         Ok(())
     }
 }
@@ -339,7 +344,11 @@ type PgCheckBinds = (
 /// itself can lose the last fraction of a second of them, which only under-counts
 /// those windows (docs/decisions.md). Every batch's requests wait on this commit,
 /// and they waited on the flush before.
-fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepared<PgCheckBinds> {
+fn pg_check_keys(
+    asked: &[String],
+    distinct: Vec<String>,
+    at: &Windows,
+) -> Prepared<PgCheckBinds, impl CacheKey> {
     let mut requests: HashMap<&str, i64> = HashMap::with_capacity(distinct.len());
     for hash in asked {
         *requests.entry(hash.as_str()).or_default() += 1;
@@ -353,7 +362,7 @@ fn pg_check_keys(asked: &[String], distinct: Vec<String>, at: &Windows) -> Prepa
         .filter(|plan| plan.includes_api())
         .map(Plan::as_str)
         .collect();
-    prepared(concat!(
+    statement!(concat!(
         "WITH found AS ( \
              SELECT k.key_hash, k.id, k.workspace_id, k.name, k.created_at, k.last_used_at, \
                  k.revoked_at, s.name AS workspace_name, s.plan AS workspace_plan, \
@@ -400,7 +409,9 @@ impl KeyCheck {
         use crate::pool::with_conn;
         let (asked, distinct) = hashes_to_look_up(hashes);
         let rows: Vec<KeyByHashRow> = with_conn!(self.db, |conn| {
-            diesel_async::RunQueryDsl::load(keys_by_hash!(distinct), conn).await?
+            by_shape!(distinct, |distinct| {
+                diesel_async::RunQueryDsl::load(keys_by_hash!(distinct), conn).await?
+            })
         });
         found_in_order(&asked, rows)
     }
@@ -496,10 +507,10 @@ fn read_workspaces_blocking(
         }))
     };
     let accounts = workspaces_reading(WorkspaceRead::Accounts)
-        .map(|ids| RunQueryDsl::load(connected_of!(ids ids), conn))
+        .map(|ids| by_shape!(ids, |ids| RunQueryDsl::load(connected_of!(ids ids), conn)))
         .transpose()?;
     let webhooks = workspaces_reading(WorkspaceRead::Webhooks)
-        .map(|ids| RunQueryDsl::load(webhooks_of!(ids ids), conn))
+        .map(|ids| by_shape!(ids, |ids| RunQueryDsl::load(webhooks_of!(ids ids), conn)))
         .transpose()?;
     Workspaces::of(accounts, webhooks)?.give(used, reads);
     Ok(())
@@ -522,12 +533,18 @@ fn use_keys_blocking(
     windows: &Windows,
     minute: Timestamp,
 ) -> Result<Vec<Option<UsedKey>>> {
-    let rows: Vec<KeyByHashRow> = RunQueryDsl::load(keys_by_hash!(distinct), conn)?;
+    let rows: Vec<KeyByHashRow> = by_shape!(distinct, |distinct| RunQueryDsl::load(
+        keys_by_hash!(distinct),
+        conn
+    ))?;
     let found = found_in_order(asked, rows)?;
     let uses = KeyUses::of(&found, minute);
     if !uses.touch.is_empty() {
         let ids: Vec<String> = uses.touch.iter().map(ToString::to_string).collect();
-        RunQueryDsl::execute(touch_keys!(ids, minute.unix_millis()), conn)?;
+        by_shape!(ids, |ids| RunQueryDsl::execute(
+            touch_keys!(ids, minute.unix_millis()),
+            conn
+        ))?;
     }
     let windows = if uses.count.is_empty() {
         Vec::new()

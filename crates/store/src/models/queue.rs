@@ -23,10 +23,10 @@ use crate::pool::{
     ImmediateTransaction as _, PgConn, SqliteConn, with_conn, write_conn, write_conn_owned,
     write_tx,
 };
-use crate::prepared::{Bind, Prepared, bind, prepared};
+use crate::prepared::{Bind, CacheKey, Prepared, bind, statement};
 use crate::schema::{deliveries, webhooks};
 use crate::text_in::{
-    column, json_array, json_string_array, push_json_row, push_json_string, text_in,
+    by_shape, column, json_array, json_string_array, push_json_row, push_json_string, text_in,
 };
 use crate::{Backend, Error, Result};
 
@@ -535,7 +535,7 @@ impl Queue {
         let (webhook, event) = (webhook.to_string(), event.to_string());
         let token = streamed_token(i64::from(attempt));
         let row: Option<ClaimedRow> = with_conn!(self.db, |conn| {
-            prepared(concat!(
+            statement!(concat!(
                 "SELECT d.event_id, d.webhook_id, d.next_attempt_at, d.attempts, \
                      d.attempts_before_retry_round, \
                      e.event, e.payload \
@@ -578,7 +578,7 @@ impl Queue {
         webhook_ids.dedup();
         type Secrets = (String, Option<String>, Option<i64>, String);
         let hooks: Vec<(WebhookRow, Secrets, Option<i64>)> = with_conn!(self.db, |conn| {
-            webhooks::table
+            by_shape!(webhook_ids, |webhook_ids| webhooks::table
                 .filter(text_in(webhooks::id, webhook_ids))
                 .select((
                     WebhookRow::as_select(),
@@ -591,7 +591,7 @@ impl Queue {
                     webhooks::failing_since,
                 ))
                 .load(conn)
-                .await?
+                .await?)
         });
         let now = now.unix_millis();
         let mut hooks_by_id = HashMap::new();
@@ -651,10 +651,10 @@ impl Queue {
         let since = self.since(request);
         let claim = Claim::of(request, &skip, &fast, &since);
         let statement = claim_statement(
-            concat!(
+            statement!(concat!(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
                 pg_claim!()
-            ),
+            )),
             &claim,
             bind::<Array<Text>, _>,
             bind::<Array<BigInt>, _>,
@@ -669,10 +669,10 @@ impl Queue {
     pub async fn explain_record(&self, finished: &[Finished]) -> Result<Vec<String>> {
         let rows: Vec<FinishRow> = finished.iter().map(FinishRow::from).collect();
         let statement = pg_record(
-            concat!(
+            statement!(concat!(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ",
                 pg_record!()
-            ),
+            )),
             &rows,
         );
         super::plan_lines(&self.db, statement).await
@@ -720,7 +720,7 @@ impl Queue {
             .map(|(done, _)| done.claimed.event_id.to_string())
             .collect();
         let present: HashMap<(String, String), String> = with_conn!(self.db, |conn| {
-            deliveries::table
+            by_shape!(missing, |missing| deliveries::table
                 .filter(text_in(deliveries::event_id, missing))
                 .select((
                     deliveries::event_id,
@@ -728,7 +728,7 @@ impl Queue {
                     deliveries::state,
                 ))
                 .load::<(String, String, String)>(conn)
-                .await?
+                .await?)
         })
         .into_iter()
         .map(|(event, webhook, state)| ((event, webhook), state))
@@ -831,11 +831,11 @@ impl Queue {
                     .await?;
             }
             if !ended.is_empty() {
-                diesel::update(webhooks::table)
-                    .filter(text_in(webhooks::id, ended.clone()))
+                by_shape!(ended.clone(), |ended| diesel::update(webhooks::table)
+                    .filter(text_in(webhooks::id, ended))
                     .set(webhooks::failing_since.eq(None::<i64>))
                     .execute(conn)
-                    .await?;
+                    .await?);
             }
         });
         Ok(())
@@ -1099,8 +1099,8 @@ type StreamedBinds<'a> = (
 );
 
 impl Streamed<'_> {
-    fn statement(&self, sql: &'static str) -> Prepared<StreamedBinds<'_>> {
-        prepared(sql).binds((
+    fn bound<K: CacheKey>(&self, text: Prepared<(), K>) -> Prepared<StreamedBinds<'_>, K> {
+        text.binds((
             bind::<BigInt, _>(self.lease_until),
             bind::<Text, _>(self.webhook),
             bind::<BigInt, _>(self.now),
@@ -1253,13 +1253,13 @@ type ClaimBinds<'a, Ids, Times> = (
 
 /// A claim statement with its [`Claim`] bound, its lists as the dialect binds
 /// them.
-fn claim_statement<'a, Ids, Times>(
-    sql: &'static str,
+fn claim_statement<'a, K: CacheKey, Ids, Times>(
+    text: Prepared<(), K>,
     claim: &Claim<'a>,
     ids: impl Fn(&'a [String]) -> Ids,
     times: impl Fn(&'a [i64]) -> Times,
-) -> Prepared<ClaimBinds<'a, Ids, Times>> {
-    prepared(sql).binds((
+) -> Prepared<ClaimBinds<'a, Ids, Times>, K> {
+    text.binds((
         bind(claim.lease_until),
         bind(claim.token),
         bind(claim.now),
@@ -1275,13 +1275,13 @@ fn claim_statement<'a, Ids, Times>(
 }
 
 /// [`pg_record!`] (or a statement over it) with `rows` bound.
-fn pg_record<'a>(
-    sql: &'static str,
+fn pg_record<'a, K: CacheKey>(
+    text: Prepared<(), K>,
     rows: &'a [FinishRow],
-) -> Prepared<impl crate::prepared::Binds<diesel::pg::Pg> + Send + 'a> {
+) -> Prepared<impl crate::prepared::Binds<diesel::pg::Pg> + Send + 'a, K> {
     use diesel::pg::sql_types::Array;
     use diesel::sql_types::Nullable;
-    prepared(sql).binds((
+    text.binds((
         bind::<Array<Text>, _>(column(rows, |r| r.event_id.as_str())),
         bind::<Array<Text>, _>(column(rows, |r| r.webhook_id.as_str())),
         bind::<Array<Text>, _>(column(rows, |r| r.lease_token.as_str())),
@@ -1314,7 +1314,7 @@ impl QueueSql for SqliteConn {
                  (SELECT event FROM events WHERE events.id = deliveries.event_id) AS event, \
                  (SELECT payload FROM events WHERE events.id = deliveries.event_id) AS payload"
         );
-        streamed.statement(SQL).load(self).await
+        streamed.bound(statement!(SQL)).load(self).await
     }
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
@@ -1358,7 +1358,7 @@ impl QueueSql for SqliteConn {
         // No positions on SQLite (see `Queue::positions`): `$8` to `$11` are
         // empty, and not named.
         claim_statement(
-            SQL,
+            statement!(SQL),
             claim,
             |ids| bind::<Text, _>(json_string_array(ids)),
             |_| bind::<Text, _>(""),
@@ -1378,7 +1378,7 @@ impl QueueSql for SqliteConn {
             ];
             push_json_row(json, &texts, row.next_attempt_at);
         });
-        let updated: Vec<KeyRow> = prepared(
+        let updated: Vec<KeyRow> = statement!(
             "UPDATE deliveries SET attempts = attempts + 1, \
                  state = json_extract(o.value, '$[3]'), \
                  next_attempt_at = json_extract(o.value, '$[4]'), \
@@ -1396,7 +1396,7 @@ impl QueueSql for SqliteConn {
         let (recorded, attempts) = recorded_attempts(rows, &updated);
         if !attempts.is_empty() {
             let json = json_array(&attempts, |json, attempt| attempt.push_json(json));
-            prepared(
+            statement!(
                 "INSERT INTO delivery_attempts (event_id, webhook_id, attempt, event, \
                      attempted_at, status, error, duration_ms, response_body) \
                  SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
@@ -1417,7 +1417,7 @@ impl QueueSql for SqliteConn {
                 push_json_string(json, webhook);
                 let _ = write!(json, ",{hour},{succeeded},{failed}]");
             });
-            prepared(
+            statement!(
                 "INSERT INTO webhook_stats (webhook_id, hour_start, succeeded, failed) \
                  SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
                      json_extract(value, '$[2]'), json_extract(value, '$[3]') \
@@ -1447,7 +1447,7 @@ impl QueueSql for SqliteConn {
             push_json_string(json, webhook);
             json.push(']');
         });
-        prepared(
+        statement!(
             "UPDATE deliveries SET lease_until = $1 \
              WHERE lease_token = $2 AND (event_id, webhook_id) IN ( \
                  SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') \
@@ -1471,19 +1471,24 @@ impl QueueSql for PgConn {
             " LIMIT $4 FOR UPDATE SKIP LOCKED)",
             lease_picked!("'listener:' || (d.attempts + 1)")
         );
-        streamed.statement(SQL).load(self).await
+        streamed.bound(statement!(SQL)).load(self).await
     }
 
     async fn claim_due(&mut self, claim: &Claim<'_>) -> QueryResult<Vec<ClaimedRow>> {
         use diesel::pg::sql_types::Array;
         const SQL: &str = pg_claim!();
-        claim_statement(SQL, claim, bind::<Array<Text>, _>, bind::<Array<BigInt>, _>)
-            .load(self)
-            .await
+        claim_statement(
+            statement!(SQL),
+            claim,
+            bind::<Array<Text>, _>,
+            bind::<Array<BigInt>, _>,
+        )
+        .load(self)
+        .await
     }
 
     async fn record_outcomes(&mut self, rows: &[FinishRow]) -> QueryResult<Vec<bool>> {
-        let updated: Vec<KeyRow> = pg_record(pg_record!(), rows).load(self).await?;
+        let updated: Vec<KeyRow> = pg_record(statement!(pg_record!()), rows).load(self).await?;
         Ok(recorded_attempts(rows, &updated).0)
     }
 
@@ -1497,7 +1502,7 @@ impl QueueSql for PgConn {
         // not waited for: a renewal that waited could deadlock with a recording
         // locking the same rows in another order, and each deadlock costs a second.
         // `ANY($3)` prunes the other days' partitions, as in the record (`pg_record!`).
-        prepared(
+        statement!(
             "UPDATE deliveries AS d SET lease_until = $1 \
              FROM (SELECT h.event_id, h.webhook_id FROM deliveries AS h \
                  JOIN unnest($3::text[], $4::text[]) AS k(event_id, webhook_id) \

@@ -10,7 +10,7 @@ use diesel::sqlite::SqliteConnection;
 use hookline_domain::{ApiKeyId, RateWindow, Timestamp};
 
 use crate::models::timestamp;
-use crate::prepared::{bind, prepared};
+use crate::prepared::{bind, statement};
 use crate::text_in::{json_array, push_json_row};
 use crate::{Error, Result};
 
@@ -125,7 +125,7 @@ pub(crate) fn sqlite_count_in_windows(
         bind::<BigInt, _>(at.expired_before),
     );
     if let [one] = counts {
-        let statement = prepared(count_sql!("VALUES ($3, $1, $4)")).binds((
+        let statement = statement!(count_sql!("VALUES ($3, $1, $4)")).binds((
             now,
             expired_before,
             bind::<Text, _>(one.key_id.clone()),
@@ -138,7 +138,7 @@ pub(crate) fn sqlite_count_in_windows(
         push_json_row(json, &[&count.key_id], count.requests);
     });
     // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT.
-    let statement = prepared(count_sql!(
+    let statement = statement!(count_sql!(
         "SELECT json_extract(value, '$[0]'), $1, json_extract(value, '$[1]') \
              FROM json_each($3) WHERE true"
     ))

@@ -22,8 +22,9 @@ use crate::models::{by_workspace, timestamp};
 use crate::pool::{
     PgConn, SqliteConn, with_conn, write_conn, write_conn_owned, write_tx, write_tx_owned,
 };
-use crate::prepared::{bind, prepared};
+use crate::prepared::{bind, statement};
 use crate::schema::{webhook_stats, webhooks, workspaces};
+use crate::text_in::by_shape;
 use crate::{Backend, Error, Result};
 use hookline_domain::Refusal;
 
@@ -551,7 +552,9 @@ impl Webhooks {
     ) -> Result<HashMap<WorkspaceId, Vec<Webhook>>> {
         let ids: Vec<String> = workspace_ids.iter().map(ToString::to_string).collect();
         let rows: Vec<WebhookRow> =
-            with_conn!(self.db, |conn| webhooks_of!(ids ids).load(conn).await?);
+            with_conn!(self.db, |conn| by_shape!(ids, |ids| webhooks_of!(ids ids)
+                .load(conn)
+                .await?));
         webhooks_by_workspace(rows)
     }
 
@@ -819,7 +822,7 @@ impl Webhooks {
         let limit = i64::from(limit);
         let rows: Vec<DeliveryAttemptRow> = match before {
             None => with_conn!(self.db, |conn| {
-                prepared(FIRST_ATTEMPTS)
+                statement!(FIRST_ATTEMPTS)
                     .binds((bind::<Text, _>(webhook.as_str()), bind::<BigInt, _>(limit)))
                     .load(conn)
                     .await?
@@ -829,7 +832,7 @@ impl Webhooks {
                 let number = i64::from(cursor.attempt);
                 with_conn!(self.db, |conn| match cursor.at {
                     Some(at) => {
-                        prepared(ATTEMPTS_BEFORE_AT)
+                        statement!(ATTEMPTS_BEFORE_AT)
                             .binds((
                                 bind::<Text, _>(webhook.as_str()),
                                 bind::<Text, _>(event.as_str()),
@@ -841,7 +844,7 @@ impl Webhooks {
                             .await?
                     }
                     None => {
-                        prepared(ATTEMPTS_BEFORE)
+                        statement!(ATTEMPTS_BEFORE)
                             .binds((
                                 bind::<Text, _>(webhook.as_str()),
                                 bind::<Text, _>(event.as_str()),
