@@ -75,7 +75,6 @@ pub(crate) use statement;
 
 impl<Key: CacheKey> Prepared<(), Key> {
     /// For [`statement!`], which makes `Key` for `sql` alone.
-    #[doc(hidden)]
     pub(crate) const fn keyed(sql: &'static str) -> Self {
         Prepared {
             sql,
