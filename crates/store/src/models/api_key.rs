@@ -178,9 +178,10 @@ pub(crate) fn found_in_order(
     Ok(asked.iter().map(|hash| found.get(hash).cloned()).collect())
 }
 
-/// The keys of these hashes with their workspaces, as [`KeyByHashRow`]s. A macro,
-/// not a function: `as_select` is built per backend, and `KeyCheck::use_keys` runs
-/// it on a plain SQLite connection too.
+/// The keys of these hashes (`text_in::InValues`, in a shape of
+/// `text_in::by_shape!`) with their workspaces, as [`KeyByHashRow`]s. A macro, not
+/// a function: `as_select` is built per backend, and `KeyCheck::use_keys` runs it
+/// on a plain SQLite connection too.
 macro_rules! keys_by_hash {
     ($distinct:expr) => {
         $crate::schema::api_keys::table
@@ -199,7 +200,8 @@ macro_rules! keys_by_hash {
 pub(crate) use keys_by_hash;
 
 /// `column` (a workspace id) among some workspaces: `ids` of the workspaces, or
-/// `keys`, the workspaces of the API keys of these hashes (hex, a subquery).
+/// `keys`, the workspaces of the API keys of these hashes (hex, a subquery), each
+/// given as `text_in::InValues`.
 /// The one filter of the workspace lists the key check reads
 /// (`connected_of!`, `webhooks_of!`).
 macro_rules! workspace_in {
@@ -219,8 +221,8 @@ macro_rules! workspace_in {
 }
 pub(crate) use workspace_in;
 
-/// Marks the keys of these ids used in the minute starting at `minute`, unless
-/// their last use is already that recent.
+/// Marks the keys of these ids (`text_in::InValues`) used in the minute starting
+/// at `minute`, unless their last use is already that recent.
 macro_rules! touch_keys {
     ($ids:expr, $minute:expr) => {{
         use $crate::schema::api_keys;
