@@ -11,8 +11,6 @@
 //! write out the whole statement's SQL and hash it at every call to look it up
 //! (docs/PERFORMANCE.md). [`by_shape!`] picks the type by the number of values.
 
-use std::marker::PhantomData;
-
 use diesel::expression::{AppearsOnTable, Expression, ValidGrouping, is_aggregate};
 use diesel::pg::Pg;
 use diesel::query_builder::{AstPass, QueryFragment, QueryId};
@@ -20,60 +18,87 @@ use diesel::sql_types::{Array, Bool, Text};
 use diesel::sqlite::Sqlite;
 use diesel::{QueryResult, SelectableExpression};
 
-/// The shape of one value: SQLite compares with it (`= ?`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum One {}
-
-/// The shape of any number of values: SQLite reads them from a JSON array.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum List {}
-
-/// The values of a [`TextIn`], in the shape `S`.
+/// One value: SQLite compares with it (`= ?`).
 #[derive(Debug, Clone)]
-pub(crate) struct InValues<S> {
+pub(crate) struct One(String);
+
+/// Any number of values: SQLite reads them from a JSON array.
+#[derive(Debug, Clone)]
+pub(crate) struct List {
     values: Vec<String>,
-    /// The values as a JSON array of strings, for SQLite; empty in [`One`].
+    /// The values as a JSON array of strings, SQLite's one bind.
     json: String,
-    shape: PhantomData<S>,
 }
 
-impl InValues<List> {
-    /// Any number of values in the list shape: for a statement only PostgreSQL
-    /// runs, whose text is the same for any number of values.
-    pub(crate) fn list(values: Vec<String>) -> Self {
-        InValues {
+impl List {
+    /// Any number of values in the list shape; on its own for a statement only
+    /// PostgreSQL runs, whose text is the same for any number of values.
+    pub(crate) fn of(values: Vec<String>) -> Self {
+        List {
             json: json_string_array(&values),
             values,
-            shape: PhantomData,
         }
+    }
+}
+
+/// The values of a [`TextIn`], in one shape: how SQLite reads them.
+pub(crate) trait Shape: 'static {
+    /// The values, as PostgreSQL's array takes them.
+    fn values(&self) -> &[String];
+
+    /// The SQLite text after the column, with its bind.
+    fn walk_sqlite<'b>(&'b self, out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()>;
+}
+
+impl Shape for One {
+    fn values(&self) -> &[String] {
+        std::slice::from_ref(&self.0)
+    }
+
+    // One value, the usual batch of a quiet hour or of one busy workspace: a
+    // plain comparison. The list form fills a temporary b-tree with the values
+    // at every call (PERFORMANCE.md).
+    fn walk_sqlite<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql(" = ");
+        out.push_bind_param::<Text, _>(&self.0)
+    }
+}
+
+impl Shape for List {
+    fn values(&self) -> &[String] {
+        &self.values
+    }
+
+    fn walk_sqlite<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        out.push_sql(" IN (SELECT value FROM json_each(");
+        out.push_bind_param::<Text, _>(&self.json)?;
+        out.push_sql("))");
+        Ok(())
     }
 }
 
 /// Values in the shape their number wants; [`by_shape!`] opens it.
 #[derive(Debug)]
 pub(crate) enum Shaped {
-    One(InValues<One>),
-    List(InValues<List>),
+    One(One),
+    List(List),
 }
 
 impl Shaped {
-    pub(crate) fn of(values: Vec<String>) -> Self {
-        if values.len() == 1 {
-            Shaped::One(InValues {
-                values,
-                json: String::new(),
-                shape: PhantomData,
-            })
-        } else {
-            Shaped::List(InValues::list(values))
+    pub(crate) fn of(mut values: Vec<String>) -> Self {
+        match values.pop() {
+            Some(value) if values.is_empty() => Shaped::One(One(value)),
+            last => {
+                values.extend(last);
+                Shaped::List(List::of(values))
+            }
         }
     }
 }
 
-/// Evaluates `$body` with `$values` (a `Vec<String>`) as `$name`, the
-/// [`InValues`] of the shape their number wants: `$body` is written once and
-/// compiled for each shape, so that each statement it runs has one text per
-/// type.
+/// Evaluates `$body` with `$values` (a `Vec<String>`) as `$name`, in the
+/// [`Shape`] their number wants: `$body` is written once and compiled for each
+/// shape, so that each statement it runs has one text per type.
 macro_rules! by_shape {
     ($values:expr, |$name:ident| $body:expr) => {
         match $crate::text_in::Shaped::of($values) {
@@ -88,10 +113,10 @@ pub(crate) use by_shape;
 #[derive(Debug, Clone)]
 pub(crate) struct TextIn<C, S> {
     column: C,
-    values: InValues<S>,
+    values: S,
 }
 
-pub(crate) fn text_in<C, S>(column: C, values: InValues<S>) -> TextIn<C, S> {
+pub(crate) fn text_in<C, S: Shape>(column: C, values: S) -> TextIn<C, S> {
     TextIn { column, values }
 }
 
@@ -113,57 +138,19 @@ impl<C, S> ValidGrouping<()> for TextIn<C, S> {
     type IsAggregate = is_aggregate::Never;
 }
 
-impl<C: QueryId, S: 'static> QueryId for TextIn<C, S> {
+impl<C: QueryId, S: Shape> QueryId for TextIn<C, S> {
     type QueryId = (C::QueryId, S);
     const HAS_STATIC_QUERY_ID: bool = C::HAS_STATIC_QUERY_ID;
 }
 
-/// The SQLite text of a shape.
-pub(crate) trait SqliteShape {
-    fn walk_ast<'b>(values: &'b InValues<Self>, out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()>
-    where
-        Self: Sized;
-}
-
-impl SqliteShape for One {
-    // One value, the usual batch of a quiet hour or of one busy workspace: a
-    // plain comparison. The list form fills a temporary b-tree with the values
-    // at every call (PERFORMANCE.md).
-    fn walk_ast<'b>(
-        values: &'b InValues<One>,
-        mut out: AstPass<'_, 'b, Sqlite>,
-    ) -> QueryResult<()> {
-        let [value] = values.values.as_slice() else {
-            // `Shaped::of` makes `One` of exactly one value.
-            return Err(diesel::result::Error::QueryBuilderError(
-                "the one-value shape holds one value".into(),
-            ));
-        };
-        out.push_sql(" = ");
-        out.push_bind_param::<Text, _>(value)
-    }
-}
-
-impl SqliteShape for List {
-    fn walk_ast<'b>(
-        values: &'b InValues<List>,
-        mut out: AstPass<'_, 'b, Sqlite>,
-    ) -> QueryResult<()> {
-        out.push_sql(" IN (SELECT value FROM json_each(");
-        out.push_bind_param::<Text, _>(&values.json)?;
-        out.push_sql("))");
-        Ok(())
-    }
-}
-
-impl<C: QueryFragment<Sqlite>, S: SqliteShape> QueryFragment<Sqlite> for TextIn<C, S> {
+impl<C: QueryFragment<Sqlite>, S: Shape> QueryFragment<Sqlite> for TextIn<C, S> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
         self.column.walk_ast(out.reborrow())?;
-        S::walk_ast(&self.values, out)
+        self.values.walk_sqlite(out)
     }
 }
 
-impl<C: QueryFragment<Pg>, S> QueryFragment<Pg> for TextIn<C, S> {
+impl<C: QueryFragment<Pg>, S: Shape> QueryFragment<Pg> for TextIn<C, S> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
         self.column.walk_ast(out.reborrow())?;
         // The array behind a subquery: the planner cannot see its length even when
@@ -172,7 +159,7 @@ impl<C: QueryFragment<Pg>, S> QueryFragment<Pg> for TextIn<C, S> {
         // planned every call again for the values (a custom plan), which cost
         // several times the lookup itself.
         out.push_sql(" = ANY((SELECT ");
-        out.push_bind_param::<Array<Text>, _>(&self.values.values)?;
+        out.push_bind_param::<Array<Text>, _>(self.values.values())?;
         out.push_sql(")::text[])");
         Ok(())
     }
@@ -274,7 +261,7 @@ mod tests {
             sql(2)
         );
         assert!(sql(0).contains(r#"binds: ["[]"]"#), "{}", sql(0));
-        let pg = debug_query::<Pg, _>(&keys_by_hash!(InValues::list(values(1)))).to_string();
+        let pg = debug_query::<Pg, _>(&keys_by_hash!(List::of(values(1)))).to_string();
         assert!(pg.contains("= ANY((SELECT $1)::text[])"), "{pg}");
     }
 

@@ -178,8 +178,8 @@ pub(crate) fn found_in_order(
     Ok(asked.iter().map(|hash| found.get(hash).cloned()).collect())
 }
 
-/// The keys of these hashes (`text_in::InValues`, in a shape of
-/// `text_in::by_shape!`) with their workspaces, as [`KeyByHashRow`]s. A macro, not
+/// The keys of these hashes (`text_in::One` or `List`, the shape
+/// `text_in::by_shape!` picks) with their workspaces, as [`KeyByHashRow`]s. A macro, not
 /// a function: `as_select` is built per backend, and `KeyCheck::use_keys` runs it
 /// on a plain SQLite connection too.
 macro_rules! keys_by_hash {
@@ -201,7 +201,7 @@ pub(crate) use keys_by_hash;
 
 /// `column` (a workspace id) among some workspaces: `ids` of the workspaces, or
 /// `keys`, the workspaces of the API keys of these hashes (hex, a subquery), each
-/// given as `text_in::InValues`.
+/// given in a `text_in::Shape`.
 /// The one filter of the workspace lists the key check reads
 /// (`connected_of!`, `webhooks_of!`).
 macro_rules! workspace_in {
@@ -221,7 +221,7 @@ macro_rules! workspace_in {
 }
 pub(crate) use workspace_in;
 
-/// Marks the keys of these ids (`text_in::InValues`) used in the minute starting
+/// Marks the keys of these ids (in a `text_in::Shape`) used in the minute starting
 /// at `minute`, unless their last use is already that recent.
 macro_rules! touch_keys {
     ($ids:expr, $minute:expr) => {{

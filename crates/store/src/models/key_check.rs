@@ -33,7 +33,7 @@ use crate::models::webhook::{WebhookRow, webhooks_by_workspace, webhooks_of};
 use crate::models::workspace::WorkspaceRow;
 use crate::pool::{PgConn, Pools, on_this_thread, write_conn};
 use crate::prepared::{Bind, CacheKey, Prepared, bind, statement};
-use crate::text_in::{InValues, by_shape};
+use crate::text_in::{List, by_shape};
 
 /// One request of a batch: its key's hash, and what it reads of the key's
 /// workspace once the key is found.
@@ -225,14 +225,14 @@ impl KeyCheck {
                     let accounts =
                         OptionFuture::from(hashes_reading(WorkspaceRead::Accounts).map(|hashes| {
                             diesel_async::RunQueryDsl::load(
-                                connected_of!(keys InValues::list(hashes)),
+                                connected_of!(keys List::of(hashes)),
                                 &mut shared,
                             )
                         }));
                     let webhooks =
                         OptionFuture::from(hashes_reading(WorkspaceRead::Webhooks).map(|hashes| {
                             diesel_async::RunQueryDsl::load(
-                                webhooks_of!(keys InValues::list(hashes)),
+                                webhooks_of!(keys List::of(hashes)),
                                 &mut shared,
                             )
                         }));
