@@ -79,7 +79,9 @@ struct Args {
     history: u64,
     /// Another `hookline` binary (say, main's release build from before a change),
     /// measured in the same turns as this one on a database of its own: each figure
-    /// is printed for both, with this one's over the other's.
+    /// is printed for both, with this one's over the other's. Both databases are
+    /// made by this bench's own store, so a change to what the store makes (a
+    /// partition's storage, say) is measured by alternating two bench binaries.
     #[arg(long, value_name = "PATH")]
     against: Option<std::path::PathBuf>,
     /// Which figures: api, delivery, ingest, noisy, all (these four), history

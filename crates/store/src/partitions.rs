@@ -23,6 +23,24 @@ fn partition_key(table: &str) -> &'static str {
     if table == "events" { "id" } else { "event_id" }
 }
 
+/// The storage parameters of each history table's partitions. A delivery is
+/// written three times: made pending, leased by a claim, then recorded. The lease
+/// touches no indexed column, so it can stay on the row's page as a heap-only
+/// tuple (no new entry in any of the three indexes) if the page has room for a
+/// second version of each of its rows: a claim leases a page's rows together,
+/// in one transaction, so none of their old versions can be pruned first, and a
+/// leased version is longer by its lease. A little over half the page is that
+/// room; once the lease commits, the record's prune of the page frees the old
+/// versions, so the table ends about the size it would have without it
+/// (docs/PERFORMANCE.md). Events and attempts are written once.
+fn storage(table: &str) -> &'static str {
+    if table == "deliveries" {
+        " WITH (fillfactor = 45)"
+    } else {
+        ""
+    }
+}
+
 /// `events_p20261123`.
 pub(crate) fn partition_name(table: &str, day: HistoryDay) -> String {
     format!("{table}_p{}", day.label())
@@ -41,8 +59,9 @@ pub(crate) fn create_day(day: HistoryDay) -> Vec<String> {
         .rev()
         .map(|table| {
             format!(
-                "CREATE TABLE IF NOT EXISTS {} PARTITION OF {table} FOR VALUES FROM ('{from}') TO ('{to}')",
-                partition_name(table, day)
+                "CREATE TABLE IF NOT EXISTS {} PARTITION OF {table} FOR VALUES FROM ('{from}') TO ('{to}'){}",
+                partition_name(table, day),
+                storage(table)
             )
         })
         .collect()
@@ -285,7 +304,8 @@ pub(crate) fn convert_to_partitioned(days: &[HistoryDay]) -> Vec<String> {
     );
     for table in HISTORY_TABLES {
         sql.push(format!(
-            "CREATE TABLE {table}_default PARTITION OF {table} DEFAULT"
+            "CREATE TABLE {table}_default PARTITION OF {table} DEFAULT{}",
+            storage(table)
         ));
     }
     for day in days {
@@ -328,6 +348,7 @@ mod tests {
         assert!(
             made[0].starts_with("CREATE TABLE IF NOT EXISTS events_p20261123 PARTITION OF events")
         );
+        assert!(made[1].ends_with("WITH (fillfactor = 45)"));
         assert!(made[2].contains("delivery_attempts_p20261123"));
         let steps = forget_day(day);
         assert_eq!(steps[0].then, "TRUNCATE deliveries_p20261123");

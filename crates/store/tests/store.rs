@@ -2124,6 +2124,62 @@ async fn a_partitioned_database_with_the_old_foreign_key_loses_it_on_migrate() {
     assert!(store.events().payload(old.id).await.unwrap().is_none());
 }
 
+/// A claim's lease stays on its rows' pages (PostgreSQL's heap-only update: no
+/// new index entries), for a page's every row leased in one claim: the
+/// deliveries' partitions keep room for a second version of each row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claims_leases_stay_on_their_rows_pages() {
+    use diesel::sql_types::{BigInt, Text};
+    use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName, Debug, PartialEq)]
+    struct Version {
+        #[diesel(sql_type = Text)]
+        event_id: String,
+        #[diesel(sql_type = BigInt)]
+        page: i64,
+        #[diesel(sql_type = Text)]
+        at: String,
+    }
+    let (db, ws, _) = postgres_with_a_hook().await;
+    let store = db.store();
+    // More than a whole page of deliveries, all pending.
+    const DELIVERIES: u32 = 200;
+    for _ in 0..DELIVERIES {
+        emit(store, ws, EventName::DmSent).await;
+    }
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    let versions = async |conn: &mut AsyncPgConnection| -> Vec<Version> {
+        diesel::sql_query(
+            "SELECT event_id, (ctid::text::point)[0]::bigint AS page, ctid::text AS at \
+             FROM deliveries ORDER BY event_id",
+        )
+        .load(conn)
+        .await
+        .unwrap()
+    };
+    let before = versions(&mut conn).await;
+    let pages = |versions: &[Version]| {
+        versions.iter().map(|v| (v.event_id.clone(), v.page)).collect::<Vec<_>>()
+    };
+    assert!(before.iter().any(|v| v.page > 0), "more than one page: {before:?}");
+
+    let now = Timestamp::now();
+    let request = ClaimRequest {
+        now,
+        lease_until: now.plus_millis(60_000),
+        limit: DELIVERIES,
+        per_webhook: DELIVERIES,
+        skip: &[],
+        fast: &[],
+        lease_token: "t",
+    };
+    assert_eq!(store.queue().claim(&request).await.unwrap().len(), DELIVERIES as usize);
+
+    let after = versions(&mut conn).await;
+    assert!(before.iter().zip(&after).all(|(b, a)| b.at != a.at), "every row leased anew");
+    assert_eq!(pages(&after), pages(&before), "each new version on its row's page");
+}
+
 backend_tests!(listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle);
 
 async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db: TestDb) {
