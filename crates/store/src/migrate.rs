@@ -103,9 +103,13 @@ fn give_space_back(conn: &mut SqliteConnection) -> Result<()> {
 
 /// PostgreSQL: partitions the history tables by day (see `partitions.rs`) when
 /// they are not yet, rows included, in one transaction: from the day of the oldest
-/// event to a few days ahead.
+/// event to a few days ahead. Partitions made by an older version are brought to
+/// this one's layout.
 fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Result<()> {
-    use crate::partitions::{Answer, DELIVERY_EVENT_KEYS, Name, convert_to_partitioned};
+    use crate::partitions::{
+        Answer, DELIVERIES_WITHOUT_ROOM, DELIVERY_EVENT_KEYS, Name, convert_to_partitioned,
+        give_room,
+    };
     use hookline_domain::{EventId, HistoryDay, PARTITION_DAYS_AHEAD, Timestamp};
 
     let partitioned: Answer = diesel::sql_query(
@@ -121,6 +125,11 @@ fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Re
                 key.name
             ))
             .execute(conn)?;
+        }
+        // Partitioned before deliveries' pages kept room for a lease.
+        let without_room: Vec<Name> = diesel::sql_query(DELIVERIES_WITHOUT_ROOM).load(conn)?;
+        for partition in without_room {
+            diesel::sql_query(give_room(&partition.name)).execute(conn)?;
         }
         return Ok(());
     }

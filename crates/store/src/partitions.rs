@@ -23,6 +23,13 @@ fn partition_key(table: &str) -> &'static str {
     if table == "events" { "id" } else { "event_id" }
 }
 
+/// The storage parameter of `deliveries`' partitions (see [`storage`]).
+macro_rules! deliveries_storage {
+    () => {
+        "fillfactor=45"
+    };
+}
+
 /// The storage parameters of each history table's partitions. A delivery is
 /// written three times: made pending, leased by a claim, then recorded. The lease
 /// touches no indexed column, so it can stay on the row's page as a heap-only
@@ -35,10 +42,26 @@ fn partition_key(table: &str) -> &'static str {
 /// (docs/PERFORMANCE.md). Events and attempts are written once.
 fn storage(table: &str) -> &'static str {
     if table == "deliveries" {
-        " WITH (fillfactor = 45)"
+        concat!(" WITH (", deliveries_storage!(), ")")
     } else {
         ""
     }
+}
+
+/// The partitions of `deliveries` made before they kept room for a lease:
+/// `migrate` gives them [`storage`]'s parameter, for the pages they fill from then on.
+pub(crate) const DELIVERIES_WITHOUT_ROOM: &str = concat!(
+    "SELECT c.relname::text AS name FROM pg_inherits AS i \
+     JOIN pg_class AS c ON c.oid = i.inhrelid \
+     WHERE i.inhparent = 'deliveries'::regclass \
+     AND NOT (COALESCE(c.reloptions, '{}') @> ARRAY['",
+    deliveries_storage!(),
+    "'])"
+);
+
+/// The statement that gives the partition `name` of `deliveries` [`storage`]'s parameter.
+pub(crate) fn give_room(name: &str) -> String {
+    format!("ALTER TABLE \"{name}\" SET ({})", deliveries_storage!())
 }
 
 /// `events_p20261123`.
@@ -348,7 +371,7 @@ mod tests {
         assert!(
             made[0].starts_with("CREATE TABLE IF NOT EXISTS events_p20261123 PARTITION OF events")
         );
-        assert!(made[1].ends_with("WITH (fillfactor = 45)"));
+        assert!(made[1].ends_with("WITH (fillfactor=45)"));
         assert!(made[2].contains("delivery_attempts_p20261123"));
         let steps = forget_day(day);
         assert_eq!(steps[0].then, "TRUNCATE deliveries_p20261123");

@@ -2180,6 +2180,46 @@ async fn a_claims_leases_stay_on_their_rows_pages() {
     assert_eq!(pages(&after), pages(&before), "each new version on its row's page");
 }
 
+/// Partitions of deliveries made before they kept room for a lease (at
+/// PostgreSQL's default fillfactor) get it at the next `migrate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_partitions_made_without_room_for_leases_get_it_on_migrate() {
+    use diesel::sql_types::BigInt;
+    use diesel_async::{AsyncConnection as _, AsyncPgConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        partitions: i64,
+    }
+    let (db, _, _) = postgres_with_a_hook().await;
+    let mut conn = AsyncPgConnection::establish(db.url()).await.unwrap();
+    let mut without_room = async || -> i64 {
+        let count: Count = diesel::sql_query(
+            "SELECT count(*) AS partitions FROM pg_inherits AS i \
+             JOIN pg_class AS c ON c.oid = i.inhrelid \
+             WHERE i.inhparent = 'deliveries'::regclass \
+             AND NOT (COALESCE(c.reloptions, '{}') @> ARRAY['fillfactor=45'])",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        count.partitions
+    };
+    assert_eq!(without_room().await, 0, "made with room");
+    db.on_postgres(
+        "DO $$ DECLARE p regclass; BEGIN \
+         FOR p IN SELECT inhrelid::regclass FROM pg_inherits \
+             WHERE inhparent = 'deliveries'::regclass LOOP \
+             EXECUTE format('ALTER TABLE %s RESET (fillfactor)', p); \
+         END LOOP; END $$",
+    )
+    .await;
+    assert!(without_room().await >= 2, "today's and the default partition, at least");
+
+    db.store().migrate().await.unwrap();
+    assert_eq!(without_room().await, 0);
+}
+
 backend_tests!(listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle);
 
 async fn listeners_are_kept_apart_from_the_worker_and_forgotten_when_idle(db: TestDb) {
