@@ -12,7 +12,7 @@
 
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
-use hookline_domain::HistoryDay;
+use hookline_domain::{EventId, HistoryDay};
 
 /// The history tables, in the order their partitions are dropped: a partition is
 /// dropped after the ones whose rows refer to it (attempts → deliveries → events).
@@ -62,6 +62,27 @@ pub(crate) const DELIVERIES_WITHOUT_ROOM: &str = concat!(
 /// The statement that gives the partition `name` of `deliveries` [`storage`]'s parameter.
 pub(crate) fn give_room(name: &str) -> String {
     format!("ALTER TABLE \"{name}\" SET ({})", deliveries_storage!())
+}
+
+/// The ids from the first of the days `ids` are in to the first after the last
+/// of them (`[from, to)`, whole days: the partitions they are in, and the default
+/// one's ids between), bounding a statement to those days. An id that is not an
+/// event's widens the range to every id; none gives an empty range.
+pub(crate) fn days_of<'a>(ids: impl Iterator<Item = &'a str>) -> (String, String) {
+    let mut days: Option<(HistoryDay, HistoryDay)> = None;
+    for id in ids {
+        let Ok(event) = id.parse::<EventId>() else {
+            return (String::new(), char::MAX.to_string());
+        };
+        let day = HistoryDay::of_event(event);
+        days = Some(days.map_or((day, day), |(first, last)| (first.min(day), last.max(day))));
+    }
+    days.map_or_else(Default::default, |(first, last)| {
+        (
+            first.first_id().to_string(),
+            last.next().first_id().to_string(),
+        )
+    })
 }
 
 /// `events_p20261123`.
@@ -362,6 +383,20 @@ mod tests {
         assert_eq!(day_of_events_partition("events_default"), None);
         assert_eq!(day_of_events_partition("events_p2026022"), None);
         assert_eq!(day_of_events_partition("events_p20261399"), None);
+    }
+
+    #[test]
+    fn the_days_of_events_are_whole_days_from_the_first_to_the_last() {
+        let at = |iso: &str| Timestamp::parse_iso(iso).unwrap();
+        let (old, now) = (at("2026-11-21T23:59:59Z"), at("2026-11-23T08:00:00Z"));
+        let ids = [EventId::first_at(now), EventId::first_at(old)].map(|id| id.to_string());
+        let (from, to) = days_of(ids.iter().map(String::as_str));
+        assert_eq!(from, HistoryDay::of(old).first_id().to_string());
+        assert_eq!(to, HistoryDay::of(now).next().first_id().to_string());
+        assert!(from <= ids[1] && ids[0] < to);
+        assert_eq!(days_of(std::iter::empty()), (String::new(), String::new()));
+        let (from, to) = days_of(["evt_01", ids[0].as_str()].into_iter());
+        assert!(from.is_empty() && to.as_str() > "evt_\u{ffff}", "{to}");
     }
 
     #[test]

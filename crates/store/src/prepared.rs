@@ -158,6 +158,12 @@ tuple_binds!(1: 0 S1 V1, 2: 1 S2 V2, 3: 2 S3 V3, 4: 3 S4 V4, 5: 4 S5 V5, 6: 5 S6
     7: 6 S7 V7, 8: 7 S8 V8, 9: 8 S9 V9, 10: 9 S10 V10, 11: 10 S11 V11);
 tuple_binds!(1: 0 S1 V1, 2: 1 S2 V2, 3: 2 S3 V3, 4: 3 S4 V4, 5: 4 S5 V5, 6: 5 S6 V6,
     7: 6 S7 V7, 8: 7 S8 V8, 9: 8 S9 V9, 10: 9 S10 V10, 11: 10 S11 V11, 12: 11 S12 V12);
+tuple_binds!(1: 0 S1 V1, 2: 1 S2 V2, 3: 2 S3 V3, 4: 3 S4 V4, 5: 4 S5 V5, 6: 5 S6 V6,
+    7: 6 S7 V7, 8: 7 S8 V8, 9: 8 S9 V9, 10: 9 S10 V10, 11: 10 S11 V11, 12: 11 S12 V12,
+    13: 12 S13 V13);
+tuple_binds!(1: 0 S1 V1, 2: 1 S2 V2, 3: 2 S3 V3, 4: 3 S4 V4, 5: 4 S5 V5, 6: 5 S6 V6,
+    7: 6 S7 V7, 8: 7 S8 V8, 9: 8 S9 V9, 10: 9 S10 V10, 11: 10 S11 V11, 12: 11 S12 V12,
+    13: 12 S13 V13, 14: 13 S14 V14);
 
 impl<DB: Backend, B: Binds<DB>, Key> QueryFragment<DB> for Prepared<B, Key> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {

@@ -186,10 +186,15 @@ macro_rules! pg_claim {
 /// are inserted for exactly the rows the update recorded, and counted into the
 /// health counters.
 ///
-/// `d.event_id = ANY($1)` prunes the days the outcomes' events are not in: a
-/// record is planned for its values (such a plan looks cheaper than the generic
-/// one beside days of history), and without it each was planned across every
-/// day's partition.
+/// `$13 <= d.event_id < $14`, the whole days the outcomes' events are in
+/// ([`days_of`](crate::partitions::days_of)), prunes the other days: a record is planned for its values
+/// (such a plan looks cheaper than the generic one beside days of history), and
+/// without it each was planned across every day's partition. Two scalars, not
+/// `d.event_id = ANY($1)`: that array went into the lookup of each delivery by
+/// its key, sorted again and walked element by element at every lookup. Whole
+/// days, not the outcomes' lowest and highest id: over a range of ids that
+/// looks small, the planner would scan the range (every row between an old
+/// retry's event and today's) rather than look each delivery up.
 macro_rules! pg_record {
     () => {
         concat!(
@@ -198,7 +203,7 @@ macro_rules! pg_record {
                      next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
                      AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
-                 WHERE d.event_id = ANY($1::text[]) \
+                 WHERE d.event_id >= $13 AND d.event_id < $14 \
                    AND d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
                    AND d.lease_token = v.lease_token AND ",
             still_pending!("d"),
@@ -684,16 +689,19 @@ impl Queue {
     pub async fn record_plan(&self, key: (EventId, WebhookId)) -> Result<Vec<String>> {
         // Ids of our own types: nothing here is outside text.
         let (event, webhook) = key;
+        let id = event.to_string();
+        let (from, to) = crate::partitions::days_of(std::iter::once(id.as_str()));
         super::plan_kept(
             &self.db,
             "record",
             "text[], text[], text[], text[], bigint[], bigint[], text[], bigint[], bigint[], \
-             text[], bigint[], text[]",
+             text[], bigint[], text[], text, text",
             pg_record!(),
             &format!(
                 "ARRAY['{event}'], ARRAY['{webhook}'], ARRAY['lease'], ARRAY['delivered'], \
                  ARRAY[0::bigint], ARRAY[1::bigint], ARRAY['dm.sent'], ARRAY[0::bigint], \
-                 ARRAY[200::bigint], ARRAY[NULL::text], ARRAY[1::bigint], ARRAY[NULL::text]"
+                 ARRAY[200::bigint], ARRAY[NULL::text], ARRAY[1::bigint], ARRAY[NULL::text], \
+                 '{from}', '{to}'"
             ),
         )
         .await
@@ -1281,6 +1289,7 @@ fn pg_record<'a, K: CacheKey>(
 ) -> Prepared<impl crate::prepared::Binds<diesel::pg::Pg> + Send + 'a, K> {
     use diesel::pg::sql_types::Array;
     use diesel::sql_types::Nullable;
+    let (from, to) = crate::partitions::days_of(rows.iter().map(|r| r.event_id.as_str()));
     text.binds((
         bind::<Array<Text>, _>(column(rows, |r| r.event_id.as_str())),
         bind::<Array<Text>, _>(column(rows, |r| r.webhook_id.as_str())),
@@ -1294,6 +1303,8 @@ fn pg_record<'a, K: CacheKey>(
         bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.error.as_deref())),
         bind::<Array<BigInt>, _>(column(rows, |r| r.attempt.duration_ms)),
         bind::<Array<Nullable<Text>>, _>(column(rows, |r| r.attempt.response_body.as_deref())),
+        bind::<Text, _>(from),
+        bind::<Text, _>(to),
     ))
 }
 
@@ -1501,15 +1512,18 @@ impl QueueSql for PgConn {
         // Rows another statement holds (the recorder finishing them) are skipped,
         // not waited for: a renewal that waited could deadlock with a recording
         // locking the same rows in another order, and each deadlock costs a second.
-        // `ANY($3)` prunes the other days' partitions, as in the record (`pg_record!`).
+        // `$5` and `$6` prune the other days' partitions, as in the record
+        // (`pg_record!`).
+        let (from, to) =
+            crate::partitions::days_of(renewal.keys.iter().map(|(event, _)| event.as_str()));
         statement!(
             "UPDATE deliveries AS d SET lease_until = $1 \
              FROM (SELECT h.event_id, h.webhook_id FROM deliveries AS h \
                  JOIN unnest($3::text[], $4::text[]) AS k(event_id, webhook_id) \
                    ON h.event_id = k.event_id AND h.webhook_id = k.webhook_id \
-                 WHERE h.lease_token = $2 AND h.event_id = ANY($3::text[]) \
+                 WHERE h.lease_token = $2 AND h.event_id >= $5 AND h.event_id < $6 \
                  FOR UPDATE OF h SKIP LOCKED) AS held \
-             WHERE d.event_id = ANY($3::text[]) \
+             WHERE d.event_id >= $5 AND d.event_id < $6 \
                AND d.event_id = held.event_id AND d.webhook_id = held.webhook_id",
         )
         .binds((
@@ -1517,6 +1531,8 @@ impl QueueSql for PgConn {
             bind::<Text, _>(renewal.token),
             bind::<Array<Text>, _>(column(renewal.keys, |(event, _)| event.as_str())),
             bind::<Array<Text>, _>(column(renewal.keys, |(_, webhook)| webhook.as_str())),
+            bind::<Text, _>(from),
+            bind::<Text, _>(to),
         ))
         .execute(self)
         .await
