@@ -182,6 +182,35 @@ fn claim_now(limit: u32, skip: &[WebhookId]) -> ClaimRequest<'_> {
     }
 }
 
+/// A claim answers each delivery with its event, looked up once for all of its
+/// deliveries the claim takes (PostgreSQL: the loops of the lookups by id).
+async fn a_claim_looks_each_event_up_once_however_many_of_its_deliveries_it_takes(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    for n in 0..5 {
+        db.api_webhook(ws, &format!("https://{n}.example.com/"), &[EventName::DmSent]).await;
+    }
+    for _ in 0..2 {
+        emit(store, ws, EventName::DmSent).await;
+    }
+    let request = claim_now(100, &[]);
+    if db.backend() == Backend::Postgres {
+        let plan = store.queue().explain_claim(&request).await.unwrap();
+        let looked_up: u64 = plan
+            .iter()
+            .filter(|line| line.contains(" on events_p") && line.contains("_pkey"))
+            .filter_map(|line| plan_number(line, "loops="))
+            .sum();
+        assert_eq!(looked_up, 2, "{}", plan.join("\n"));
+        let leased = plan.iter().find(|line| line.contains("Update on deliveries d"));
+        assert_eq!(leased.and_then(|line| plan_number(line, "rows=")), Some(10));
+    } else {
+        let claimed = store.queue().claim(&request).await.unwrap();
+        assert_eq!(claimed.len(), 10);
+        assert!(claimed.iter().all(|c| c.event == EventName::DmSent), "{claimed:?}");
+    }
+}
+
 /// Asserts that no step of the claim's plan reads more than `most` rows in all.
 async fn assert_claim_reads_at_most(
     store: &Store,
@@ -197,6 +226,7 @@ async fn assert_claim_reads_at_most(
 backend_tests!(
     claims_take_a_few_of_each_webhook_and_skip_what_they_are_told,
     a_fast_webhook_takes_its_even_part_of_a_claim,
+    a_claim_looks_each_event_up_once_however_many_of_its_deliveries_it_takes,
     an_attempt_ending_after_its_webhook_was_disabled_leaves_the_delivery_stopped,
     workspaces_are_created_read_and_moved_between_plans,
     accounts_connect_disconnect_and_reconnect_with_the_same_id,

@@ -64,8 +64,10 @@ macro_rules! not_a_listener {
 
 /// PostgreSQL: the deliveries `picked(event_id, webhook_id)` (a materialized
 /// CTE of rows locked) leased until `$1` to `$lease_token`, each answered with
-/// its event. Each event is looked up by its id alone (a `LATERAL` that cannot
-/// be flattened), which PostgreSQL prunes to its one day partition; the
+/// its event. Each event is looked up once, however many of its deliveries
+/// were picked (an event of ten webhooks was looked up ten times), by its id
+/// alone (a `LATERAL` that cannot be flattened), which PostgreSQL prunes to its
+/// one day partition; the
 /// deliveries are found again by key as `= ANY (ARRAY(…))`, a few index probes
 /// per partition, which cannot prune by the array (joined instead, the planner
 /// may read a whole partition to hash it, its cost model knowing nothing of
@@ -83,9 +85,12 @@ macro_rules! not_a_listener {
 macro_rules! lease_picked {
     ($lease_token:literal) => {
         concat!(
-            ", leased AS MATERIALIZED (SELECT p.event_id, p.webhook_id, e.event, e.payload \
-                 FROM picked AS p CROSS JOIN LATERAL (SELECT event, payload FROM events \
-                     WHERE events.id = p.event_id LIMIT 1) AS e) \
+            ", picked_events AS MATERIALIZED (SELECT ids.event_id, e.event, e.payload \
+                 FROM (SELECT DISTINCT event_id FROM picked) AS ids \
+                 CROSS JOIN LATERAL (SELECT event, payload FROM events \
+                     WHERE events.id = ids.event_id LIMIT 1) AS e), \
+             leased AS MATERIALIZED (SELECT p.event_id, p.webhook_id, e.event, e.payload \
+                 FROM picked AS p JOIN picked_events AS e ON e.event_id = p.event_id) \
              UPDATE deliveries AS d SET lease_until = $1, lease_token = ",
             $lease_token,
             " FROM leased WHERE d.event_id = ANY (ARRAY(SELECT event_id FROM leased)) \
