@@ -64,17 +64,17 @@ macro_rules! not_a_listener {
 
 /// PostgreSQL: the deliveries `picked(event_id, webhook_id)` (a materialized
 /// CTE of rows locked) leased until `$1` to `$lease_token`, each answered with
-/// its event. Each event is looked up once, however many of its deliveries
-/// were picked (an event of ten webhooks was looked up ten times), by its id
-/// alone (a `LATERAL` that cannot be flattened), which PostgreSQL prunes to its
-/// one day partition; the
-/// deliveries are found again by key as `= ANY (ARRAY(…))`, a few index probes
-/// per partition, which cannot prune by the array (joined instead, the planner
-/// may read a whole partition to hash it, its cost model knowing nothing of
-/// run-time pruning). So they are bounded by the lowest and highest event id
-/// picked too, which prunes every partition but the days picked from: below
-/// them the days since the pending floor, above them the days made ahead and
-/// the default partition, each of which cost two index pages per row picked.
+/// its event. Each event is looked up once, however many of its deliveries were
+/// picked (an event of ten webhooks was looked up ten times), by its id alone
+/// (a `LATERAL` that cannot be flattened), which PostgreSQL prunes to its one
+/// day partition; the deliveries are found again by key as `= ANY (ARRAY(…))`,
+/// a few index probes per partition, which cannot prune by the array (joined
+/// instead, the planner may read a whole partition to hash it, its cost model
+/// knowing nothing of run-time pruning). So they are bounded by the lowest and
+/// highest event id picked too, which prunes every partition but the days
+/// picked from: below them the days since the pending floor, above them the
+/// days made ahead and the default partition, each of which cost two index
+/// pages per row picked.
 ///
 /// A claim's commit does not wait for the WAL to reach the disk
 /// (`synchronous_commit = off` for its own transaction, as the key check's): a
@@ -192,14 +192,15 @@ macro_rules! pg_claim {
 /// health counters.
 ///
 /// `$13 <= d.event_id < $14`, the whole days the outcomes' events are in
-/// ([`days_of`](crate::partitions::days_of)), prunes the other days: a record is planned for its values
-/// (such a plan looks cheaper than the generic one beside days of history), and
-/// without it each was planned across every day's partition. Two scalars, not
-/// `d.event_id = ANY($1)`: that array went into the lookup of each delivery by
-/// its key, sorted again and walked element by element at every lookup. Whole
-/// days, not the outcomes' lowest and highest id: over a range of ids that
-/// looks small, the planner would scan the range (every row between an old
-/// retry's event and today's) rather than look each delivery up.
+/// ([`days_of`](crate::partitions::days_of)), prunes the other days: a record
+/// is planned for its values (such a plan looks cheaper than the generic one
+/// beside days of history), and without it each was planned across every day's
+/// partition. Two scalars, not `d.event_id = ANY($1)`: that array went into the
+/// lookup of each delivery by its key, sorted again and walked element by
+/// element at every lookup. Whole days, not the outcomes' lowest and highest
+/// id: over a range of ids that looks small, the planner would scan the range
+/// (every row between an old retry's event and today's) rather than look each
+/// delivery up.
 macro_rules! pg_record {
     () => {
         concat!(
