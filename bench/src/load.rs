@@ -252,23 +252,33 @@ impl Load {
             .flat_map(|sample| sample.latencies)
             .collect();
         latencies.sort_unstable();
-        let percentile = |p: f64| {
-            let index =
-                ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
-            latencies
-                .get(index)
-                .copied()
-                .map_or(Duration::ZERO, Duration::from_micros)
-        };
         Load {
             requests: latencies.len() as u64,
             failures,
             per_second: latencies.len() as f64 / elapsed,
-            p50: percentile(0.50),
-            p99: percentile(0.99),
-            worst: percentile(1.0),
+            p50: percentile(&latencies, 0.50),
+            p99: percentile(&latencies, 0.99),
+            worst: percentile(&latencies, 1.0),
         }
     }
+}
+
+impl Sample {
+    /// This sample's own p99, apart from the others it is taken with.
+    pub(crate) fn p99(&self) -> Duration {
+        let mut latencies = self.latencies.clone();
+        latencies.sort_unstable();
+        percentile(&latencies, 0.99)
+    }
+}
+
+/// The `p` percentile of latencies in µs, sorted.
+fn percentile(sorted: &[u64], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted
+        .get(index)
+        .copied()
+        .map_or(Duration::ZERO, Duration::from_micros)
 }
 
 /// One connection's requests until `deadline`; with `pace` (interval, offset)
