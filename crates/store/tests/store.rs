@@ -272,6 +272,7 @@ backend_tests!(
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
     the_attempt_log_pages_keep_one_plan_each,
     a_record_is_planned_for_its_events_days_only,
+    a_record_kept_while_its_day_is_small_looks_deliveries_up_by_key,
     forgetting_goes_in_turns_of_a_bounded_number_of_events,
     an_idempotency_key_stores_one_event_across_stores_and_batches,
     portal_links_are_found_by_hash_until_the_upkeep_removes_the_expired,
@@ -1757,16 +1758,17 @@ async fn a_record_finds_each_delivery_by_its_key_beside_a_backlog(db: TestDb) {
         claimed.unwrap().iter().map(|claimed| delivered(claimed, hook.id, now)).collect();
     assert_eq!(finished.len(), 10);
     if db.backend() == Backend::Postgres {
-        // Each delivery is found by its primary key, not in the webhook's range of
-        // the due-index (20,000 entries walked for each), nor in a scan of the
-        // ids between; and with no array in that lookup, which would be sorted
-        // and walked at each of them.
+        // The deliveries are found in one scan of the primary key for their ids,
+        // reading just their ten rows: not in the webhook's range of the
+        // due-index (20,000 entries walked for each), nor in a scan of the ids
+        // between; and not in a lookup per delivery, where the array would be
+        // sorted and walked again at each.
         let plan = store.queue().explain_record(&finished).await.unwrap();
         let text = plan.join("\n");
-        assert!(text.contains("_pkey"), "{text}");
-        assert!(text.contains("(event_id = v.event_id)"), "{text}");
+        let by_key = plan.iter().position(|line| line.contains("_pkey")).expect(&text);
+        assert!(plan[by_key].contains("rows=10 loops=1"), "{text}");
+        assert!(plan[by_key + 1].contains("event_id = ANY"), "{text}");
         assert!(!text.contains("next_attempt_at_event_id_idx"), "{text}");
-        assert!(!text.contains("ANY"), "{text}");
     } else {
         let recorded = store.queue().finish(&finished).await.unwrap();
         assert!(recorded.iter().all(|r| *r == hookline_store::Recording::Recorded));
@@ -1957,6 +1959,32 @@ async fn a_record_is_planned_for_its_events_days_only(db: TestDb) {
         // One partition: the day the event is in.
         let days = plan.iter().filter(|line| line.contains("Update on public.deliveries_"));
         assert_eq!(days.count(), 1, "{plan:#?}");
+    } else {
+        assert!(plan.is_empty());
+    }
+}
+
+/// The plan PostgreSQL keeps for the record (a generic one), made while its
+/// day's partition is small, as each day begins, looks the outcomes' deliveries
+/// up in the primary key by their ids: a plan that read the day's range (or the
+/// whole partition) instead was kept as the day grew, and read every row of
+/// the day for each batch of outcomes.
+async fn a_record_kept_while_its_day_is_small_looks_deliveries_up_by_key(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let now = Timestamp::now();
+    let today =
+        hookline_testdb::History::delivered(ws, vec![hook.id], 3_000, now.plus_millis(-10_000));
+    db.write_history(&today).await;
+    db.analyze().await;
+    let (event, _) = emit(store, ws, EventName::DmSent).await;
+    let plan = store.queue().record_plan((event.id, hook.id)).await.unwrap();
+    if db.backend() == Backend::Postgres {
+        let text = plan.join("\n");
+        assert!(text.contains("_pkey"), "{text}");
+        assert!(text.contains("event_id = ANY"), "{text}");
+        assert!(!text.contains("Seq Scan on public.deliveries"), "{text}");
     } else {
         assert!(plan.is_empty());
     }

@@ -192,15 +192,21 @@ macro_rules! pg_claim {
 /// health counters.
 ///
 /// `$13 <= d.event_id < $14`, the whole days the outcomes' events are in
-/// ([`days_of`](crate::partitions::days_of)), prunes the other days: a record
-/// is planned for its values (such a plan looks cheaper than the generic one
-/// beside days of history), and without it each was planned across every day's
-/// partition. Two scalars, not `d.event_id = ANY($1)`: that array went into the
-/// lookup of each delivery by its key, sorted again and walked element by
-/// element at every lookup. Whole days, not the outcomes' lowest and highest
-/// id: over a range of ids that looks small, the planner would scan the range
-/// (every row between an old retry's event and today's) rather than look each
-/// delivery up.
+/// ([`days_of`](crate::partitions::days_of)), prunes the other days (without
+/// it each record was planned across every day's partition). Whole days, not
+/// the outcomes' lowest and highest id: over a range of ids that looks small,
+/// the planner would scan the range (every row between an old retry's event
+/// and today's) rather than look each delivery up.
+///
+/// `d.event_id = ANY($1)` beside it is how the deliveries are found: one scan
+/// of the primary key for the outcomes' ids, the array sorted once, each
+/// delivery then matched to its outcome by a hash. Without it the plan
+/// PostgreSQL keeps (a generic one) chose between looking each delivery up by
+/// key and reading the days' range, which it prices at a small fixed share of
+/// the partition: made while today's partition was small, as each day begins,
+/// that plan read the whole day's range for every batch of outcomes, more with
+/// each row the day added (docs/PERFORMANCE.md). The array is not in a lookup
+/// per delivery, where it was sorted again at each one.
 macro_rules! pg_record {
     () => {
         concat!(
@@ -209,7 +215,7 @@ macro_rules! pg_record {
                      next_attempt_at = v.next_attempt_at, lease_until = NULL, lease_token = NULL \
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) \
                      AS v(event_id, webhook_id, lease_token, state, next_attempt_at) \
-                 WHERE d.event_id >= $13 AND d.event_id < $14 \
+                 WHERE d.event_id = ANY($1) AND d.event_id >= $13 AND d.event_id < $14 \
                    AND d.event_id = v.event_id AND d.webhook_id = v.webhook_id \
                    AND d.lease_token = v.lease_token AND ",
             still_pending!("d"),
@@ -1518,8 +1524,8 @@ impl QueueSql for PgConn {
         // Rows another statement holds (the recorder finishing them) are skipped,
         // not waited for: a renewal that waited could deadlock with a recording
         // locking the same rows in another order, and each deadlock costs a second.
-        // `$5` and `$6` prune the other days' partitions, as in the record
-        // (`pg_record!`).
+        // `$5` and `$6` prune the other days' partitions, and `= ANY($3)` finds
+        // the rows, as in the record (`pg_record!`).
         let (from, to) =
             crate::partitions::days_of(renewal.keys.iter().map(|(event, _)| event.as_str()));
         statement!(
@@ -1527,9 +1533,10 @@ impl QueueSql for PgConn {
              FROM (SELECT h.event_id, h.webhook_id FROM deliveries AS h \
                  JOIN unnest($3::text[], $4::text[]) AS k(event_id, webhook_id) \
                    ON h.event_id = k.event_id AND h.webhook_id = k.webhook_id \
-                 WHERE h.lease_token = $2 AND h.event_id >= $5 AND h.event_id < $6 \
+                 WHERE h.lease_token = $2 AND h.event_id = ANY($3) \
+                   AND h.event_id >= $5 AND h.event_id < $6 \
                  FOR UPDATE OF h SKIP LOCKED) AS held \
-             WHERE d.event_id >= $5 AND d.event_id < $6 \
+             WHERE d.event_id = ANY($3) AND d.event_id >= $5 AND d.event_id < $6 \
                AND d.event_id = held.event_id AND d.webhook_id = held.webhook_id",
         )
         .binds((
