@@ -1973,12 +1973,12 @@ async fn a_record_kept_while_its_day_is_small_looks_deliveries_up_by_key(db: Tes
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
     let (hook, _) = db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
-    let now = Timestamp::now();
-    let today =
-        hookline_testdb::History::delivered(ws, vec![hook.id], 3_000, now.plus_millis(-10_000));
+    // Noon of today's partition, whatever the time of day the test runs at.
+    let noon = HistoryDay::of(Timestamp::now()).start().plus_millis(DAY_MS / 2);
+    let today = hookline_testdb::History::delivered(ws, vec![hook.id], 3_000, noon);
     db.write_history(&today).await;
     db.analyze().await;
-    let (event, _) = emit(store, ws, EventName::DmSent).await;
+    let event = emit_at(store, ws, EventName::DmSent, noon.plus_millis(60_000)).await;
     let plan = store.queue().record_plan((event.id, hook.id)).await.unwrap();
     if db.backend() == Backend::Postgres {
         let text = plan.join("\n");
