@@ -461,12 +461,9 @@ impl Spread {
     fn of(mut durations: Vec<Duration>) -> Spread {
         durations.sort_unstable();
         Spread {
-            median: durations
-                .get(durations.len() / 2)
-                .copied()
-                .unwrap_or_default(),
-            lowest: durations.first().copied().unwrap_or_default(),
-            highest: durations.last().copied().unwrap_or_default(),
+            median: crate::load::nth_percentile(&durations, 0.5),
+            lowest: crate::load::nth_percentile(&durations, 0.0),
+            highest: crate::load::nth_percentile(&durations, 1.0),
         }
     }
 }

@@ -266,11 +266,10 @@ pub(crate) fn receipt_latencies(
 /// p50 and p99 of `latencies`.
 pub(crate) fn percentiles(mut latencies: Vec<Duration>) -> (Duration, Duration) {
     latencies.sort_unstable();
-    let percentile = |p: f64| {
-        let index = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
-        latencies.get(index).copied().unwrap_or_default()
-    };
-    (percentile(0.5), percentile(0.99))
+    (
+        crate::load::nth_percentile(&latencies, 0.5),
+        crate::load::nth_percentile(&latencies, 0.99),
+    )
 }
 
 /// The same client posting the same bodies to the same receiver, no database:

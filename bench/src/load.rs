@@ -274,11 +274,13 @@ impl Sample {
 
 /// The `p` percentile of latencies in µs, sorted.
 fn percentile(sorted: &[u64], p: f64) -> Duration {
+    Duration::from_micros(nth_percentile(sorted, p))
+}
+
+/// The `p` percentile (0 to 1) of `sorted`, nearest rank; the default when empty.
+pub(crate) fn nth_percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     let index = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
-    sorted
-        .get(index)
-        .copied()
-        .map_or(Duration::ZERO, Duration::from_micros)
+    sorted.get(index).copied().unwrap_or_default()
 }
 
 /// One connection's requests until `deadline`; with `pace` (interval, offset)
