@@ -9,7 +9,8 @@
 //! - while the backlog drains, once its receiver answers, in as many slices; and
 //!   how long it takes;
 //! - `GET /api/v1/hooks` while a second backlog as large is deleted with its
-//!   webhook (`DELETE /admin/v1/hooks/:wh`), and how long that takes.
+//!   webhook (`DELETE /admin/v1/hooks/:wh`), how long the delete takes to
+//!   answer, and how long until its rows are gone.
 //!
 //! On PostgreSQL the database holds a month of (empty) day partitions, as one
 //! kept for 30 days does.
@@ -230,8 +231,17 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
                 &tokens[0],
             )
             .await;
+            let answered = deleting.elapsed();
+            // Its rows go after the answer, the webhook's own last.
+            if answer.is_ok() {
+                while db.webhook_row_exists(dead_hook.id).await
+                    && deleting.elapsed() < LONGEST_DRAIN
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
             deleted.store(true, Ordering::Relaxed);
-            answer.map(|response| (response.status(), deleting.elapsed()))
+            answer.map(|response| (response.status(), answered, deleting.elapsed()))
         },
         load::paced_until(
             api,
@@ -243,7 +253,7 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
             || deleted.load(Ordering::Relaxed),
         )
     );
-    let (status, delete_took) = status?;
+    let (status, delete_answered, delete_took) = status?;
     anyhow::ensure!(
         status.is_success(),
         "deleting the webhook answered {status}"
@@ -311,7 +321,8 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     );
     let _ = writeln!(
         report,
-        "  deleting its webhook with another {events} deliveries took {:.1} s; GET /hooks meanwhile p50 {}, p99 {} ({:.2} x alone){}",
+        "  deleting its webhook with another {events} deliveries answered in {} and its rows were gone in {:.1} s; GET /hooks meanwhile p50 {}, p99 {} ({:.2} x alone){}",
+        micros(delete_answered),
         delete_took.as_secs_f64(),
         micros(hooks_while_deleting.p50),
         micros(hooks_while_deleting.p99),

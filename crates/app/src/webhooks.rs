@@ -339,11 +339,9 @@ impl App {
         id: WebhookId,
         page: &PageRequest,
     ) -> Result<Page<DeliveryAttempt>> {
-        let attempts = self.attempts_of(id, page).await?;
-        if attempts.items.is_empty() {
-            self.webhook(id).await?;
-        }
-        Ok(attempts)
+        // The webhook first: a deleted one's log is still there while its rows go.
+        self.webhook(id).await?;
+        self.attempts_of(id, page).await
     }
 
     /// [`App::attempt_page`] of a webhook known to exist (its caller read it).
@@ -369,11 +367,8 @@ impl App {
 
     /// The webhook's attempt log, newest first, at most `limit` entries.
     pub async fn attempts(&self, id: WebhookId, limit: u32) -> Result<Vec<DeliveryAttempt>> {
-        let attempts = self.webhooks.attempts(id, limit).await?;
-        if attempts.is_empty() {
-            self.webhook(id).await?;
-        }
-        Ok(attempts)
+        self.webhook(id).await?;
+        Ok(self.webhooks.attempts(id, limit).await?)
     }
 
     /// Gives the webhook a new secret, shown once. For `grace_seconds` (at most

@@ -33,6 +33,11 @@ pub(crate) struct Db {
     pub(crate) accounts_by_workspace: Coalesced<WorkspaceId, Vec<Account>>,
     pub(crate) webhooks_by_workspace: Coalesced<WorkspaceId, Vec<Webhook>>,
     pub(crate) outbox_writes: Coalesced<NewEvent, Result<Recorded>>,
+    /// Held while a disabled or deleted webhook's deliveries are settled
+    /// (`models::webhook::settle_disabled`): one at a time in this process, so
+    /// that a settle waits for the one under way and, when it answers, what it
+    /// was asked to settle is settled.
+    pub(crate) settles: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Db {
@@ -62,6 +67,7 @@ impl Db {
             accounts_by_workspace: Arc::default(),
             webhooks_by_workspace: Arc::default(),
             outbox_writes: Arc::default(),
+            settles: Arc::default(),
         })
     }
 

@@ -53,6 +53,7 @@ diesel::table! {
         resting_until -> Nullable<BigInt>,
         resting_after -> Nullable<Integer>,
         streamed_at -> Nullable<BigInt>,
+        deleted_at -> Nullable<BigInt>,
     }
 }
 

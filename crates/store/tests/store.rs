@@ -612,9 +612,16 @@ async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db: TestDb
     assert!(!store.webhooks().delete(hook.id, Some(other)).await.unwrap());
     assert!(store.webhooks().get(hook.id).await.unwrap().is_some());
     assert!(store.webhooks().delete(hook.id, Some(ws)).await.unwrap());
+    // Gone from every read and change, and with a few deliveries, its rows
+    // too before the delete answers.
     assert!(!store.webhooks().delete(hook.id, Some(ws)).await.unwrap());
     assert_eq!(store.webhooks().get(hook.id).await.unwrap(), None);
+    assert_eq!(store.webhooks().list(ws).await.unwrap(), []);
+    assert_eq!(store.webhooks().secret(hook.id).await.unwrap(), None);
+    assert_eq!(store.webhooks().set_enabled(hook.id, true).await.unwrap(), None);
+    assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default());
     assert!(store.events().deliveries(payload.id).await.unwrap().is_empty());
+    assert_eq!(db.rows_of_webhook(hook.id).await, 0);
     // The event itself stays: samples are made of it.
     assert!(store.events().payload(payload.id).await.unwrap().is_some());
 }
@@ -639,6 +646,9 @@ async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: Te
     db.write_history(&backlog(disabled.id, 4)).await;
     assert_eq!(pending().await, 5_000);
     store.webhooks().set_enabled(disabled.id, false).await.unwrap();
+    // A backlog is settled after the change answers, in the background; the
+    // upkeep's settle waits for that one (or does it, if it comes first).
+    store.upkeep().settle_disabled().await.unwrap();
     assert_eq!(pending().await, 0);
 
     // A disable cut short (its rows written after it, as a crash would leave
@@ -665,6 +675,24 @@ async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: Te
     // Deleted: the webhook and every delivery of it.
     assert!(store.webhooks().delete(disabled.id, Some(ws)).await.unwrap());
     assert_eq!(store.webhooks().get(disabled.id).await.unwrap(), None);
+    store.upkeep().settle_disabled().await.unwrap();
+    assert_eq!(db.rows_of_webhook(disabled.id).await, 0);
+    assert_eq!(pending().await, 0);
+
+    // A delete cut short by a crash (its mark made, none of its rows gone):
+    // the upkeep deletes them in turns as bounded, then the webhook.
+    let (deleted, _) = db.api_webhook(ws, "https://deleted.example.com/", &dm).await;
+    db.write_history(&backlog(deleted.id, 7)).await;
+    db.mark_deleted(deleted.id).await;
+    assert_eq!(store.webhooks().get(deleted.id).await.unwrap(), None);
+    let settled = store.upkeep().settle_disabled().await.unwrap();
+    assert_eq!(settled.deliveries, 5_000, "{settled:?}");
+    assert_eq!(settled.webhooks_deleted, 1, "{settled:?}");
+    if db.backend() == Backend::Sqlite {
+        assert!(settled.turns >= 3, "{settled:?}");
+        assert!(settled.largest_turn <= 2_000, "{settled:?}");
+    }
+    assert_eq!(db.rows_of_webhook(deleted.id).await, 0);
     assert_eq!(pending().await, 0);
 
     // A 410's record cut short by a crash: the upkeep deletes the API webhook

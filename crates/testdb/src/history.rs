@@ -192,6 +192,17 @@ impl TestDb {
         .await;
     }
 
+    /// Disables `webhook` and marks it deleted and nothing more, as a crash right
+    /// after a delete's transaction leaves it (before its settling).
+    pub async fn mark_deleted(&self, webhook: WebhookId) {
+        self.execute_for(
+            "UPDATE webhooks SET enabled = false, disabled_reason = 'manual', deleted_at = 0 \
+             WHERE id = $1",
+            &webhook.to_string(),
+        )
+        .await;
+    }
+
     /// Counts `webhook`'s attempts into its health counters (`webhook_stats`), as
     /// the recorder counts each as it records it: for history written in bulk.
     pub async fn count_attempts(&self, webhook: WebhookId) {
@@ -205,6 +216,47 @@ impl TestDb {
             &webhook.to_string(),
         )
         .await;
+    }
+
+    /// The rows `webhook` leaves in the database: its own, its deliveries, its
+    /// attempt log and its health counters.
+    pub async fn rows_of_webhook(&self, webhook: WebhookId) -> u64 {
+        #[derive(diesel::QueryableByName)]
+        struct Counted {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            counted: i64,
+        }
+        let sql = self.dialect(
+            "SELECT CAST((SELECT COUNT(*) FROM webhooks WHERE id = $1) \
+             + (SELECT COUNT(*) FROM deliveries WHERE webhook_id = $1) \
+             + (SELECT COUNT(*) FROM delivery_attempts WHERE webhook_id = $1) \
+             + (SELECT COUNT(*) FROM webhook_stats WHERE webhook_id = $1) AS BIGINT) AS counted",
+        );
+        let id = webhook.to_string();
+        let counted: Counted = with_own_connection!(self, |conn| diesel::sql_query(&sql)
+            .bind::<Text, _>(&id)
+            .get_result(conn)
+            .await)
+        .unwrap_or_else(|error| panic!("{sql}: {error}"));
+        u64::try_from(counted.counted).unwrap_or(0)
+    }
+
+    /// Whether `webhook`'s own row is still there: a deletion's last step.
+    pub async fn webhook_row_exists(&self, webhook: WebhookId) -> bool {
+        #[derive(diesel::QueryableByName)]
+        struct Found {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            found: i64,
+        }
+        let sql =
+            self.dialect("SELECT CAST(COUNT(*) AS BIGINT) AS found FROM webhooks WHERE id = $1");
+        let id = webhook.to_string();
+        let found: Found = with_own_connection!(self, |conn| diesel::sql_query(&sql)
+            .bind::<Text, _>(&id)
+            .get_result(conn)
+            .await)
+        .unwrap_or_else(|error| panic!("{sql}: {error}"));
+        found.found > 0
     }
 
     /// Runs `sql` (written as PostgreSQL's, `$1` its one parameter) with `value`

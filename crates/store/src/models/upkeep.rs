@@ -383,10 +383,11 @@ impl Upkeep {
         }
     }
 
-    /// Finishes what disabling asked of the webhooks a disable left unsettled (by
-    /// the upkeep itself, or a delete, a change or a 410 cut short): their pending
-    /// deliveries cancelled, or an API webhook a 410 disabled deleted, in write
-    /// turns. Looks at a hundred webhooks at most (`WEBHOOKS_PER_SETTLE`); the next round
+    /// Finishes what disabling or deleting asked of the webhooks left unsettled
+    /// (disabled by the upkeep itself, or a delete, a change or a 410 whose
+    /// settle was cut short or is under way: it waits for that one): their
+    /// pending deliveries cancelled, or a deleted webhook, or an API webhook a
+    /// 410 disabled, deleted with its deliveries, in write turns. Looks at a hundred webhooks at most (`WEBHOOKS_PER_SETTLE`); the next round
     /// takes the rest.
     pub async fn settle_disabled(&self) -> Result<Settled> {
         let deleted_when_gone: Vec<&str> = WebhookSource::ALL
@@ -418,6 +419,7 @@ impl Upkeep {
                     webhooks::source
                         .eq_any(&deleted_when_gone)
                         .and(webhooks::disabled_reason.eq(DisabledReason::Gone.as_str()))
+                        .or(webhooks::deleted_at.is_not_null())
                         .or(has_pending),
                 )
                 .select(webhooks::id)

@@ -1,4 +1,5 @@
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use diesel::QueryResult;
@@ -220,6 +221,17 @@ macro_rules! disable_webhook {
 }
 pub(crate) use disable_webhook;
 
+/// The webhooks not deleted: all that any read or change of webhooks sees. A
+/// deleted webhook is marked (`deleted_at`) in the delete's short transaction,
+/// and its deliveries, attempt log and row go after it in write turns
+/// ([`settle_disabled`]).
+macro_rules! live {
+    () => {
+        $crate::schema::webhooks::deleted_at.is_null()
+    };
+}
+pub(crate) use live;
+
 /// Deletes webhook `$id` with its deliveries on `$conn` (inside the caller's
 /// transaction) and evaluates to how many webhooks it deleted; for a
 /// [`Deletion::Gone`], only while the webhook is still disabled for `gone`. The
@@ -399,25 +411,40 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
     }
 }
 
-/// Finishes what disabling webhook `id` asks, in write turns: its pending
-/// deliveries cancelled, or, for one its receiver answered `410 Gone` to whose
-/// source is deleted then ([`WebhookSource::when_gone`]), the webhook deleted
-/// with its deliveries. Nothing for a webhook enabled (again) or gone.
+/// Finishes what disabling or deleting webhook `id` asks, in write turns: its
+/// pending deliveries cancelled, or, for one deleted or one its receiver
+/// answered `410 Gone` to whose source is deleted then
+/// ([`WebhookSource::when_gone`]), the webhook deleted with its deliveries.
+/// Nothing for a webhook enabled (again) or gone. Waits for a settle under way
+/// in this process ([`Db::settles`](crate::db::Db)).
 pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
-    let disabled: Option<(String, Option<String>)> = with_conn!(db, |conn| {
+    let _one_at_a_time = db.settles.lock().await;
+    settle_now(db, id).await
+}
+
+/// [`settle_disabled`] without waiting for a settle under way: for a webhook
+/// with a write turn's worth or less ([`settle_after_change`]).
+async fn settle_now(db: &Db, id: &str) -> Result<Settled> {
+    let disabled: Option<(String, Option<String>, Option<i64>)> = with_conn!(db, |conn| {
         webhooks::table
             .find(id)
             .filter(webhooks::enabled.eq(false))
-            .select((webhooks::source, webhooks::disabled_reason))
+            .select((
+                webhooks::source,
+                webhooks::disabled_reason,
+                webhooks::deleted_at,
+            ))
             .first(conn)
             .await
             .optional()?
     });
-    let Some((source, reason)) = disabled else {
+    let Some((source, reason, deleted_at)) = disabled else {
         return Ok(Settled::default());
     };
     let source: WebhookSource = source.parse().stored("webhook source")?;
-    if source.when_gone() == GoneAction::Delete
+    if deleted_at.is_some() {
+        delete_disabled(db, id, Deletion::Asked).await
+    } else if source.when_gone() == GoneAction::Delete
         && reason.as_deref() == Some(DisabledReason::Gone.as_str())
     {
         delete_disabled(db, id, Deletion::Gone).await
@@ -435,6 +462,64 @@ async fn delete_disabled(db: &Db, id: &str, deletion: Deletion) -> Result<Settle
         conn, &id, deletion
     ) as u64))?;
     Ok(settled)
+}
+
+/// Deliveries a webhook may have for a change or delete to settle them before
+/// it answers: a first write turn's worth.
+const SETTLED_BEFORE_ANSWERING: i64 = DELIVERIES_PER_TURN.0;
+
+/// Settles webhook `id` after a change or delete committed: before answering
+/// when it has at most [`SETTLED_BEFORE_ANSWERING`] deliveries, else in a task
+/// of its own as a background writer (on SQLite the requests' writes go
+/// first), so that a backlog of any size answers as fast. The change stands
+/// either way: a settle that fails, or is cut short by a crash or a shutdown,
+/// is logged and left to the upkeep.
+async fn settle_after_change(db: &Db, id: String) {
+    let failed = |error: Error, id: &str| {
+        tracing::warn!(
+            webhook_id = %id,
+            %error,
+            "cannot settle a disabled or deleted webhook's deliveries; the upkeep finishes it"
+        );
+    };
+    match more_deliveries_than(db, &id, SETTLED_BEFORE_ANSWERING).await {
+        Ok(false) => {
+            if let Err(error) = settle_now(db, &id).await {
+                failed(error, &id);
+            }
+        }
+        Ok(true) => {
+            let db = db.for_the_worker();
+            // Taken before the answer when free, so that a settle asked for
+            // after it (the upkeep's) waits for this one.
+            let held = Arc::clone(&db.settles).try_lock_owned().ok();
+            tokio::spawn(async move {
+                let _one_at_a_time = match held {
+                    Some(held) => held,
+                    None => Arc::clone(&db.settles).lock_owned().await,
+                };
+                if let Err(error) = settle_now(&db, &id).await {
+                    failed(error, &id);
+                }
+            });
+        }
+        Err(error) => failed(error, &id),
+    }
+}
+
+/// Whether webhook `id` has more than `limit` deliveries, read through its
+/// index no further than the one past `limit`.
+async fn more_deliveries_than(db: &Db, id: &str, limit: i64) -> Result<bool> {
+    use crate::schema::deliveries;
+    let some: Vec<String> = with_conn!(db, |conn| {
+        deliveries::table
+            .filter(deliveries::webhook_id.eq(id))
+            .select(deliveries::event_id)
+            .limit(limit + 1)
+            .load(conn)
+            .await?
+    });
+    Ok(i64::try_from(some.len()).unwrap_or(i64::MAX) > limit)
 }
 
 /// The workspaces' webhooks and their attempt logs, for the use-case layer.
@@ -475,7 +560,9 @@ impl Webhooks {
             if !conn.lock_workspace(&workspace).await? {
                 return Err(Error::not_found("workspace", &workspace));
             }
-            let of_workspace = webhooks::table.filter(webhooks::workspace_id.eq(&workspace));
+            let of_workspace = webhooks::table
+                .filter(webhooks::workspace_id.eq(&workspace))
+                .filter(live!());
             let existing: i64 = if listener {
                 of_workspace
                     .filter(webhooks::source.eq(listeners))
@@ -564,6 +651,7 @@ impl Webhooks {
         let row: Option<WebhookRow> = with_conn!(self.db, |conn| {
             webhooks::table
                 .find(&id)
+                .filter(live!())
                 .select(WebhookRow::as_select())
                 .first(conn)
                 .await
@@ -575,10 +663,11 @@ impl Webhooks {
     /// Changes what `change` names; `None` when there is no such webhook, and for a
     /// listener, which no webhook change reaches (it has no URL, and is made and
     /// deleted through the listeners API alone). Disabling (by hand) cancels its
-    /// pending deliveries, retries included, in write turns after the change
-    /// (`settle_disabled`; one that fails is logged and left to the upkeep, the
-    /// change stands); enabling clears the reason it was disabled for and
-    /// brings no cancelled delivery back.
+    /// pending deliveries, retries included, after the change: before it answers
+    /// for a few, in write turns in the background for a backlog
+    /// (`settle_after_change`; until then the worker cancels any it claims);
+    /// enabling clears the reason it was disabled for and brings no cancelled
+    /// delivery back.
     pub async fn update(
         &self,
         id: WebhookId,
@@ -599,7 +688,8 @@ impl Webhooks {
         // One UPDATE … RETURNING; a disable's pending deliveries are cancelled after.
         let row: Option<WebhookRow> = write_tx!(self.db, |conn| {
             let update = diesel::update(webhooks::table.find(&id))
-                .filter(webhooks::source.ne(WebhookSource::Listener.as_str()));
+                .filter(webhooks::source.ne(WebhookSource::Listener.as_str()))
+                .filter(live!());
             let row = match change.enabled {
                 None => update
                     .set(&fields)
@@ -638,17 +728,8 @@ impl Webhooks {
             };
             Ok(row)
         })?;
-        // The change stands either way: a settling cut short is the upkeep's
-        // to finish, not a failed change.
-        if change.enabled == Some(false)
-            && row.is_some()
-            && let Err(error) = settle_disabled(&self.db, &id).await
-        {
-            tracing::warn!(
-                webhook_id = %id,
-                %error,
-                "disabled a webhook; cancelling its pending deliveries failed, the upkeep finishes it"
-            );
+        if change.enabled == Some(false) && row.is_some() {
+            settle_after_change(&self.db, id).await;
         }
         row.map(WebhookRow::into_domain).transpose()
     }
@@ -665,7 +746,7 @@ impl Webhooks {
         let now = self.db.clock.now().unix_millis();
         let row: Option<WebhookRow> = write_conn!(self.db, |conn| {
             // Every right-hand side reads the row as it was: the old secret moves.
-            diesel::update(webhooks::table.find(&id))
+            diesel::update(webhooks::table.find(&id).filter(live!()))
                 .set((
                     webhooks::previous_secret.eq(webhooks::secret.nullable()),
                     webhooks::previous_secret_until.eq(Some(grace_until.unix_millis())),
@@ -691,15 +772,23 @@ impl Webhooks {
 
     /// Deletes the webhook with its deliveries and attempt log; answers whether there
     /// was one. With `in_workspace`, a webhook of another workspace is left alone.
-    /// It is disabled first, then its deliveries go in write turns, then the
-    /// webhook: a delete cut short (the caller gone, a crash) leaves it disabled,
-    /// and deleting it again finishes.
+    /// One short transaction disables it and marks it deleted: from then on no
+    /// read or change finds it, and nothing more is delivered to it. Its
+    /// deliveries, attempt log and row go after: before it answers for a few, in
+    /// write turns in the background for a backlog (`settle_after_change`), so
+    /// that a backlog of any size answers as fast. One cut short (a crash, a
+    /// shutdown) is the upkeep's to finish
+    /// ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled)).
     pub async fn delete(&self, id: WebhookId, in_workspace: Option<WorkspaceId>) -> Result<bool> {
         let id = id.to_string();
         let workspace = in_workspace.map(|ws| ws.to_string());
         let now = self.db.clock.now().unix_millis();
         let found = write_tx!(self.db, |conn| {
-            let mut this = webhooks::table.find(&id).select(webhooks::id).into_boxed();
+            let mut this = webhooks::table
+                .find(&id)
+                .filter(live!())
+                .select(webhooks::id)
+                .into_boxed();
             if let Some(workspace) = &workspace {
                 this = this.filter(webhooks::workspace_id.eq(workspace));
             }
@@ -707,13 +796,16 @@ impl Webhooks {
                 return Ok(false);
             }
             disable_webhook!(conn, &id, DisabledReason::Manual, now);
+            diesel::update(webhooks::table.find(&id))
+                .set(webhooks::deleted_at.eq(Some(now)))
+                .execute(conn)
+                .await?;
             Ok(true)
         })?;
-        Ok(found
-            && delete_disabled(&self.db, &id, Deletion::Asked)
-                .await?
-                .webhooks_deleted
-                > 0)
+        if found {
+            settle_after_change(&self.db, id).await;
+        }
+        Ok(found)
     }
 
     /// Notes that the listener is being streamed now: the upkeep removes those
@@ -723,6 +815,7 @@ impl Webhooks {
         write_conn!(self.db, |conn| {
             diesel::update(webhooks::table.find(&id))
                 .filter(webhooks::source.eq(WebhookSource::Listener.as_str()))
+                .filter(live!())
                 .set(webhooks::streamed_at.eq(Some(at.unix_millis())))
                 .execute(conn)
                 .await?
@@ -740,6 +833,7 @@ impl Webhooks {
             webhooks::table
                 .filter(webhooks::source.eq(WebhookSource::Listener.as_str()))
                 .filter(webhooks::streamed_at.lt(before.unix_millis()))
+                .filter(live!())
                 .select(webhooks::id)
                 .limit(i64::from(at_most))
                 .load(conn)
@@ -762,6 +856,7 @@ impl Webhooks {
         let secret: Option<String> = with_conn!(self.db, |conn| {
             webhooks::table
                 .find(&id)
+                .filter(live!())
                 .select(webhooks::secret)
                 .first(conn)
                 .await
@@ -1004,6 +1099,7 @@ macro_rules! webhooks_of {
                 $crate::schema::webhooks::workspace_id,
                 $($workspaces)+
             ))
+            .filter($crate::models::webhook::live!())
             .order((
                 $crate::schema::webhooks::created_at,
                 $crate::schema::webhooks::id,
