@@ -221,42 +221,41 @@ impl TestDb {
     /// The rows `webhook` leaves in the database: its own, its deliveries, its
     /// attempt log and its health counters.
     pub async fn rows_of_webhook(&self, webhook: WebhookId) -> u64 {
+        self.count_for(
+            "SELECT CAST((SELECT COUNT(*) FROM webhooks WHERE id = $1) \
+             + (SELECT COUNT(*) FROM deliveries WHERE webhook_id = $1) \
+             + (SELECT COUNT(*) FROM delivery_attempts WHERE webhook_id = $1) \
+             + (SELECT COUNT(*) FROM webhook_stats WHERE webhook_id = $1) AS BIGINT) AS counted",
+            &webhook.to_string(),
+        )
+        .await
+    }
+
+    /// Whether `webhook`'s own row is still there: a deletion's last step.
+    pub async fn webhook_row_exists(&self, webhook: WebhookId) -> bool {
+        self.count_for(
+            "SELECT CAST(COUNT(*) AS BIGINT) AS counted FROM webhooks WHERE id = $1",
+            &webhook.to_string(),
+        )
+        .await
+            > 0
+    }
+
+    /// The `counted` column of `sql` (written as PostgreSQL's, `$1` its one
+    /// parameter) with `value` bound, on a connection of its own.
+    async fn count_for(&self, sql: &str, value: &str) -> u64 {
         #[derive(diesel::QueryableByName)]
         struct Counted {
             #[diesel(sql_type = diesel::sql_types::BigInt)]
             counted: i64,
         }
-        let sql = self.dialect(
-            "SELECT CAST((SELECT COUNT(*) FROM webhooks WHERE id = $1) \
-             + (SELECT COUNT(*) FROM deliveries WHERE webhook_id = $1) \
-             + (SELECT COUNT(*) FROM delivery_attempts WHERE webhook_id = $1) \
-             + (SELECT COUNT(*) FROM webhook_stats WHERE webhook_id = $1) AS BIGINT) AS counted",
-        );
-        let id = webhook.to_string();
+        let sql = self.dialect(sql);
         let counted: Counted = with_own_connection!(self, |conn| diesel::sql_query(&sql)
-            .bind::<Text, _>(&id)
+            .bind::<Text, _>(value)
             .get_result(conn)
             .await)
         .unwrap_or_else(|error| panic!("{sql}: {error}"));
         u64::try_from(counted.counted).unwrap_or(0)
-    }
-
-    /// Whether `webhook`'s own row is still there: a deletion's last step.
-    pub async fn webhook_row_exists(&self, webhook: WebhookId) -> bool {
-        #[derive(diesel::QueryableByName)]
-        struct Found {
-            #[diesel(sql_type = diesel::sql_types::BigInt)]
-            found: i64,
-        }
-        let sql =
-            self.dialect("SELECT CAST(COUNT(*) AS BIGINT) AS found FROM webhooks WHERE id = $1");
-        let id = webhook.to_string();
-        let found: Found = with_own_connection!(self, |conn| diesel::sql_query(&sql)
-            .bind::<Text, _>(&id)
-            .get_result(conn)
-            .await)
-        .unwrap_or_else(|error| panic!("{sql}: {error}"));
-        found.found > 0
     }
 
     /// Runs `sql` (written as PostgreSQL's, `$1` its one parameter) with `value`
