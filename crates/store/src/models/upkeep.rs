@@ -51,19 +51,29 @@ const WEBHOOKS_PER_SETTLE: i64 = 100;
 /// Workspaces whose samples are looked at per read (seven probes each).
 const WORKSPACES_PER_READ: i64 = 100;
 
-/// How much the next write turn takes on: halved after a turn longer than
-/// [`TURN_TARGET`], doubled after one under half of it, within `[1, max]`. Rows
-/// cost more or less with the machine and the table's size; the time is what
-/// other writers feel.
+/// How much the next write turn takes on: halved after a turn longer than its
+/// target ([`TURN_TARGET`] unless told), doubled after one under half of it,
+/// within `[1, max]`. Rows cost more or less with the machine and the table's
+/// size; the time is what other writers feel.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TurnSize {
     pub(crate) size: i64,
     max: i64,
+    target: Duration,
 }
 
 impl TurnSize {
     pub(crate) fn new((first, max): (i64, i64)) -> Self {
-        TurnSize { size: first, max }
+        TurnSize {
+            size: first,
+            max,
+            target: TURN_TARGET,
+        }
+    }
+
+    /// The same, sized to hold the lock about `target` a turn.
+    pub(crate) fn aiming_at(self, target: Duration) -> Self {
+        TurnSize { target, ..self }
     }
 
     /// Sizes the next turn after one that took `took`, then waits as long, so
@@ -74,9 +84,9 @@ impl TurnSize {
     }
 
     fn after(&mut self, took: Duration) {
-        if took > TURN_TARGET {
+        if took > self.target {
             self.size = (self.size / 2).max(1);
-        } else if took < TURN_TARGET / 2 {
+        } else if took < self.target / 2 {
             self.size = (self.size * 2).min(self.max);
         }
     }
@@ -864,5 +874,8 @@ mod tests {
             turn.after(TURN_TARGET * 2);
         }
         assert_eq!(turn.size, 1, "never below one");
+        let mut short = TurnSize::new((50, 120)).aiming_at(TURN_TARGET / 4);
+        short.after(TURN_TARGET / 2);
+        assert_eq!(short.size, 25, "past its own target");
     }
 }

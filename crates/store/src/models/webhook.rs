@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use diesel::QueryResult;
 use diesel::prelude::*;
@@ -339,14 +339,18 @@ impl Settled {
 
 /// Deliveries a [`sweep`] changes in its first write turn, and in any at most.
 const DELIVERIES_PER_TURN: (i64, i64) = (100, 2_000);
+/// How long a [`sweep`]'s write turn should hold SQLite's write lock: shorter
+/// than the upkeep's, since a request's write waits for at most one turn, and
+/// nobody waits for the settle itself.
+const SWEEP_TURN_TARGET: Duration = Duration::from_millis(1);
 
 /// Does `what` to the deliveries of webhook `id`: on SQLite in write turns sized
-/// to hold the write lock about the upkeep's `TURN_TARGET`, pausing between
+/// to hold the write lock about [`SWEEP_TURN_TARGET`], pausing between
 /// turns as long as each took, so that a backlog of any size holds no other
 /// writer for long; on PostgreSQL in one statement.
 async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
     let mut settled = Settled::default();
-    let mut turn = TurnSize::new(DELIVERIES_PER_TURN);
+    let mut turn = TurnSize::new(DELIVERIES_PER_TURN).aiming_at(SWEEP_TURN_TARGET);
     let in_one = db.backend() == Backend::Postgres;
     loop {
         let (id, size) = (id.to_owned(), turn.size);
