@@ -24,9 +24,6 @@ pub(crate) async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>,
             Ok(recorded) => {
                 for (finished, recording) in batch.iter().zip(recorded) {
                     log_recording(finished, recording);
-                    if let Recording::Gone(_) = recording {
-                        settle_gone(&queue, finished.claimed.webhook_id);
-                    }
                 }
             }
             Err(error) => tracing::error!(
@@ -39,21 +36,6 @@ pub(crate) async fn record(queue: Queue, mut receiver: mpsc::Receiver<Finished>,
         held.let_go(batch.iter().map(|finished| &finished.claimed));
         batch.clear();
     }
-}
-
-/// Finishes what a 410 asked of its webhook beside the recorder, which goes on
-/// recording meanwhile: a large backlog takes a while to cancel or delete.
-fn settle_gone(queue: &Queue, webhook_id: hookline_domain::WebhookId) {
-    let queue = queue.clone();
-    tokio::spawn(async move {
-        if let Err(error) = queue.settle_disabled(webhook_id).await {
-            tracing::error!(
-                %error,
-                %webhook_id,
-                "cannot settle the webhook a 410 disabled; the upkeep tries again"
-            );
-        }
-    });
 }
 
 /// Logs what needs saying about a recorded outcome: what a 410 did to its webhook,

@@ -7,6 +7,7 @@ use hookline_batch::Batcher;
 use hookline_domain::{Account, Clock, Webhook, WorkspaceId};
 
 use crate::models::event::{NewEvent, Recorded};
+use crate::models::webhook::Settles;
 
 use crate::pool::Pools;
 use crate::write_lock::{WriteLock, WriteTurn, Writer};
@@ -33,11 +34,8 @@ pub(crate) struct Db {
     pub(crate) accounts_by_workspace: Coalesced<WorkspaceId, Vec<Account>>,
     pub(crate) webhooks_by_workspace: Coalesced<WorkspaceId, Vec<Webhook>>,
     pub(crate) outbox_writes: Coalesced<NewEvent, Result<Recorded>>,
-    /// Held while a disabled or deleted webhook's deliveries are settled
-    /// (`models::webhook::settle_disabled`): one at a time in this process, so
-    /// that a settle waits for the one under way and, when it answers, what it
-    /// was asked to settle is settled.
-    pub(crate) settles: Arc<tokio::sync::Mutex<()>>,
+    /// Each webhook's turn to have its deliveries settled, in this process.
+    pub(crate) settles: Arc<Settles>,
 }
 
 impl Db {

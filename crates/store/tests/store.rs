@@ -238,6 +238,7 @@ backend_tests!(
     webhook_limit_holds_under_concurrent_creation,
     delete_is_scoped_to_the_workspace_and_takes_deliveries_along,
     a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns,
+    a_disable_with_a_long_history_and_few_pending_settles_before_it_answers,
     an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace,
     payloads_are_stored_byte_for_byte,
     an_event_for_an_unknown_workspace_writes_nothing,
@@ -715,6 +716,34 @@ async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: Te
     assert_eq!(kept.disabled_reason, Some(DisabledReason::Gone));
     assert_eq!(pending().await, 0);
     assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default(), "settled");
+}
+
+/// What a disable settles before it answers is counted as its settle counts:
+/// pending deliveries, not the delivered history beside them, which a disable
+/// leaves alone.
+async fn a_disable_with_a_long_history_and_few_pending_settles_before_it_answers(db: TestDb) {
+    let store = db.store();
+    let ws = db.workspace(Plan::Studio).await;
+    let (hook, _) = db.api_webhook(ws, "https://long.example.com/", &[EventName::DmSent]).await;
+    let hours_ago = |hours: i64| Timestamp::now().plus_millis(-3_600_000 * hours);
+    db.write_history(&hookline_testdb::History::delivered(ws, vec![hook.id], 5_000, hours_ago(3)))
+        .await;
+    db.write_history(&hookline_testdb::History::pending(
+        ws,
+        vec![hook.id],
+        50,
+        hours_ago(2),
+        hours_ago(1),
+    ))
+    .await;
+    let pending = async || store.events().backlog(Timestamp::now(), 100_000).await.unwrap().0;
+    assert_eq!(pending().await, 50);
+
+    store.webhooks().set_enabled(hook.id, false).await.unwrap();
+    // Settled before the answer: no settle of the upkeep's asked for.
+    assert_eq!(pending().await, 0);
+    assert_eq!(db.rows_of_webhook(hook.id).await, 1 + 5_050, "the webhook and its history stay");
+    assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default());
 }
 
 async fn an_event_fans_out_to_subscribed_enabled_webhooks_of_its_workspace(db: TestDb) {

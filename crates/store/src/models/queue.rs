@@ -18,7 +18,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
-use crate::models::webhook::{Settled, WebhookRow, disable_webhook, read_headers, settle_disabled};
+use crate::models::webhook::{WebhookRow, disable_webhook, read_headers, settle_after_gone};
 use crate::pool::{
     ImmediateTransaction as _, PgConn, SqliteConn, with_conn, write_conn, write_conn_owned,
     write_tx,
@@ -774,16 +774,10 @@ impl Queue {
             .collect())
     }
 
-    /// Finishes what a `410 Gone` began for webhook `id` ([`Recording::Gone`]):
-    /// its pending deliveries cancelled, or, for an API webhook, the webhook
-    /// deleted with its deliveries, in write turns. The upkeep finishes it too
-    /// if this is cut short ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled)).
-    pub async fn settle_disabled(&self, id: WebhookId) -> Result<Settled> {
-        settle_disabled(&self.db, &id.to_string()).await
-    }
-
     /// Records the outcomes whose lease is still held (`None` for the others), and
-    /// disables the webhook a 410 came from.
+    /// disables the webhook a 410 came from; what else the 410 asks (its pending
+    /// deliveries cancelled, or an API webhook deleted) follows in the
+    /// background, in write turns, not in this record.
     async fn record(&self, rows: Vec<FinishRow>) -> Result<Vec<Option<Recording>>> {
         let recorded_as = |recorded: Vec<bool>| {
             recorded
@@ -799,7 +793,7 @@ impl Queue {
                 .await?);
             return Ok(recorded_as(recorded));
         }
-        write_tx!(self.db, |conn| {
+        let recorded = write_tx!(self.db, |conn| {
             let mut recorded: Vec<Option<Recording>> =
                 recorded_as(conn.record_outcomes(&rows).await?);
             // A 410 is rare: its webhook is dealt with one by one. Only the outcome
@@ -808,9 +802,6 @@ impl Queue {
                 let (Some(action), Some(recording)) = (row.gone, recording.as_mut()) else {
                     continue;
                 };
-                // Disabled at once; what else the 410 asks (its pending deliveries
-                // cancelled, or an API webhook deleted) follows in write turns
-                // ([`Queue::settle_disabled`]), not in this record.
                 let now = self.db.clock.now().unix_millis();
                 let changed = disable_webhook!(conn, &row.webhook_id, DisabledReason::Gone, now);
                 if changed > 0 {
@@ -818,7 +809,13 @@ impl Queue {
                 }
             }
             Ok(recorded)
-        })
+        })?;
+        for (row, recording) in rows.iter().zip(&recorded) {
+            if let Some(Recording::Gone(_)) = recording {
+                settle_after_gone(&self.db, row.webhook_id.clone());
+            }
+        }
+        Ok(recorded)
     }
 
     /// Keeps each webhook's run of failures (`failing_since`) as the outcomes say:

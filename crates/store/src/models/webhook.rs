@@ -28,6 +28,7 @@ use crate::schema::{webhook_stats, webhooks, workspaces};
 use crate::text_in::by_shape;
 use crate::{Backend, Error, Result};
 use hookline_domain::Refusal;
+use tokio::sync::OwnedMutexGuard;
 
 /// A webhook as read back: everything but the secrets (its signing secret, its
 /// headers' values).
@@ -303,6 +304,14 @@ macro_rules! hold_enabled {
 }
 pub(crate) use hold_enabled;
 
+/// The condition of a webhook's pending deliveries, written out as the
+/// due-index's `WHERE` (SQLite uses a partial index only where a query states it).
+macro_rules! pending {
+    () => {
+        " AND state = 'pending'"
+    };
+}
+
 /// What [`sweep`] does to one webhook's deliveries, a write turn at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sweep {
@@ -313,8 +322,7 @@ enum Sweep {
     Delete(Deletion),
 }
 
-/// What settling disabled webhooks did ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled),
-/// [`Queue::settle_disabled`](crate::Queue::settle_disabled)).
+/// What settling disabled webhooks did ([`Upkeep::settle_disabled`](crate::Upkeep::settle_disabled)).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Settled {
     /// Deliveries cancelled, or deleted with their webhook.
@@ -365,7 +373,7 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
             // `$change` to the webhook's deliveries (`$which` of them), while
             // `$while` holds: a turn's worth, and all at once.
             macro_rules! statements {
-                ($change:literal, $which:literal, $while:expr) => {
+                ($change:literal, $which:expr, $while:expr) => {
                     (
                         concat!(
                             $change,
@@ -382,7 +390,7 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
             let (in_turns, whole) = match what {
                 Sweep::CancelPending => statements!(
                     "UPDATE deliveries SET state = 'cancelled'",
-                    " AND state = 'pending'",
+                    pending!(),
                     " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
                 ),
                 Sweep::Delete(Deletion::Asked) => statements!("DELETE FROM deliveries", "", ""),
@@ -415,20 +423,11 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
     }
 }
 
-/// Finishes what disabling or deleting webhook `id` asks, in write turns: its
-/// pending deliveries cancelled, or, for one deleted or one its receiver
-/// answered `410 Gone` to whose source is deleted then
-/// ([`WebhookSource::when_gone`]), the webhook deleted with its deliveries.
-/// Nothing for a webhook enabled (again) or gone. Waits for a settle under way
-/// in this process ([`Db::settles`](crate::db::Db)).
-pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
-    let _one_at_a_time = db.settles.lock().await;
-    settle_now(db, id).await
-}
-
-/// [`settle_disabled`] without waiting for a settle under way: for a webhook
-/// with a write turn's worth or less ([`settle_after_change`]).
-async fn settle_now(db: &Db, id: &str) -> Result<Settled> {
+/// What settling webhook `id` asks, read from its row: its pending deliveries
+/// cancelled, or, for one deleted or one its receiver answered `410 Gone` to
+/// whose source is deleted then ([`WebhookSource::when_gone`]), the webhook
+/// deleted with its deliveries. Nothing for a webhook enabled (again) or gone.
+async fn settlement(db: &Db, id: &str) -> Result<Option<Sweep>> {
     let disabled: Option<(String, Option<String>, Option<i64>)> = with_conn!(db, |conn| {
         webhooks::table
             .find(id)
@@ -443,17 +442,34 @@ async fn settle_now(db: &Db, id: &str) -> Result<Settled> {
             .optional()?
     });
     let Some((source, reason, deleted_at)) = disabled else {
-        return Ok(Settled::default());
+        return Ok(None);
     };
     let source: WebhookSource = source.parse().stored("webhook source")?;
-    if deleted_at.is_some() {
-        delete_disabled(db, id, Deletion::Asked).await
+    Ok(Some(if deleted_at.is_some() {
+        Sweep::Delete(Deletion::Asked)
     } else if source.when_gone() == GoneAction::Delete
         && reason.as_deref() == Some(DisabledReason::Gone.as_str())
     {
-        delete_disabled(db, id, Deletion::Gone).await
+        Sweep::Delete(Deletion::Gone)
     } else {
-        sweep(db, id, Sweep::CancelPending).await
+        Sweep::CancelPending
+    }))
+}
+
+/// Finishes what disabling or deleting webhook `id` asks ([`settlement`]), in
+/// write turns. Waits for a settle of the same webhook under way in this
+/// process ([`Settles`]).
+pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
+    let _this_webhooks_turn = db.settles.take(id).await;
+    settle_now(db, id).await
+}
+
+/// [`settle_disabled`], its webhook's turn held by the caller.
+async fn settle_now(db: &Db, id: &str) -> Result<Settled> {
+    match settlement(db, id).await? {
+        None => Ok(Settled::default()),
+        Some(Sweep::Delete(deletion)) => delete_disabled(db, id, deletion).await,
+        Some(cancel) => sweep(db, id, cancel).await,
     }
 }
 
@@ -468,62 +484,119 @@ async fn delete_disabled(db: &Db, id: &str, deletion: Deletion) -> Result<Settle
     Ok(settled)
 }
 
-/// Deliveries a webhook may have for a change or delete to settle them before
-/// it answers: a first write turn's worth.
-const SETTLED_BEFORE_ANSWERING: i64 = DELIVERIES_PER_TURN.0;
+/// One turn per webhook whose deliveries are being settled: a settle waits for
+/// the one of the same webhook under way, so that when it answers, what it was
+/// asked to settle is settled; settles of different webhooks do not wait for
+/// each other.
+#[derive(Debug, Default)]
+pub(crate) struct Settles(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
 
-/// Settles webhook `id` after a change or delete committed: before answering
-/// when it has at most [`SETTLED_BEFORE_ANSWERING`] deliveries, else in a task
-/// of its own as a background writer (on SQLite the requests' writes go
-/// first), so that a backlog of any size answers as fast. The change stands
-/// either way: a settle that fails, or is cut short by a crash or a shutdown,
-/// is logged and left to the upkeep.
-async fn settle_after_change(db: &Db, id: String) {
-    let failed = |error: Error, id: &str| {
-        tracing::warn!(
-            webhook_id = %id,
-            %error,
-            "cannot settle a disabled or deleted webhook's deliveries; the upkeep finishes it"
-        );
-    };
-    match more_deliveries_than(db, &id, SETTLED_BEFORE_ANSWERING).await {
-        Ok(false) => {
-            if let Err(error) = settle_now(db, &id).await {
-                failed(error, &id);
-            }
-        }
-        Ok(true) => {
-            let db = db.for_the_worker();
-            // Taken before the answer when free, so that a settle asked for
-            // after it (the upkeep's) waits for this one.
-            let held = Arc::clone(&db.settles).try_lock_owned().ok();
-            tokio::spawn(async move {
-                let _one_at_a_time = match held {
-                    Some(held) => held,
-                    None => Arc::clone(&db.settles).lock_owned().await,
-                };
-                if let Err(error) = settle_now(&db, &id).await {
-                    failed(error, &id);
-                }
-            });
-        }
-        Err(error) => failed(error, &id),
+impl Settles {
+    fn of(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut turns = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Only the webhooks being settled, or waited for, keep a turn here.
+        turns.retain(|_, turn| Arc::strong_count(turn) > 1);
+        Arc::clone(turns.entry(id.to_owned()).or_default())
+    }
+
+    /// Webhook `id`'s turn, once no other settle of it is under way.
+    async fn take(&self, id: &str) -> OwnedMutexGuard<()> {
+        self.of(id).lock_owned().await
+    }
+
+    /// Webhook `id`'s turn, if no other settle of it is under way.
+    fn try_take(&self, id: &str) -> Option<OwnedMutexGuard<()>> {
+        self.of(id).try_lock_owned().ok()
     }
 }
 
-/// Whether webhook `id` has more than `limit` deliveries, read through its
-/// index no further than the one past `limit`.
-async fn more_deliveries_than(db: &Db, id: &str, limit: i64) -> Result<bool> {
-    use crate::schema::deliveries;
-    let some: Vec<String> = with_conn!(db, |conn| {
-        deliveries::table
-            .filter(deliveries::webhook_id.eq(id))
-            .select(deliveries::event_id)
-            .limit(limit + 1)
-            .load(conn)
+/// Deliveries a webhook may have to settle for a change or delete to settle
+/// them before it answers: a first write turn's worth.
+const SETTLED_BEFORE_ANSWERING: i64 = DELIVERIES_PER_TURN.0;
+
+/// Settles webhook `id` after a change or delete committed: before answering
+/// when it has at most [`SETTLED_BEFORE_ANSWERING`] deliveries to settle and no
+/// other settle of it is under way, else in the background
+/// ([`settle_in_background`]), so that a backlog of any size answers as fast.
+/// The change stands either way: a settle that fails, or is cut short by a
+/// crash or a shutdown, is logged and left to the upkeep.
+async fn settle_after_change(db: &Db, id: String) {
+    // Taken before the answer when free, so that a settle asked for after it
+    // (the upkeep's) waits for this one.
+    let held = db.settles.try_take(&id);
+    match (held, few_to_settle(db, &id).await) {
+        (Some(_held), Ok(true)) => {
+            if let Err(error) = settle_now(db, &id).await {
+                not_settled(&error, &id);
+            }
+        }
+        (held, Ok(_)) => settle_in_background(db, id, held),
+        (_, Err(error)) => not_settled(&error, &id),
+    }
+}
+
+/// Settles webhook `id` after a `410 Gone` disabled it (recorded by
+/// [`Queue::finish`](crate::Queue::finish)), beside the recorder, which goes
+/// on recording meanwhile.
+pub(crate) fn settle_after_gone(db: &Db, id: String) {
+    let held = db.settles.try_take(&id);
+    settle_in_background(db, id, held);
+}
+
+/// Settles webhook `id` in a task of its own, as a background writer (on
+/// SQLite the requests' writes go first), in its webhook's turn: `held` when
+/// taken already, else once the settle of it under way ends.
+fn settle_in_background(db: &Db, id: String, held: Option<OwnedMutexGuard<()>>) {
+    let db = db.for_the_worker();
+    tokio::spawn(async move {
+        let _this_webhooks_turn = match held {
+            Some(held) => held,
+            None => db.settles.take(&id).await,
+        };
+        if let Err(error) = settle_now(&db, &id).await {
+            not_settled(&error, &id);
+        }
+    });
+}
+
+fn not_settled(error: &Error, id: &str) {
+    tracing::warn!(
+        webhook_id = %id,
+        %error,
+        "cannot settle a disabled or deleted webhook's deliveries; the upkeep finishes it"
+    );
+}
+
+/// Whether webhook `id` has at most [`SETTLED_BEFORE_ANSWERING`] deliveries
+/// that its settle changes (its pending ones, or all of them for a delete:
+/// [`sweep`]'s rows), read through an index no further than the one past.
+async fn few_to_settle(db: &Db, id: &str) -> Result<bool> {
+    let which = match settlement(db, id).await? {
+        None => return Ok(true),
+        Some(Sweep::CancelPending) => pending!(),
+        Some(Sweep::Delete(_)) => "",
+    };
+    let probe = format!(
+        "SELECT COUNT(*) AS deliveries FROM (SELECT 1 FROM deliveries \
+         WHERE webhook_id = $1{which} LIMIT {}) AS probed",
+        SETTLED_BEFORE_ANSWERING + 1
+    );
+    let counted: Counted = with_conn!(db, |conn| {
+        diesel::sql_query(&probe)
+            .bind::<Text, _>(id)
+            .get_result(conn)
             .await?
     });
-    Ok(i64::try_from(some.len()).unwrap_or(i64::MAX) > limit)
+    Ok(counted.deliveries <= SETTLED_BEFORE_ANSWERING)
+}
+
+#[derive(QueryableByName)]
+struct Counted {
+    #[diesel(sql_type = BigInt)]
+    deliveries: i64,
 }
 
 /// The workspaces' webhooks and their attempt logs, for the use-case layer.
