@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::admin::AdminApi;
 use crate::api::Api;
+use crate::api::rendered::RenderedOnce;
 use crate::portal::Portal;
 use crate::transport::answer::AnswerBody;
 use crate::transport::connections::Connections;
@@ -73,6 +74,7 @@ impl Server {
                     auth,
                     body_limits: config.body_limits(),
                     streams: Arc::default(),
+                    listed_hooks: RenderedOnce::default(),
                 },
                 portal,
             }),

@@ -25,6 +25,11 @@ pub(crate) fn ok<T: serde::Serialize>(
     status: StatusCode,
     data: Option<T>,
 ) -> Response<Full<Bytes>> {
+    json_response(status, success_body(data))
+}
+
+/// The `{success: true, data}` body of [`ok`].
+fn success_body<T: serde::Serialize>(data: Option<T>) -> Vec<u8> {
     let body = Success {
         success: true,
         data,
@@ -34,7 +39,7 @@ pub(crate) fn ok<T: serde::Serialize>(
     if serde_json::to_writer(&mut json, &body).is_err() {
         json.clear();
     }
-    json_response(status, json)
+    json
 }
 
 pub(crate) async fn me(
@@ -50,16 +55,22 @@ pub(crate) async fn me(
     Ok(ok(StatusCode::OK, Some(me)))
 }
 
+/// The list, rendered once for the requests of a batch that share its read
+/// ([`RenderedOnce`](crate::api::rendered::RenderedOnce)).
 pub(crate) async fn list_hooks(
-    app: &App,
+    api: &Api,
     caller: &Caller,
     read: WorkspaceReading,
 ) -> Result<Response<Full<Bytes>>, ApiError> {
-    let webhooks = app
+    let webhooks = api
+        .app
         .webhooks_without_listeners(caller.workspace.id, read)
         .await?;
-    let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
-    Ok(ok(StatusCode::OK, Some(listed)))
+    let body = api.listed_hooks.body(&webhooks, |webhooks| {
+        let listed: Vec<_> = webhooks.iter().map(WebhookObject::listed).collect();
+        success_body(Some(listed)).into()
+    });
+    Ok(json_response(StatusCode::OK, body))
 }
 
 pub(crate) async fn create_hook(

@@ -4,6 +4,7 @@
 //! - `handlers.rs`: one function per endpoint, over the use-case layer;
 //! - `listeners.rs`: the developer kit's endpoints (listeners, their results,
 //!   test events); `stream.rs`: a listener's Server-Sent Events;
+//! - `rendered.rs`: a body rendered once for the requests sharing a read;
 //! - `error.rs`: every way a request fails, and the one place mapping each to a
 //!   status and the `{success:false, error}` body;
 //! - `openapi.rs`: this API's OpenAPI document.
@@ -17,6 +18,7 @@ pub(crate) mod error;
 pub(crate) mod handlers;
 mod listeners;
 pub(crate) mod openapi;
+pub(crate) mod rendered;
 pub(crate) mod router;
 mod stream;
 
@@ -24,12 +26,14 @@ use std::sync::Arc;
 
 use hookline_app::App;
 use hookline_auth::Authenticator;
+use hookline_domain::Webhook;
 use hookline_store::WorkspaceRead;
 use hyper::body::Incoming;
 use hyper::header::AUTHORIZATION;
 use hyper::{Request, Response};
 
 use crate::api::error::{ApiError, rate_limit_headers};
+use crate::api::rendered::RenderedOnce;
 use crate::api::router::{Route, route};
 pub(crate) use crate::api::stream::Streams;
 use crate::transport::answer::AnswerBody;
@@ -45,6 +49,8 @@ pub(crate) struct Api {
     pub(crate) body_limits: BodyLimits,
     /// Listeners' streams open on this process.
     pub(crate) streams: Arc<Streams>,
+    /// `GET /hooks`' bodies, one per shared read of a workspace's webhooks.
+    pub(crate) listed_hooks: RenderedOnce<[Webhook]>,
 }
 
 impl Api {
@@ -98,7 +104,7 @@ impl Api {
         }
         let answer = match route {
             Route::Me => handlers::me(&self.app, &caller, read).await,
-            Route::ListHooks => handlers::list_hooks(&self.app, &caller, read).await,
+            Route::ListHooks => handlers::list_hooks(self, &caller, read).await,
             Route::CreateHook => handlers::create_hook(self, &caller, request).await,
             Route::GetHook { id } => handlers::get_hook(&self.app, &caller, id).await,
             Route::UpdateHook { id } => handlers::update_hook(self, &caller, id, request).await,
