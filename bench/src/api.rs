@@ -22,7 +22,7 @@ use crate::targets::{Targets, verdict};
 use crate::work::Work;
 
 /// hookline and its baseline take turns this many times per figure.
-pub(crate) const ROUNDS: u32 = 5;
+pub(crate) const ROUNDS: u32 = 6;
 
 /// The rate window of the run: longer than any run, so every request of a key
 /// falls in one window.

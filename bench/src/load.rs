@@ -126,7 +126,10 @@ pub(crate) async fn warm(sides: &[Side<'_>], connections: usize) -> anyhow::Resu
 /// Servers (or calls) under the same load in turns, `rounds` slices each,
 /// alternating for `duration` in all per side: a disturbance of the machine
 /// (its other services share the two cores) falls on all alike, rather than on
-/// whichever was measured at that moment. Answers one load per side, in order.
+/// whichever was measured at that moment. Every other round takes the sides in
+/// the reverse order, so that no side always follows the same one (say,
+/// hookline always right after the baseline's turn): give an even number of
+/// rounds. Answers one load per side, in order.
 /// With `per_second`, each side is [`paced_sample`] at that rate.
 pub(crate) async fn alternating(
     sides: &[Side<'_>],
@@ -139,9 +142,15 @@ pub(crate) async fn alternating(
     let pace = per_second
         .map(|per_second| Duration::from_secs_f64(connections as f64 / per_second.max(1.0)));
     let mut samples: Vec<Vec<Sample>> = sides.iter().map(|_| Vec::new()).collect();
-    for _ in 0..rounds.max(1) {
-        for (side, taken) in sides.iter().zip(&mut samples) {
-            taken.push(sample(side.addr, side.call, side.keys, connections, slice, pace).await?);
+    for round in 0..rounds.max(1) {
+        let mut order: Vec<usize> = (0..sides.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for index in order {
+            let side = &sides[index];
+            samples[index]
+                .push(sample(side.addr, side.call, side.keys, connections, slice, pace).await?);
         }
     }
     Ok(samples.into_iter().map(Load::of).collect())
