@@ -3,7 +3,7 @@
 //! `Arc`: `WorkspaceReading::Webhooks`), and answer the same body: the first
 //! to render it keeps it here, and the others of the batch copy it, instead of
 //! each serialising the same list again (see PERFORMANCE.md, "GET /hooks
-//! rendered once per batch").
+//! rendered once per batch, and a settle per webhook").
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
