@@ -96,6 +96,15 @@ macro_rules! lower_pending_floor {
     };
 }
 
+/// The due-index's condition (`deliveries_due`'s `WHERE`), written out after a
+/// query's other conditions on `deliveries`: SQLite uses a partial index only
+/// where a query states its `WHERE`.
+macro_rules! pending {
+    () => {
+        " AND state = 'pending'"
+    };
+}
+
 /// That delivery `{alias}`, found by its key (or its event's id), is still pending, written so that
 /// PostgreSQL cannot prove the due-index's `WHERE state = 'pending'` from it:
 /// with a plain `state = 'pending'` the planner may look the key up in the

@@ -43,7 +43,7 @@ macro_rules! due_of_webhook {
             $columns,
             " FROM deliveries WHERE webhook_id = ",
             $webhook,
-            " AND state = 'pending'",
+            pending!(),
             $from,
             " AND next_attempt_at <= $3 \
                AND (lease_until IS NULL OR lease_until <= $3) \

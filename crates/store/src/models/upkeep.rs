@@ -413,7 +413,8 @@ impl Upkeep {
                 ($bound:expr) => {
                     concat!(
                         "EXISTS (SELECT 1 FROM deliveries \
-                         WHERE deliveries.webhook_id = webhooks.id AND state = 'pending'",
+                         WHERE deliveries.webhook_id = webhooks.id",
+                        pending!(),
                         $bound,
                         ")"
                     )

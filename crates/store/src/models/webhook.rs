@@ -304,14 +304,6 @@ macro_rules! hold_enabled {
 }
 pub(crate) use hold_enabled;
 
-/// The condition of a webhook's pending deliveries, written out as the
-/// due-index's `WHERE` (SQLite uses a partial index only where a query states it).
-macro_rules! pending {
-    () => {
-        " AND state = 'pending'"
-    };
-}
-
 /// What [`sweep`] does to one webhook's deliveries, a write turn at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sweep {
@@ -468,8 +460,15 @@ pub(crate) async fn settle_disabled(db: &Db, id: &str) -> Result<Settled> {
 async fn settle_now(db: &Db, id: &str) -> Result<Settled> {
     match settlement(db, id).await? {
         None => Ok(Settled::default()),
-        Some(Sweep::Delete(deletion)) => delete_disabled(db, id, deletion).await,
-        Some(cancel) => sweep(db, id, cancel).await,
+        Some(what) => settle_as(db, id, what).await,
+    }
+}
+
+/// Does `what` [`settlement`] read for webhook `id`.
+async fn settle_as(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
+    match what {
+        Sweep::Delete(deletion) => delete_disabled(db, id, deletion).await,
+        Sweep::CancelPending => sweep(db, id, what).await,
     }
 }
 
@@ -527,15 +526,24 @@ async fn settle_after_change(db: &Db, id: String) {
     // Taken before the answer when free, so that a settle asked for after it
     // (the upkeep's) waits for this one.
     let held = db.settles.try_take(&id);
-    match (held, few_to_settle(db, &id).await) {
-        (Some(_held), Ok(true)) => {
-            if let Err(error) = settle_now(db, &id).await {
-                not_settled(&error, &id);
+    let what = match settlement(db, &id).await {
+        Ok(Some(what)) => what,
+        Ok(None) => return,
+        Err(error) => return not_settled(&error, &id),
+    };
+    if held.is_some() {
+        match few_to_settle(db, &id, what).await {
+            Ok(true) => {
+                if let Err(error) = settle_as(db, &id, what).await {
+                    not_settled(&error, &id);
+                }
+                return;
             }
+            Ok(false) => {}
+            Err(error) => return not_settled(&error, &id),
         }
-        (held, Ok(_)) => settle_in_background(db, id, held),
-        (_, Err(error)) => not_settled(&error, &id),
     }
+    settle_in_background(db, id, held);
 }
 
 /// Settles webhook `id` after a `410 Gone` disabled it (recorded by
@@ -571,13 +579,14 @@ fn not_settled(error: &Error, id: &str) {
 }
 
 /// Whether webhook `id` has at most [`SETTLED_BEFORE_ANSWERING`] deliveries
-/// that its settle changes (its pending ones, or all of them for a delete:
-/// [`sweep`]'s rows), read through an index no further than the one past.
-async fn few_to_settle(db: &Db, id: &str) -> Result<bool> {
-    let which = match settlement(db, id).await? {
-        None => return Ok(true),
-        Some(Sweep::CancelPending) => pending!(),
-        Some(Sweep::Delete(_)) => "",
+/// that settling it as `what` changes ([`sweep`]'s rows: its pending ones, or
+/// all of them for a delete), read through an index no further than the one
+/// past; on PostgreSQL the pending ones only from the pending floor's day on.
+async fn few_to_settle(db: &Db, id: &str, what: Sweep) -> Result<bool> {
+    let which = match (what, db.backend()) {
+        (Sweep::CancelPending, Backend::Sqlite) => pending!(),
+        (Sweep::CancelPending, Backend::Postgres) => concat!(pending!(), pending_floor!()),
+        (Sweep::Delete(_), _) => "",
     };
     let probe = format!(
         "SELECT COUNT(*) AS deliveries FROM (SELECT 1 FROM deliveries \
