@@ -380,6 +380,12 @@ pub(crate) struct DeliveryArgs {
     #[arg(long, env = "HOOKLINE_DELIVERY_PER_WORKSPACE")]
     pub(crate) delivery_per_workspace: Option<usize>,
 
+    /// Deliveries of events over a minute old (a backlog, a late retry) started
+    /// per second, all webhooks together, while another webhook has fresh
+    /// events to deliver; 0 does not pace them. 1,000 when not given.
+    #[arg(long, env = "HOOKLINE_DELIVERY_CATCH_UP_RATE")]
+    pub(crate) delivery_catch_up_rate: Option<u32>,
+
     /// Attempts in a row without an answer (timeout, refused) after which a
     /// webhook's deliveries rest, unattempted, before one probe.
     #[arg(long, env = "HOOKLINE_BREAKER_MISSES", default_value_t = 5)]

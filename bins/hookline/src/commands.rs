@@ -225,6 +225,7 @@ fn delivery_config(config: &Config, args: &DeliveryArgs) -> DeliveryConfig {
         per_webhook: args.delivery_per_webhook.unwrap_or(derived.per_webhook),
         per_host: args.delivery_per_host.unwrap_or(derived.per_host),
         per_workspace: args.delivery_per_workspace.unwrap_or(derived.per_workspace),
+        catch_up_rate: args.delivery_catch_up_rate.unwrap_or(derived.catch_up_rate),
         breaker_misses: args.breaker_misses,
         breaker_rest: args.breaker_rest,
         breaker_max_rest: derived.breaker_max_rest.max(args.breaker_rest),

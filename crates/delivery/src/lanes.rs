@@ -13,6 +13,14 @@
 //! destination host, per workspace, and all slow lanes together leave a quarter
 //! of the slots to the rest.
 //!
+//! Catch-up work yields to fresh work. A delivery of an event older than
+//! `catch_up_after` (a dead receiver's backlog, a late retry) is catch-up work;
+//! while another webhook has fresh work, catch-up deliveries start at most
+//! `catch_up_rate` a second, all lanes together, and claims hold ready no more
+//! of them, all lanes together, than of one slow lane. A drain at full pace keeps the machine's cores and the
+//! database busy, and every fresh event then waits its turn for them (see
+//! PERFORMANCE.md); with nothing fresh to deliver, catch-up goes at full pace.
+//!
 //! Each lane has a breaker. After `breaker_misses` attempts in a row that got no
 //! answer at all (timed out, refused, reset), the lane rests: its deliveries are
 //! handed back unattempted and not claimed until the rest ends. Then one probe
@@ -23,7 +31,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use hookline_domain::{ClaimedDelivery, EventId, WebhookId, WorkspaceId};
+use hookline_domain::{ClaimedDelivery, EventId, Timestamp, WebhookId, WorkspaceId};
 use tokio::time::Instant;
 
 use crate::{Error, Result};
@@ -32,6 +40,9 @@ use crate::{Error, Result};
 /// slots freed during a claim start at once, few enough that a claim's lease (the
 /// worker's `LEASE`) covers the wait.
 pub(crate) const AHEAD_ROUNDS: u32 = 2;
+
+/// A webhook given a fresh delivery this recently has fresh work.
+const FRESH_FOR: Duration = Duration::from_secs(1);
 
 /// How the worker keeps receivers apart. Defaults suit 64 slots; see
 /// [`Isolation::for_concurrency`].
@@ -55,6 +66,12 @@ pub struct Isolation {
     pub breaker_rest: Duration,
     /// The longest a breaker rests a webhook whose receiver keeps not answering.
     pub breaker_max_rest: Duration,
+    /// A delivery of an event older than this is catch-up work.
+    pub catch_up_after: Duration,
+    /// Catch-up deliveries started per second, all webhooks together, while
+    /// another webhook has fresh work (`HOOKLINE_DELIVERY_CATCH_UP_RATE`); 0 does
+    /// not pace them.
+    pub catch_up_rate: u32,
 }
 
 impl Isolation {
@@ -68,6 +85,8 @@ impl Isolation {
             breaker_misses: 5,
             breaker_rest: Duration::from_secs(30),
             breaker_max_rest: Duration::from_secs(600),
+            catch_up_after: Duration::from_secs(60),
+            catch_up_rate: 1_000,
         }
     }
 
@@ -135,6 +154,71 @@ enum Breaker {
 struct Waiting {
     since: Instant,
     delivery: ClaimedDelivery,
+    catch_up: bool,
+}
+
+/// The pace of catch-up work while fresh work goes on.
+#[derive(Debug)]
+struct Pace {
+    rate: u32,
+    /// Catch-up starts allowed at once: refilled at `rate` a second, up to a
+    /// fiftieth of a second's worth.
+    allowance: f64,
+    refilled_at: Instant,
+    /// The last two webhooks given fresh work, and when: enough to say whether
+    /// a webhook other than a given one has fresh work.
+    fresh: [Option<(WebhookId, Instant)>; 2],
+    /// When a catch-up delivery held back by the pace may start.
+    held_until: Option<Instant>,
+}
+
+impl Pace {
+    fn new(rate: u32, now: Instant) -> Pace {
+        Pace {
+            rate,
+            allowance: Pace::burst(rate),
+            refilled_at: now,
+            fresh: [None; 2],
+            held_until: None,
+        }
+    }
+
+    fn note_fresh(&mut self, webhook: WebhookId, now: Instant) {
+        if self.fresh[0].is_none_or(|(last, _)| last != webhook) {
+            self.fresh[1] = self.fresh[0];
+        }
+        self.fresh[0] = Some((webhook, now));
+    }
+
+    /// Whether `webhook`'s catch-up work is paced now: another webhook has fresh work.
+    fn applies_to(&self, webhook: WebhookId, now: Instant) -> bool {
+        self.rate > 0
+            && self.fresh.iter().flatten().any(|&(other, at)| {
+                other != webhook && now.saturating_duration_since(at) < FRESH_FOR
+            })
+    }
+
+    /// The most starts allowed at once.
+    fn burst(rate: u32) -> f64 {
+        (f64::from(rate) / 50.0).max(1.0)
+    }
+
+    /// Takes a start from the allowance; when there is none, notes when there will be.
+    fn take(&mut self, now: Instant) -> bool {
+        let rate = f64::from(self.rate);
+        let elapsed = now
+            .saturating_duration_since(self.refilled_at)
+            .as_secs_f64();
+        self.allowance = (self.allowance + elapsed * rate).min(Pace::burst(self.rate));
+        self.refilled_at = now;
+        if self.allowance >= 1.0 {
+            self.allowance -= 1.0;
+            return true;
+        }
+        let wait = Duration::from_secs_f64((1.0 - self.allowance) / rate);
+        self.held_until = Some(now + wait);
+        false
+    }
 }
 
 /// How quickly a lane's receiver answers, as far as is known.
@@ -167,6 +251,8 @@ struct Lane {
     has_turn: bool,
     /// When it last had a delivery added or an attempt end.
     active_at: Instant,
+    /// Whether the delivery added last is catch-up work.
+    catching_up: bool,
 }
 
 impl Lane {
@@ -215,6 +301,7 @@ pub(crate) struct Lanes {
     workspaces: HashMap<WorkspaceId, usize>,
     /// Attempts in flight of lanes not known to be fast.
     slow_in_flight: usize,
+    pace: Pace,
     /// Lanes with ready deliveries, in the order they take turns.
     turns: VecDeque<WebhookId>,
     ready: usize,
@@ -232,15 +319,16 @@ fn host_key(delivery: &ClaimedDelivery) -> String {
 impl Lanes {
     pub(crate) fn new(config: Isolation, concurrency: usize) -> Lanes {
         Lanes {
-            config,
             most_in_flight: (concurrency - concurrency / 4).max(1),
             lanes: HashMap::new(),
             hosts: HashMap::new(),
             workspaces: HashMap::new(),
             slow_in_flight: 0,
+            pace: Pace::new(config.catch_up_rate, Instant::now()),
             turns: VecDeque::new(),
             ready: 0,
             in_flight: 0,
+            config,
         }
     }
 
@@ -254,13 +342,25 @@ impl Lanes {
         self.in_flight
     }
 
-    /// Queues a claimed delivery; hands it back when its lane is resting.
+    /// When a catch-up delivery held back by the pace may start: the caller
+    /// asks [`Lanes::next`] again then.
+    pub(crate) fn paced_until(&self) -> Option<Instant> {
+        self.pace.held_until
+    }
+
+    /// Queues a claimed delivery, `wall_now` being the time of day; hands it
+    /// back when its lane is resting.
     pub(crate) fn add(
         &mut self,
         delivery: ClaimedDelivery,
         now: Instant,
+        wall_now: Timestamp,
     ) -> Option<ClaimedDelivery> {
         let id = delivery.webhook_id;
+        let catch_up = wall_now >= delivery.event_id.made_at().plus(self.config.catch_up_after);
+        if !catch_up {
+            self.pace.note_fresh(id, now);
+        }
         let lane = self
             .lanes
             .entry(delivery.webhook_id)
@@ -273,14 +373,17 @@ impl Lanes {
                 breaker: Breaker::Closed { misses: 0 },
                 has_turn: false,
                 active_at: now,
+                catching_up: catch_up,
             });
         lane.active_at = now;
+        lane.catching_up = catch_up;
         if matches!(lane.breaker, Breaker::Open { until, .. } if now < until) {
             return Some(delivery);
         }
         lane.ready.push_back(Waiting {
             since: now,
             delivery,
+            catch_up,
         });
         self.ready += 1;
         if !lane.has_turn {
@@ -295,6 +398,7 @@ impl Lanes {
     /// reports with [`Lanes::done`].
     pub(crate) fn next(&mut self, now: Instant) -> Option<ClaimedDelivery> {
         let alone = self.lanes.len() == 1;
+        self.pace.held_until = None;
         for _ in 0..self.turns.len() {
             let id = self.turns.pop_front()?;
             let Some(lane) = self.lanes.get_mut(&id) else {
@@ -318,7 +422,9 @@ impl Lanes {
                         || full(&self.workspaces, &lane.workspace, self.config.per_workspace)
                 }
             };
-            if capped || !lane.breaker_allows(now) {
+            let paced = lane.ready.front().is_some_and(|waiting| waiting.catch_up)
+                && self.pace.applies_to(id, now);
+            if capped || !lane.breaker_allows(now) || paced && !self.pace.take(now) {
                 self.turns.push_back(id);
                 continue;
             }
@@ -392,14 +498,28 @@ impl Lanes {
     }
 
     /// Webhooks whose deliveries a claim should leave alone: resting, with
-    /// enough ready already, or slow and blocked by a shared cap; and, for a claim
-    /// `for_new_work` only, every webhook with deliveries waiting ready.
+    /// enough ready already (catch-up work being paced: all such lanes together
+    /// as much as one slow lane), or slow and blocked by a shared cap; and, for a
+    /// claim `for_new_work` only, every webhook with deliveries waiting ready.
     pub(crate) fn skip(&self, now: Instant, for_new_work: bool) -> Vec<WebhookId> {
         let slow_full = self.slow_in_flight >= self.most_in_flight;
+        let enough_ready = self
+            .config
+            .per_webhook
+            .saturating_mul(AHEAD_ROUNDS as usize);
+        let paced_ready: usize = self
+            .lanes
+            .iter()
+            .filter(|&(&id, lane)| self.paced(id, lane, now))
+            .map(|(_, lane)| lane.ready.len())
+            .sum();
         self.lanes
             .iter()
-            .filter(|(_, lane)| {
+            .filter(|&(&id, lane)| {
                 if !lane.breaker_allows(now) || for_new_work && !lane.ready.is_empty() {
+                    return true;
+                }
+                if paced_ready >= enough_ready && self.paced(id, lane, now) {
                     return true;
                 }
                 let speed = lane.speed(now, self.config.slow_after);
@@ -417,17 +537,25 @@ impl Lanes {
             .collect()
     }
 
-    /// Webhooks whose receivers answer quickly (and whose breaker is closed): a
-    /// claim may take as many of theirs as it likes.
+    /// Webhooks whose receivers answer quickly (and whose breaker is closed),
+    /// but for catch-up work being paced: a claim may take as many of theirs as
+    /// it likes.
     pub(crate) fn fast(&self, now: Instant) -> Vec<WebhookId> {
         self.lanes
             .iter()
-            .filter(|(_, lane)| {
+            .filter(|&(&id, lane)| {
                 matches!(lane.breaker, Breaker::Closed { .. })
                     && lane.speed(now, self.config.slow_after) == Speed::Fast
+                    && !self.paced(id, lane, now)
             })
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// Whether `lane`'s catch-up work is paced now (judged by the delivery
+    /// added to it last).
+    fn paced(&self, id: WebhookId, lane: &Lane, now: Instant) -> bool {
+        lane.catching_up && self.pace.applies_to(id, now)
     }
 
     /// Ready deliveries that have waited since before `cutoff`: the worker hands
@@ -524,6 +652,8 @@ pub(crate) mod tests {
             breaker_misses: 2,
             breaker_rest: Duration::from_secs(10),
             breaker_max_rest: Duration::from_secs(30),
+            catch_up_after: Duration::from_secs(60),
+            catch_up_rate: 100,
         }
     }
 
@@ -565,7 +695,11 @@ pub(crate) mod tests {
 
     fn add(lanes: &mut Lanes, webhook: &Webhook, count: usize, now: Instant) {
         for _ in 0..count {
-            assert!(lanes.add(delivery(webhook), now).is_none());
+            assert!(
+                lanes
+                    .add(delivery(webhook), now, Timestamp::now())
+                    .is_none()
+            );
         }
     }
 
@@ -662,6 +796,116 @@ pub(crate) mod tests {
         assert_eq!(lanes.skip(now, true), [a.id]);
     }
 
+    /// `count` deliveries of events an hour old added to `webhook`'s lane.
+    fn add_old(lanes: &mut Lanes, webhook: &Webhook, count: usize, now: Instant) {
+        let an_hour_later = Timestamp::now().plus(Duration::from_secs(3_600));
+        for _ in 0..count {
+            assert!(lanes.add(delivery(webhook), now, an_hour_later).is_none());
+        }
+    }
+
+    /// Makes `webhook` known to answer quickly: one attempt answered in 5 ms.
+    fn make_fast(lanes: &mut Lanes, webhook: &Webhook, now: Instant) {
+        add(lanes, webhook, 1, now);
+        for started in start_all(lanes, now) {
+            lanes.done(
+                webhook.id,
+                started.event_id,
+                Reach::Answered,
+                Duration::from_millis(5),
+                now,
+            );
+        }
+    }
+
+    /// Ends every attempt in flight, answered in 5 ms.
+    fn finish_all(lanes: &mut Lanes, now: Instant) {
+        let in_flight: Vec<(WebhookId, EventId)> = lanes
+            .lanes
+            .iter()
+            .flat_map(|(&id, lane)| lane.in_flight.keys().map(move |&event| (id, event)))
+            .collect();
+        for (webhook, event) in in_flight {
+            lanes.done(
+                webhook,
+                event,
+                Reach::Answered,
+                Duration::from_millis(5),
+                now,
+            );
+        }
+    }
+
+    #[test]
+    fn catch_up_work_is_paced_while_another_webhook_has_fresh_work() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(config(), 8);
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        let b = webhook("b.example.com", WorkspaceId::generate());
+        make_fast(&mut lanes, &a, now);
+        // A webhook's own fresh work does not pace its catch-up work.
+        add(&mut lanes, &a, 1, now);
+        add_old(&mut lanes, &a, 40, now);
+        assert_eq!(start_all(&mut lanes, now).len(), 8, "not paced");
+        assert_eq!(lanes.paced_until(), None);
+        assert!(lanes.skip(now, false).is_empty());
+        assert_eq!(lanes.fast(now), [a.id]);
+        finish_all(&mut lanes, now);
+
+        // B's fresh delivery starts at once; A's catch-up goes at 100 a second,
+        // at most a fiftieth of a second's worth at once.
+        add(&mut lanes, &b, 1, now);
+        let started = start_all(&mut lanes, now);
+        assert!(started.iter().any(|d| d.webhook_id == b.id));
+        assert_eq!(started.len(), 1 + 2, "B's, and the burst of A's");
+        let step = Duration::from_millis(10);
+        assert_eq!(lanes.paced_until(), Some(now + step));
+        finish_all(&mut lanes, now);
+        assert_eq!(start_all(&mut lanes, now + step).len(), 1);
+        assert_eq!(start_all(&mut lanes, now + step * 2).len(), 1);
+        finish_all(&mut lanes, now + step * 2);
+        assert_eq!(start_all(&mut lanes, now + step * 50).len(), 2, "the burst");
+        // Claims hold ready as much catch-up work, of all lanes together, as of
+        // one slow lane, and count its lanes not fast.
+        let then = now + step * 50;
+        let c = webhook("c.example.com", WorkspaceId::generate());
+        add_old(&mut lanes, &c, 1, then);
+        assert!(lanes.lanes[&a.id].ready.len() >= 2 * AHEAD_ROUNDS as usize);
+        let mut skipped = lanes.skip(then, false);
+        skipped.sort();
+        let mut paced = vec![a.id, c.id];
+        paced.sort();
+        assert_eq!(skipped, paced);
+        assert_eq!(lanes.fast(then), [b.id]);
+        finish_all(&mut lanes, then);
+
+        // Once B has had nothing fresh for a while, catch-up goes at full pace
+        // again: three quarters of the slots for A (others have lanes), C's one.
+        let quiet = now + FRESH_FOR;
+        assert_eq!(start_all(&mut lanes, quiet).len(), 6 + 1);
+        assert_eq!(lanes.paced_until(), None);
+        assert!(lanes.skip(quiet, false).is_empty());
+    }
+
+    #[test]
+    fn a_catch_up_rate_of_zero_does_not_pace() {
+        let now = Instant::now();
+        let mut lanes = Lanes::new(
+            Isolation {
+                catch_up_rate: 0,
+                ..config()
+            },
+            8,
+        );
+        let a = webhook("a.example.com", WorkspaceId::generate());
+        let b = webhook("b.example.com", WorkspaceId::generate());
+        make_fast(&mut lanes, &a, now);
+        add(&mut lanes, &b, 1, now);
+        add_old(&mut lanes, &a, 30, now);
+        assert_eq!(start_all(&mut lanes, now).len(), 7, "B's and six of A's");
+        assert_eq!(lanes.paced_until(), None);
+    }
+
     #[test]
     fn slow_webhooks_share_their_host_and_workspace_caps() {
         let now = Instant::now();
@@ -721,7 +965,7 @@ pub(crate) mod tests {
         assert_eq!(handed_back.len(), 4, "what waited goes back unattempted");
         assert_eq!(lanes.skip(now, false), [a.id]);
         assert!(
-            lanes.add(delivery(&a), now).is_some(),
+            lanes.add(delivery(&a), now, Timestamp::now()).is_some(),
             "resting: handed back"
         );
         // After the rest, one probe; a miss doubles the rest.

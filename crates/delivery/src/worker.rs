@@ -233,6 +233,7 @@ impl Worker {
                     fast,
                 )));
             }
+            let paced_until = lanes.paced_until();
             tokio::select! {
                 () = &mut shutdown => break,
                 ClaimAnswer { wanted, limited, claimed } = next_claim(&mut claiming), if claiming.is_some() => {
@@ -242,9 +243,10 @@ impl Worker {
                             held.hold(&batch);
                             claims.took(batch.len(), wanted, limited, &self.config);
                             let now = Instant::now();
+                            let wall_now = self.queue.clock().now();
                             let resting: Vec<ClaimedDelivery> = batch
                                 .into_iter()
-                                .filter_map(|delivery| lanes.add(delivery, now))
+                                .filter_map(|delivery| lanes.add(delivery, now, wall_now))
                                 .collect();
                             self.hand_back(resting, "its receiver is resting");
                         }
@@ -260,6 +262,8 @@ impl Worker {
                 () = tokio::time::sleep_until(claims.poll_at), if !claims.maybe_due && claiming.is_none() => {
                     claims.maybe_due = true;
                 }
+                // Catch-up work held back by its pace may start now.
+                () = tokio::time::sleep_until(paced_until.unwrap_or(now)), if paced_until.is_some() => {}
                 _ = waits.tick() => {
                     let now = Instant::now();
                     let cutoff = now.checked_sub(self.config.longest_wait()).unwrap_or(now);
@@ -851,7 +855,11 @@ mod tests {
         let busy = lanes::tests::webhook("a.example.com", WorkspaceId::generate());
         assert!(
             lanes
-                .add(lanes::tests::delivery(&busy), Instant::now())
+                .add(
+                    lanes::tests::delivery(&busy),
+                    Instant::now(),
+                    Timestamp::now()
+                )
                 .is_none()
         );
         claims.woken();

@@ -30,8 +30,7 @@ impl HistoryDay {
 
     /// The day an event id was made in.
     pub fn of_event(id: EventId) -> Self {
-        let millis = i64::try_from(id.ulid().timestamp_ms()).unwrap_or(i64::MAX);
-        HistoryDay(millis.div_euclid(DAY_MS))
+        HistoryDay::of(id.made_at())
     }
 
     /// The day after.

@@ -55,6 +55,13 @@ impl<K: IdKind> Id<K> {
         ))
     }
 
+    /// When it was made, to the millisecond (a ULID starts with its time);
+    /// the end of year 9999 for a ULID's time beyond it.
+    pub fn made_at(&self) -> crate::Timestamp {
+        let millis = i64::try_from(self.ulid.timestamp_ms()).unwrap_or(i64::MAX);
+        crate::Timestamp::EPOCH.plus_millis(millis)
+    }
+
     /// The ULID under the prefix.
     pub fn ulid(&self) -> Ulid {
         self.ulid
