@@ -16,7 +16,8 @@
 //! Catch-up work yields to fresh work. A delivery of an event older than
 //! `catch_up_after` (a dead receiver's backlog, a late retry) is catch-up work;
 //! while another webhook has fresh work, catch-up deliveries start at most
-//! `catch_up_rate` a second, all lanes together, and claims hold ready no more
+//! `catch_up_rate` a second (a tick's worth at a time), all lanes together, and
+//! claims hold ready no more
 //! of them, all lanes together, than of one slow lane. A drain at full pace keeps the machine's cores and the
 //! database busy, and every fresh event then waits its turn for them (see
 //! PERFORMANCE.md); with nothing fresh to deliver, catch-up goes at full pace.
@@ -161,10 +162,14 @@ struct Waiting {
 #[derive(Debug)]
 struct Pace {
     rate: u32,
-    /// Catch-up starts allowed at once: refilled at `rate` a second, up to a
-    /// fiftieth of a second's worth.
+    /// Catch-up starts allowed now: refilled at `rate` a second once a
+    /// [`PACE_TICK`], up to a tick's worth, so that catch-up starts come in
+    /// groups whose outcomes the recorder writes together, not one statement
+    /// each.
     allowance: f64,
-    refilled_at: Instant,
+    /// When the allowance was last refilled; `None` before the first start,
+    /// which finds it full.
+    refilled_at: Option<Instant>,
     /// The last two webhooks given fresh work, and when: enough to say whether
     /// a webhook other than a given one has fresh work.
     fresh: [Option<(WebhookId, Instant)>; 2],
@@ -172,12 +177,15 @@ struct Pace {
     held_until: Option<Instant>,
 }
 
+/// How often the pace's allowance is refilled.
+const PACE_TICK: Duration = Duration::from_millis(20);
+
 impl Pace {
-    fn new(rate: u32, now: Instant) -> Pace {
+    fn new(rate: u32) -> Pace {
         Pace {
             rate,
-            allowance: Pace::burst(rate),
-            refilled_at: now,
+            allowance: 0.0,
+            refilled_at: None,
             fresh: [None; 2],
             held_until: None,
         }
@@ -198,25 +206,32 @@ impl Pace {
             })
     }
 
-    /// The most starts allowed at once.
-    fn burst(rate: u32) -> f64 {
-        (f64::from(rate) / 50.0).max(1.0)
+    /// The most starts allowed at once: a tick's worth, at least one.
+    fn most(rate: u32) -> f64 {
+        (f64::from(rate) * PACE_TICK.as_secs_f64()).max(1.0)
     }
 
     /// Takes a start from the allowance; when there is none, notes when there will be.
     fn take(&mut self, now: Instant) -> bool {
-        let rate = f64::from(self.rate);
-        let elapsed = now
-            .saturating_duration_since(self.refilled_at)
-            .as_secs_f64();
-        self.allowance = (self.allowance + elapsed * rate).min(Pace::burst(self.rate));
-        self.refilled_at = now;
+        let most = Pace::most(self.rate);
+        let refilled_at = match self.refilled_at {
+            None => {
+                self.allowance = most;
+                now
+            }
+            Some(at) if now >= at + PACE_TICK => {
+                let elapsed = now.duration_since(at).as_secs_f64();
+                self.allowance = (self.allowance + elapsed * f64::from(self.rate)).min(most);
+                now
+            }
+            Some(at) => at,
+        };
+        self.refilled_at = Some(refilled_at);
         if self.allowance >= 1.0 {
             self.allowance -= 1.0;
             return true;
         }
-        let wait = Duration::from_secs_f64((1.0 - self.allowance) / rate);
-        self.held_until = Some(now + wait);
+        self.held_until = Some(refilled_at + PACE_TICK);
         false
     }
 }
@@ -324,7 +339,7 @@ impl Lanes {
             hosts: HashMap::new(),
             workspaces: HashMap::new(),
             slow_in_flight: 0,
-            pace: Pace::new(config.catch_up_rate, Instant::now()),
+            pace: Pace::new(config.catch_up_rate),
             turns: VecDeque::new(),
             ready: 0,
             in_flight: 0,
@@ -853,21 +868,27 @@ pub(crate) mod tests {
         finish_all(&mut lanes, now);
 
         // B's fresh delivery starts at once; A's catch-up goes at 100 a second,
-        // at most a fiftieth of a second's worth at once.
+        // two starts every 20 ms.
         add(&mut lanes, &b, 1, now);
         let started = start_all(&mut lanes, now);
         assert!(started.iter().any(|d| d.webhook_id == b.id));
-        assert_eq!(started.len(), 1 + 2, "B's, and the burst of A's");
-        let step = Duration::from_millis(10);
-        assert_eq!(lanes.paced_until(), Some(now + step));
+        assert_eq!(started.len(), 1 + 2, "B's, and a tick's worth of A's");
+        assert_eq!(lanes.paced_until(), Some(now + PACE_TICK));
         finish_all(&mut lanes, now);
-        assert_eq!(start_all(&mut lanes, now + step).len(), 1);
-        assert_eq!(start_all(&mut lanes, now + step * 2).len(), 1);
-        finish_all(&mut lanes, now + step * 2);
-        assert_eq!(start_all(&mut lanes, now + step * 50).len(), 2, "the burst");
+        let within_the_tick = now + PACE_TICK / 2;
+        assert_eq!(start_all(&mut lanes, within_the_tick).len(), 0);
+        assert_eq!(lanes.paced_until(), Some(now + PACE_TICK));
+        assert_eq!(start_all(&mut lanes, now + PACE_TICK).len(), 2);
+        finish_all(&mut lanes, now + PACE_TICK);
+        // After a pause, no more than a tick's worth starts at once.
+        let then = now + PACE_TICK * 10;
+        assert_eq!(
+            start_all(&mut lanes, then).len(),
+            2,
+            "at most a tick's worth"
+        );
         // Claims hold ready as much catch-up work, of all lanes together, as of
         // one slow lane, and count its lanes not fast.
-        let then = now + step * 50;
         let c = webhook("c.example.com", WorkspaceId::generate());
         add_old(&mut lanes, &c, 1, then);
         assert!(lanes.lanes[&a.id].ready.len() >= 2 * AHEAD_ROUNDS as usize);
