@@ -783,18 +783,8 @@ pub(crate) mod tests {
         let mut lanes = Lanes::new(config(), 8);
         let a = webhook("a.example.com", WorkspaceId::generate());
         let b = webhook("b.example.com", WorkspaceId::generate());
-        for hook in [&a, &b] {
-            add(&mut lanes, hook, 1, now);
-            for started in start_all(&mut lanes, now) {
-                lanes.done(
-                    hook.id,
-                    started.event_id,
-                    Reach::Answered,
-                    Duration::from_millis(5),
-                    now,
-                );
-            }
-        }
+        make_fast(&mut lanes, &a, now);
+        make_fast(&mut lanes, &b, now);
         // Both answer quickly; A's backlog takes three quarters of the slots.
         add(&mut lanes, &a, 20, now);
         assert_eq!(start_all(&mut lanes, now).len(), 6);
@@ -851,13 +841,19 @@ pub(crate) mod tests {
         }
     }
 
-    #[test]
-    fn catch_up_work_is_paced_while_another_webhook_has_fresh_work() {
-        let now = Instant::now();
-        let mut lanes = Lanes::new(config(), 8);
+    /// Lanes of 8 slots with `config`, and two webhooks, A known to be fast.
+    fn fast_a_and_b(config: Isolation, now: Instant) -> (Lanes, Webhook, Webhook) {
+        let mut lanes = Lanes::new(config, 8);
         let a = webhook("a.example.com", WorkspaceId::generate());
         let b = webhook("b.example.com", WorkspaceId::generate());
         make_fast(&mut lanes, &a, now);
+        (lanes, a, b)
+    }
+
+    #[test]
+    fn catch_up_work_is_paced_while_another_webhook_has_fresh_work() {
+        let now = Instant::now();
+        let (mut lanes, a, b) = fast_a_and_b(config(), now);
         // A webhook's own fresh work does not pace its catch-up work.
         add(&mut lanes, &a, 1, now);
         add_old(&mut lanes, &a, 40, now);
@@ -911,16 +907,11 @@ pub(crate) mod tests {
     #[test]
     fn a_catch_up_rate_of_zero_does_not_pace() {
         let now = Instant::now();
-        let mut lanes = Lanes::new(
-            Isolation {
-                catch_up_rate: 0,
-                ..config()
-            },
-            8,
-        );
-        let a = webhook("a.example.com", WorkspaceId::generate());
-        let b = webhook("b.example.com", WorkspaceId::generate());
-        make_fast(&mut lanes, &a, now);
+        let unpaced = Isolation {
+            catch_up_rate: 0,
+            ..config()
+        };
+        let (mut lanes, a, b) = fast_a_and_b(unpaced, now);
         add(&mut lanes, &b, 1, now);
         add_old(&mut lanes, &a, 30, now);
         assert_eq!(start_all(&mut lanes, now).len(), 7, "B's and six of A's");
