@@ -6,6 +6,8 @@
 //!   (its breaker opens and it rests). These two are measured in turns, each
 //!   database with its own `hookline serve` (API and worker), the other paused
 //!   (SIGSTOP) meanwhile, and compared by the median of each side's turns' p99s;
+//!   with each side's work over its turns (statements, and CPU of the server and
+//!   of its database's sessions) per GET /hooks or emit;
 //! - while the backlog drains, once its receiver answers, in as many slices; and
 //!   how long it takes;
 //! - `GET /api/v1/hooks` while a second backlog as large is deleted with its
@@ -33,6 +35,7 @@ use crate::ingest::serve_admin;
 use crate::load::{self, Call, Load, Sample};
 use crate::noisy::receipts_of_emits;
 use crate::process::Measured;
+use crate::work::{Spent, Work};
 
 /// `GET /api/v1/hooks` per second, over a few connections, while the healthy
 /// events are emitted: a light load, but enough answers that a p99 is decided
@@ -146,8 +149,10 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
             servers[1 - side].pause().await?;
             servers[side].resume().await?;
             tokio::time::sleep(RESUMED).await;
+            let before = Work::now(&tenants.db, servers[side]).await;
             let (hooks, emits) = figures(servers[side], tenants, MEASURED_FOR / TURNS).await?;
-            taken[side].push(hooks, emits);
+            let after = Work::now(&tenants.db, servers[side]).await;
+            taken[side].push(hooks, emits, &before, &after);
         }
     }
     alone_server.resume().await?;
@@ -187,8 +192,10 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     let measured = async {
         let mut taken = Taken::default();
         for _ in 0..TURNS {
+            let before = Work::now(db, &server).await;
             let (hooks, emits) = figures(&server, &loaded, MEASURED_FOR / TURNS).await?;
-            taken.push(hooks, emits);
+            let after = Work::now(db, &server).await;
+            taken.push(hooks, emits, &before, &after);
         }
         anyhow::Ok(taken.figures())
     };
@@ -309,6 +316,11 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     );
     let _ = writeln!(
         report,
+        "  work over the turns: alone {}; beside {}; while it drains {}",
+        alone.work, beside.work, draining.work
+    );
+    let _ = writeln!(
+        report,
         "  the backlog (written in {:.1} s) {} in {:.1} s once its receiver answered: {:.0} deliveries/s",
         written.as_secs_f64(),
         if drained >= events as usize {
@@ -416,17 +428,23 @@ struct Taken {
     emits: Vec<Duration>,
     /// Each turn's own emit and GET /hooks p99.
     turns: Vec<(Duration, Duration)>,
+    /// The server's and its database's work over the turns.
+    spent: Spent,
 }
 
 impl Taken {
-    fn push(&mut self, hooks: Sample, emits: Vec<Duration>) {
+    /// A turn's answers and emits, and the work counted at its start and end.
+    fn push(&mut self, hooks: Sample, emits: Vec<Duration>, before: &Work, after: &Work) {
         self.turns.push((percentiles(emits.clone()).1, hooks.p99()));
+        self.spent.add(before, after);
         self.hooks.push(hooks);
         self.emits.extend(emits);
     }
 
     fn figures(self) -> Figures {
         let (emit, hooks) = self.turns.into_iter().unzip();
+        let operations =
+            self.hooks.iter().map(Sample::answered).sum::<u64>() + self.emits.len() as u64;
         Figures {
             emit: percentiles(self.emits),
             hooks: Load::of(self.hooks),
@@ -434,6 +452,7 @@ impl Taken {
                 emit: Spread::of(emit),
                 hooks: Spread::of(hooks),
             },
+            work: self.spent.per(operations, "GET /hooks or emit"),
         }
     }
 }
@@ -448,6 +467,9 @@ struct Figures {
     /// together; the turns' median p99 is the side's p99 without it, and is what
     /// the sides are compared by.
     turns: TurnsP99,
+    /// The server's and its database's work, per GET /hooks or emit (the
+    /// worker's included), as a line.
+    work: String,
 }
 
 struct TurnsP99 {

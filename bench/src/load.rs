@@ -273,6 +273,11 @@ impl Load {
 }
 
 impl Sample {
+    /// How many requests were answered.
+    pub(crate) fn answered(&self) -> u64 {
+        self.latencies.len() as u64
+    }
+
     /// This sample's own p99, apart from the others it is taken with.
     pub(crate) fn p99(&self) -> Duration {
         let mut latencies = self.latencies.clone();

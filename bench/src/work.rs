@@ -34,30 +34,53 @@ impl Work {
 
     /// What was done since `before`, per operation of `operations`, as a line.
     pub(crate) fn per(&self, before: &Work, operations: u64, operation: &str) -> String {
-        let each = |total: f64| total / operations.max(1) as f64;
-        let statements = match (self.statements, before.statements) {
-            (Some(after), Some(before)) => {
-                format!(
-                    "{:.2} statements, ",
-                    each(after.saturating_sub(before) as f64)
-                )
-            }
-            _ => String::new(),
-        };
+        let mut spent = Spent::default();
+        spent.add(before, self);
+        spent.per(operations, operation)
+    }
+}
+
+/// Work done over one stretch or several (the turns of one side).
+#[derive(Debug, Default)]
+pub(crate) struct Spent {
+    statements: Option<u64>,
+    hookline_cpu: f64,
+    database_cpu: f64,
+    /// Whether the database's sessions were counted (PostgreSQL).
+    database_counted: bool,
+}
+
+impl Spent {
+    /// Adds what was done between `before` and `after`.
+    pub(crate) fn add(&mut self, before: &Work, after: &Work) {
+        if let (Some(after), Some(before)) = (after.statements, before.statements) {
+            *self.statements.get_or_insert(0) += after.saturating_sub(before);
+        }
+        self.hookline_cpu += after.hookline_cpu - before.hookline_cpu;
         // A session that began since counts whole; one that ended since is lost.
-        let database_cpu: f64 = self
+        self.database_cpu += after
             .sessions
             .iter()
             .map(|(pid, cpu)| cpu - before.sessions.get(pid).copied().unwrap_or(0.0))
-            .sum();
-        let database = if self.sessions.is_empty() {
-            String::new()
+            .sum::<f64>();
+        self.database_counted |= !after.sessions.is_empty();
+    }
+
+    /// Per operation of `operations`, as a line.
+    pub(crate) fn per(&self, operations: u64, operation: &str) -> String {
+        let each = |total: f64| total / operations.max(1) as f64;
+        let statements = self
+            .statements
+            .map(|count| format!("{:.2} statements, ", each(count as f64)))
+            .unwrap_or_default();
+        let database = if self.database_counted {
+            format!(", database {:.0} µs", each(self.database_cpu) * 1e6)
         } else {
-            format!(", database {:.0} µs", each(database_cpu) * 1e6)
+            String::new()
         };
         format!(
             "per {operation}: {statements}CPU hookline {:.0} µs{database} ({operations} counted)",
-            each(self.hookline_cpu - before.hookline_cpu) * 1e6
+            each(self.hookline_cpu) * 1e6
         )
     }
 }
