@@ -771,14 +771,26 @@ backend_tests!(probes_answer_and_metrics_move);
 async fn probes_answer_and_metrics_move(db: TestDb) {
     let receiver = Receiver::start().await;
     let ws = db.workspace(Plan::Studio).await;
-    db.webhook(
+    let (hook, _) = db
+        .webhook(
+            ws,
+            &receiver.url("/m"),
+            &[hookline_domain::EventName::DmSent],
+            hookline_domain::WebhookSource::Settings,
+        )
+        .await
+        .unwrap();
+    // An event of yesterday's still to deliver: catch-up work, started at full
+    // pace (nothing else is fresh).
+    let yesterday = hookline_domain::Timestamp::now().minus(Duration::from_secs(86_400));
+    db.write_history(&hookline_testdb::History::pending(
         ws,
-        &receiver.url("/m"),
-        &[hookline_domain::EventName::DmSent],
-        hookline_domain::WebhookSource::Settings,
-    )
-    .await
-    .unwrap();
+        vec![hook.id],
+        1,
+        yesterday,
+        yesterday,
+    ))
+    .await;
     let (token, hash) = hookline_auth::generate_admin_token().unwrap();
     db.store().admin_tokens().create(&KeyName::parse("ops").unwrap(), &hash).await.unwrap();
     let env = delivery_env(&receiver);
@@ -803,12 +815,12 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
             .await
             .unwrap();
     assert_eq!(status, 202);
-    receiver.wait_for(1, Duration::from_secs(20)).await;
+    receiver.wait_for(2, Duration::from_secs(20)).await;
     // The outcome is counted once the attempt is made, and the queue empties
     // once it is recorded: give the recorder a moment.
     let mut after = scrape().await;
     for _ in 0..100 {
-        if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(1.0)
+        if series(&after, "hookline_deliveries_total{outcome=\"delivered\"}") == Some(2.0)
             && series(&after, "hookline_delivery_queue_due") == Some(0.0)
         {
             break;
@@ -819,6 +831,11 @@ async fn probes_answer_and_metrics_move(db: TestDb) {
     assert_eq!(series(&after, &emitted), Some(1.0), "{after}");
     assert_eq!(
         series(&after, "hookline_deliveries_total{outcome=\"delivered\"}"),
+        Some(2.0),
+        "{after}"
+    );
+    assert_eq!(
+        series(&after, "hookline_delivery_catch_up_started_total{paced=\"false\"}"),
         Some(1.0),
         "{after}"
     );

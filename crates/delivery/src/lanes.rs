@@ -177,6 +177,13 @@ struct Pace {
     held_until: Option<Instant>,
 }
 
+/// Catch-up deliveries started, paced or at full pace, since last taken.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CatchUpStarted {
+    pub(crate) paced: u64,
+    pub(crate) unpaced: u64,
+}
+
 /// How often the pace's allowance is refilled.
 const PACE_TICK: Duration = Duration::from_millis(20);
 
@@ -317,6 +324,7 @@ pub(crate) struct Lanes {
     /// Attempts in flight of lanes not known to be fast.
     slow_in_flight: usize,
     pace: Pace,
+    catch_up_started: CatchUpStarted,
     /// Lanes with ready deliveries, in the order they take turns.
     turns: VecDeque<WebhookId>,
     ready: usize,
@@ -340,6 +348,7 @@ impl Lanes {
             workspaces: HashMap::new(),
             slow_in_flight: 0,
             pace: Pace::new(config.catch_up_rate),
+            catch_up_started: CatchUpStarted::default(),
             turns: VecDeque::new(),
             ready: 0,
             in_flight: 0,
@@ -355,6 +364,11 @@ impl Lanes {
     /// Attempts started and not yet done.
     pub(crate) fn in_flight(&self) -> usize {
         self.in_flight
+    }
+
+    /// The catch-up deliveries started since the last call, for the metrics.
+    pub(crate) fn take_catch_up_started(&mut self) -> CatchUpStarted {
+        std::mem::take(&mut self.catch_up_started)
     }
 
     /// When a catch-up delivery held back by the pace may start: the caller
@@ -457,6 +471,14 @@ impl Lanes {
             }
             if speed != Speed::Fast {
                 self.slow_in_flight += 1;
+            }
+            if waiting.catch_up {
+                let started = &mut self.catch_up_started;
+                *if paced {
+                    &mut started.paced
+                } else {
+                    &mut started.unpaced
+                } += 1;
             }
             self.ready -= 1;
             self.in_flight += 1;
@@ -859,6 +881,15 @@ pub(crate) mod tests {
         add_old(&mut lanes, &a, 40, now);
         assert_eq!(start_all(&mut lanes, now).len(), 8, "not paced");
         assert_eq!(lanes.paced_until(), None);
+        let unpaced = CatchUpStarted {
+            paced: 0,
+            unpaced: 7,
+        };
+        assert_eq!(
+            lanes.take_catch_up_started(),
+            unpaced,
+            "the fresh one not counted"
+        );
         assert!(lanes.skip(now, false).is_empty());
         assert_eq!(lanes.fast(now), [a.id]);
         finish_all(&mut lanes, now);

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::client::HttpsClient;
-use crate::lanes::{AHEAD_ROUNDS, BreakerChange, Isolation, Lanes, Reach};
+use crate::lanes::{AHEAD_ROUNDS, BreakerChange, CatchUpStarted, Isolation, Lanes, Reach};
 use crate::leases::{Held, LEASE, renew_leases};
 use crate::proxy::EgressProxy;
 use crate::recorder::record;
@@ -221,6 +221,12 @@ impl Worker {
                     break;
                 };
                 tokio::spawn(Arc::clone(&attempt).run(delivery));
+            }
+            let catch_up = lanes.take_catch_up_started();
+            if catch_up != CatchUpStarted::default() {
+                let started = |paced| metrics::counter!("hookline_delivery_catch_up_started_total", "paced" => paced);
+                started("true").increment(catch_up.paced);
+                started("false").increment(catch_up.unpaced);
             }
             if claiming.is_none()
                 && let Some(wanted) = claims.wanted(lanes.in_flight(), lanes.ready())
