@@ -17,10 +17,10 @@
 //! `catch_up_after` (a dead receiver's backlog, a late retry) is catch-up work;
 //! while another webhook has fresh work, catch-up deliveries start at most
 //! `catch_up_rate` a second (a tick's worth at a time), all lanes together, and
-//! claims hold ready no more
-//! of them, all lanes together, than of one slow lane. A drain at full pace keeps the machine's cores and the
-//! database busy, and every fresh event then waits its turn for them (see
-//! PERFORMANCE.md); with nothing fresh to deliver, catch-up goes at full pace.
+//! claims hold ready no more of them, all lanes together, than of one slow lane.
+//! A drain at full pace keeps the machine's cores and the database busy, and
+//! every fresh event then waits its turn for them (see PERFORMANCE.md); with
+//! nothing fresh to deliver, catch-up goes at full pace.
 //!
 //! Each lane has a breaker. After `breaker_misses` attempts in a row that got no
 //! answer at all (timed out, refused, reset), the lane rests: its deliveries are
@@ -540,6 +540,7 @@ impl Lanes {
     /// claim `for_new_work` only, every webhook with deliveries waiting ready.
     pub(crate) fn skip(&self, now: Instant, for_new_work: bool) -> Vec<WebhookId> {
         let slow_full = self.slow_in_flight >= self.most_in_flight;
+        // What one slow lane holds ready: two rounds of its cap.
         let enough_ready = self
             .config
             .per_webhook
@@ -560,12 +561,7 @@ impl Lanes {
                     return true;
                 }
                 let speed = lane.speed(now, self.config.slow_after);
-                let cap = match speed {
-                    Speed::Fast => usize::MAX / 4,
-                    Speed::Unknown | Speed::Slow => self.config.per_webhook,
-                };
-                lane.ready.len() >= cap.saturating_mul(AHEAD_ROUNDS as usize)
-                    || speed != Speed::Fast && slow_full
+                speed != Speed::Fast && (lane.ready.len() >= enough_ready || slow_full)
                     || speed == Speed::Slow
                         && (full(&self.hosts, &lane.host, self.config.per_host)
                             || full(&self.workspaces, &lane.workspace, self.config.per_workspace))

@@ -222,11 +222,12 @@ impl Worker {
                 };
                 tokio::spawn(Arc::clone(&attempt).run(delivery));
             }
-            let catch_up = lanes.take_catch_up_started();
-            if catch_up != CatchUpStarted::default() {
-                let started = |paced| metrics::counter!("hookline_delivery_catch_up_started_total", "paced" => paced);
-                started("true").increment(catch_up.paced);
-                started("false").increment(catch_up.unpaced);
+            let CatchUpStarted { paced, unpaced } = lanes.take_catch_up_started();
+            for (label, count) in [("true", paced), ("false", unpaced)] {
+                if count > 0 {
+                    metrics::counter!("hookline_delivery_catch_up_started_total", "paced" => label)
+                        .increment(count);
+                }
             }
             if claiming.is_none()
                 && let Some(wanted) = claims.wanted(lanes.in_flight(), lanes.ready())

@@ -256,6 +256,21 @@ mod tests {
     }
 
     #[test]
+    fn an_id_says_when_it_was_made() {
+        let at = crate::Timestamp::parse_iso("2026-12-05T10:04:05.123Z").unwrap();
+        assert_eq!(EventId::first_at(at).made_at(), at);
+        let before = crate::Timestamp::now();
+        let made = EventId::generate().made_at();
+        assert!(before <= made && made <= crate::Timestamp::now());
+        // A ULID's time reaches past year 9999, which a timestamp does not.
+        let last = EventId::from_ulid(Ulid::from_parts(u64::MAX >> 16, 0));
+        assert_eq!(
+            last.made_at(),
+            crate::Timestamp::parse_iso("9999-12-31T23:59:59.999Z").unwrap()
+        );
+    }
+
+    #[test]
     fn generated_ids_sort_by_creation_even_within_a_millisecond() {
         let ids: Vec<EventId> = (0..1000).map(|_| EventId::generate()).collect();
         for pair in ids.windows(2) {
