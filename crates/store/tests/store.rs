@@ -1322,6 +1322,9 @@ async fn unstarted_claims_are_handed_back_one_by_one(db: TestDb) {
     // A claim since taken over is not released by its old holder.
     assert_eq!(store.queue().release(&claimed[..2]).await.unwrap(), 0);
     assert!(claim(store, now, lease, "third").await.is_empty());
+    // Handed back together, only what is still held goes: the third.
+    assert_eq!(store.queue().release(&claimed).await.unwrap(), 1);
+    assert_eq!(keys(&claim(store, now, lease, "third").await), keys(&claimed[2..]));
 }
 
 async fn a_full_queue_never_analyzed_gets_statistics_once(db: TestDb) {

@@ -964,21 +964,15 @@ impl Queue {
         self.release_leases(&leases).await
     }
 
-    /// Ends the leases `(event_id, webhook_id, token)` still held by their token.
+    /// Ends the leases `(event_id, webhook_id, token)` still held by their token,
+    /// in one statement: a breaker that opens hands back a lane's claims together.
     async fn release_leases(&self, leases: &[(String, String, String)]) -> Result<usize> {
-        // One write turn for all: a shutdown hands back what was claimed ahead.
-        let released = write_conn!(self.db, |conn| {
-            let mut released = 0;
-            for (event_id, webhook_id, token) in leases {
-                released += diesel::update(deliveries::table.find((event_id, webhook_id)))
-                    .filter(deliveries::lease_token.eq(token))
-                    .set(no_lease())
-                    .execute(conn)
-                    .await?;
-            }
-            released
-        });
-        Ok(released)
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        Ok(write_conn!(self.db, |conn| conn
+            .release_leases(leases)
+            .await?))
     }
 
     /// A connection that wakes when deliveries are written by any process
@@ -1198,6 +1192,11 @@ pub(crate) trait QueueSql {
     /// Sets `lease_until` of the deliveries named that `token` still holds; one
     /// statement, the keys as one JSON text (SQLite) or two arrays (PostgreSQL).
     async fn renew_leases(&mut self, renewal: &Renewal<'_>) -> QueryResult<usize>;
+
+    /// Ends the leases `(event_id, webhook_id, token)` still held by their token;
+    /// one statement, the leases as one JSON text (SQLite) or three arrays
+    /// (PostgreSQL).
+    async fn release_leases(&mut self, leases: &[(String, String, String)]) -> QueryResult<usize>;
 }
 
 /// Which outcomes were recorded (their lease was still held), given the keys the
@@ -1481,6 +1480,29 @@ impl QueueSql for SqliteConn {
         .execute(self)
         .await
     }
+
+    async fn release_leases(&mut self, leases: &[(String, String, String)]) -> QueryResult<usize> {
+        // `[[event_id, webhook_id, token], …]`
+        let leases = json_array(leases, |json, (event, webhook, token)| {
+            json.push('[');
+            push_json_string(json, event);
+            json.push(',');
+            push_json_string(json, webhook);
+            json.push(',');
+            push_json_string(json, token);
+            json.push(']');
+        });
+        statement!(
+            "UPDATE deliveries SET lease_until = NULL, lease_token = NULL \
+             WHERE (event_id, webhook_id, lease_token) IN ( \
+                 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), \
+                     json_extract(value, '$[2]') \
+                 FROM json_each($1))",
+        )
+        .binds((bind::<Text, _>(leases),))
+        .execute(self)
+        .await
+    }
 }
 
 impl QueueSql for PgConn {
@@ -1541,6 +1563,35 @@ impl QueueSql for PgConn {
             bind::<Text, _>(renewal.token),
             bind::<Array<Text>, _>(column(renewal.keys, |(event, _)| event.as_str())),
             bind::<Array<Text>, _>(column(renewal.keys, |(_, webhook)| webhook.as_str())),
+            bind::<Text, _>(from),
+            bind::<Text, _>(to),
+        ))
+        .execute(self)
+        .await
+    }
+
+    async fn release_leases(&mut self, leases: &[(String, String, String)]) -> QueryResult<usize> {
+        use diesel::pg::sql_types::Array;
+        // As the renewal: rows another statement holds are skipped, not waited
+        // for (a wait could deadlock with a settle locking the same rows in
+        // another order); a row skipped falls due when its lease ends.
+        let (from, to) =
+            crate::partitions::days_of(leases.iter().map(|(event, _, _)| event.as_str()));
+        statement!(
+            "UPDATE deliveries AS d SET lease_until = NULL, lease_token = NULL \
+             FROM (SELECT h.event_id, h.webhook_id FROM deliveries AS h \
+                 JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(event_id, webhook_id, token) \
+                   ON h.event_id = k.event_id AND h.webhook_id = k.webhook_id \
+                     AND h.lease_token = k.token \
+                 WHERE h.event_id = ANY($1) AND h.event_id >= $4 AND h.event_id < $5 \
+                 FOR UPDATE OF h SKIP LOCKED) AS held \
+             WHERE d.event_id = ANY($1) AND d.event_id >= $4 AND d.event_id < $5 \
+               AND d.event_id = held.event_id AND d.webhook_id = held.webhook_id",
+        )
+        .binds((
+            bind::<Array<Text>, _>(column(leases, |(event, _, _)| event.as_str())),
+            bind::<Array<Text>, _>(column(leases, |(_, webhook, _)| webhook.as_str())),
+            bind::<Array<Text>, _>(column(leases, |(_, _, token)| token.as_str())),
             bind::<Text, _>(from),
             bind::<Text, _>(to),
         ))
