@@ -585,6 +585,15 @@ impl Lanes {
             .collect()
     }
 
+    /// Whether `webhook`'s breaker keeps its deliveries resting until a time
+    /// (not until an attempt ends): a slot freed meanwhile does not let a claim
+    /// take them.
+    pub(crate) fn rests(&self, webhook: WebhookId, now: Instant) -> bool {
+        self.lanes
+            .get(&webhook)
+            .is_some_and(|lane| matches!(lane.breaker, Breaker::Open { until, .. } if now < until))
+    }
+
     /// Whether `lane`'s catch-up work is paced now (judged by the delivery
     /// added to it last).
     fn paced(&self, id: WebhookId, lane: &Lane, now: Instant) -> bool {
@@ -1003,6 +1012,7 @@ pub(crate) mod tests {
         assert_eq!(change, Some(BreakerChange::Opened { rest }));
         assert_eq!(handed_back.len(), 4, "what waited goes back unattempted");
         assert_eq!(lanes.skip(now, false), [a.id]);
+        assert!(lanes.rests(a.id, now));
         assert!(
             lanes.add(delivery(&a), now, Timestamp::now()).is_some(),
             "resting: handed back"
@@ -1010,8 +1020,10 @@ pub(crate) mod tests {
         // After the rest, one probe; a miss doubles the rest.
         let rested = now + rest;
         add(&mut lanes, &a, 3, rested);
+        assert!(!lanes.rests(a.id, rested));
         let probe = start_all(&mut lanes, rested);
         assert_eq!(probe.len(), 1);
+        assert!(!lanes.rests(a.id, rested), "a probe's end may free it");
         let (change, handed_back) = miss(&mut lanes, probe[0].event_id, rested);
         assert_eq!(change, Some(BreakerChange::Opened { rest: rest * 2 }));
         assert_eq!(handed_back.len(), 2);

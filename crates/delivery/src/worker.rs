@@ -462,7 +462,7 @@ struct Claims {
     /// Claims in a row that found nothing: the poll backs off with them.
     empty: u32,
     /// Whether the last claim left deliveries behind that a slot freed since may
-    /// now take: it skipped webhooks, or took all it could of one.
+    /// now take: it skipped webhooks not resting, or took all it could of one.
     held_back: bool,
     /// Claims in a row that failed (the database out of reach).
     failed: u32,
@@ -535,7 +535,10 @@ impl Claims {
         for_new_work: bool,
     ) -> (Vec<WebhookId>, Vec<WebhookId>) {
         let skip = lanes.skip(now, for_new_work);
-        self.held_back = !skip.is_empty();
+        // A resting webhook's deliveries wait for its rest's end (the poll), not
+        // for a slot: with one held back by them alone, every attempt's end
+        // would claim again, in vain.
+        self.held_back = skip.iter().any(|&webhook| !lanes.rests(webhook, now));
         self.woken = false;
         self.claimed_for_new_work = for_new_work;
         (skip, lanes.fast(now))
@@ -924,6 +927,30 @@ mod tests {
         claims.held_back = true;
         claims.slot_freed();
         assert!(claims.maybe_due);
+    }
+
+    #[test]
+    fn a_claim_that_skipped_only_a_resting_webhook_waits_for_the_poll() {
+        let config = DeliveryConfig::default();
+        let mut claims = Claims::new(&config);
+        let mut lanes = Lanes::new(config.isolation.clone(), config.concurrency);
+        let now = Instant::now();
+        let dead = lanes::tests::webhook("dead.example.com", WorkspaceId::generate());
+        // Its receiver misses until its breaker opens.
+        for _ in 0..config.isolation.breaker_misses {
+            let delivery = lanes::tests::delivery(&dead);
+            assert!(lanes.add(delivery, now, Timestamp::now()).is_none());
+            let started = lanes.next(now).unwrap();
+            let took = Duration::from_millis(1);
+            lanes.done(dead.id, started.event_id, Reach::Missed, took, now);
+        }
+        assert!(lanes.rests(dead.id, now));
+        let (skip, _) = claims.start(&lanes, now, false);
+        assert_eq!(skip, [dead.id]);
+        claims.took(3, 16, false, &config);
+        // Another webhook's attempt ends: it frees none of the resting one's.
+        claims.slot_freed();
+        assert!(!claims.maybe_due);
     }
 
     #[test]
