@@ -38,12 +38,12 @@ pub(crate) async fn run(
             _ = stopped.changed() => return,
             () = settle_disabled(&upkeep) => {}
         }
-        match upkeep.analyze_if_never_analyzed().await {
+        match upkeep.analyze_lagging_partitions().await {
             Ok(0) => {}
             Ok(partitions) => {
                 tracing::info!(
                     partitions,
-                    "gathered the planner's first statistics on the outbox"
+                    "gathered the planner's statistics on the outbox's partitions"
                 );
             }
             Err(error) => tracing::warn!(%error, "cannot look at the outbox's statistics"),

@@ -1,7 +1,7 @@
 //! [`Upkeep`]: the worker's housekeeping handle. Forgetting history past
 //! retention (keeping the samples), making PostgreSQL's partitions ahead, giving
 //! SQLite's free pages back, removing ended idempotency keys and expired portal
-//! links, and the planner's first statistics.
+//! links, and the planner's statistics where they lag.
 //!
 //! No statement here reads a whole history table: history is cut by event id (the
 //! primary key, which sorts by time), the samples are found by index probes per
@@ -501,38 +501,45 @@ impl Upkeep {
         }))
     }
 
-    /// Gives PostgreSQL's planner statistics on the outbox's partitions that have
-    /// none yet and hold enough rows for that to matter; answers how many it
-    /// analyzed.
+    /// Gives PostgreSQL's planner statistics on the outbox's partitions whose
+    /// statistics lag: never gathered, or gathered when the partition held under
+    /// a tenth of its rows now (an operator's `ANALYZE` of the partitions made
+    /// ahead, while they were empty), once they hold enough rows for that to
+    /// matter; answers how many it analyzed.
     ///
-    /// Why: a queue table that was never analyzed looks tiny to the planner, so it
-    /// may claim by reading and sorting every due row instead of walking the
-    /// due-index (see docs/PERFORMANCE.md). Autovacuum gathers statistics too, but
-    /// only at its next round, a minute apart by default, and a new day's partition
-    /// can fill sooner. SQLite's planner needs none here.
-    pub async fn analyze_if_never_analyzed(&self) -> Result<usize> {
+    /// Why: a queue table the planner believes tiny may be claimed by reading
+    /// and sorting every due row instead of walking the due-index, and a
+    /// connection's generic plan made so stays until the statistics change (see
+    /// docs/PERFORMANCE.md). Autovacuum gathers statistics too, but only at its
+    /// next round, a minute apart by default, and a new day's partition can fill
+    /// sooner. SQLite's planner needs none here.
+    pub async fn analyze_lagging_partitions(&self) -> Result<usize> {
         /// Fewer rows than this are cheap to claim whatever the plan.
         const ROWS_WORTH_IT: i64 = 1_000;
+        /// Statistics of fewer than one row in this many of a partition's lag.
+        const GROWN_BY: i64 = 10;
         let Pools::Postgres(pool) = &self.db.pools else {
             return Ok(0);
         };
         let mut conn = pool.get().await?;
-        let unanalyzed: Vec<Name> = diesel::sql_query(
+        // `reltuples` is -1 before the first statistics (0 before PostgreSQL 14).
+        let lagging: Vec<Name> = diesel::sql_query(
             "SELECT s.relname::text AS name FROM pg_stat_user_tables s \
              JOIN pg_inherits i ON i.inhrelid = s.relid \
+             JOIN pg_class c ON c.oid = s.relid \
              WHERE i.inhparent = 'deliveries'::regclass \
-               AND s.last_analyze IS NULL AND s.last_autoanalyze IS NULL \
-               AND s.n_live_tup >= $1",
+               AND s.n_live_tup >= $1 AND c.reltuples * $2 <= s.n_live_tup",
         )
         .bind::<BigInt, _>(ROWS_WORTH_IT)
+        .bind::<BigInt, _>(GROWN_BY)
         .load(&mut *conn)
         .await?;
-        for partition in &unanalyzed {
+        for partition in &lagging {
             diesel::sql_query(format!("ANALYZE {}", partition.name))
                 .execute(&mut *conn)
                 .await?;
         }
-        Ok(unanalyzed.len())
+        Ok(lagging.len())
     }
 }
 
