@@ -609,6 +609,17 @@ async fn health_shows_on_the_list_and_a_failing_webhook_recovers_in_one_action(d
     );
     let log = attempts(&admin, &hook, 2).await;
     assert_eq!(log[0]["status"].as_u64(), Some(200));
+    // The run of failures ends just after the attempt is recorded (its own
+    // statement): wait for the page to say so.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let page = session.get(&admin, &format!("hooks/{hook}")).await;
+        if !page.html.contains("Failing since") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "still failing: {}", page.html);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let again = session.post(&admin, &format!("hooks/{hook}/restore"), "").await;
     assert_eq!(
         again.status,
