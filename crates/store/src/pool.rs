@@ -238,11 +238,12 @@ const SQLITE_WRITER_PRAGMAS: &str =
 /// Per PostgreSQL connection. No JIT: a claim beside a large backlog is
 /// estimated costly enough to be compiled, across every partition, at each
 /// execution, which took a hundred times longer than running it; our statements
-/// each touch a few rows. Plans are left to PostgreSQL's own choice between a
-/// custom and a generic plan: forcing generic plans made ingest slower
-/// (PERFORMANCE.md), and the claim, whose partitions are pruned only when it runs
-/// anyway, settles on its generic plan by itself.
-const PG_SETTINGS: &str = "SET jit = off";
+/// each touch a few rows. Generic plans only: each statement is planned once per
+/// connection and prunes its partitions as it starts. Left to choose, PostgreSQL
+/// planned the claim for its values at every call of a busy ingest (a plan for a
+/// few rows, across every partition), which cost several times the claim itself
+/// (PERFORMANCE.md).
+const PG_SETTINGS: &str = "SET jit = off; SET plan_cache_mode = force_generic_plan";
 
 #[derive(Clone)]
 pub(crate) enum Pools {

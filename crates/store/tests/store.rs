@@ -274,6 +274,7 @@ backend_tests!(
     the_attempt_log_pages_through_attempts_of_one_millisecond_each_once,
     the_attempt_log_pages_keep_one_plan_each,
     a_record_is_planned_for_its_events_days_only,
+    a_claim_is_planned_once_per_connection,
     a_record_kept_while_its_day_is_small_looks_deliveries_up_by_key,
     forgetting_goes_in_turns_of_a_bounded_number_of_events,
     an_idempotency_key_stores_one_event_across_stores_and_batches,
@@ -2011,9 +2012,9 @@ async fn the_attempt_log_pages_keep_one_plan_each(db: TestDb) {
     }
 }
 
-/// On PostgreSQL the record of an outcome reads only the day of its event, as
-/// planned for the call's values too (PostgreSQL plans it so beside days of
-/// history): such a plan was made across every day's partition at every call.
+/// On PostgreSQL the record of an outcome reads only the day of its event: its
+/// plan, made once per connection, prunes the other days as it starts (without
+/// the days' bounds it read every day's partition at every call).
 async fn a_record_is_planned_for_its_events_days_only(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
@@ -2028,12 +2029,30 @@ async fn a_record_is_planned_for_its_events_days_only(db: TestDb) {
     let (event, _) = emit(store, ws, EventName::DmSent).await;
     let plan = store.queue().record_plan((event.id, hook.id)).await.unwrap();
     if db.backend() == Backend::Postgres {
-        // One partition: the day the event is in.
-        let days = plan.iter().filter(|line| line.contains("Update on public.deliveries_"));
+        // One partition read: the day the event is in.
+        let days = plan.iter().filter(|line| line.contains("Scan on public.deliveries_"));
         assert_eq!(days.count(), 1, "{plan:#?}");
     } else {
         assert!(plan.is_empty());
     }
+}
+
+/// On PostgreSQL every claim runs the connection's one generic plan: left to
+/// choose, PostgreSQL planned a busy ingest's claims for their values at every
+/// call, each plan across every day's partition.
+async fn a_claim_is_planned_once_per_connection(db: TestDb) {
+    let ws = db.workspace(Plan::Studio).await;
+    db.api_webhook(ws, "https://a.example.com/", &[EventName::DmSent]).await;
+    let mut config = StoreConfig::new(db.url());
+    config.max_connections = 1;
+    let one_session = Store::connect(&config).await.unwrap();
+    let queue = one_session.queue();
+    for _ in 0..8 {
+        emit(db.store(), ws, EventName::DmSent).await;
+        assert_eq!(queue.claim(&claim_now(10, &[])).await.unwrap().len(), 1);
+    }
+    let expected = (db.backend() == Backend::Postgres).then_some((8, 0));
+    assert_eq!(queue.claim_plans().await.unwrap(), expected);
 }
 
 /// The plan PostgreSQL keeps for the record (a generic one), made while its

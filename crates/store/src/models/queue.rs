@@ -719,6 +719,34 @@ impl Queue {
         .await
     }
 
+    /// PostgreSQL: how many of the claims run on this pool's connections ran a
+    /// generic plan, and how many a plan made for their values
+    /// (`pg_prepared_statements`); `None` on SQLite. For a store of one connection.
+    #[cfg(feature = "test-util")]
+    pub async fn claim_plans(&self) -> Result<Option<(i64, i64)>> {
+        #[derive(QueryableByName)]
+        struct Plans {
+            #[diesel(sql_type = BigInt)]
+            generic: i64,
+            #[diesel(sql_type = BigInt)]
+            custom: i64,
+        }
+        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(None);
+        };
+        let mut conn = pool.get().await?;
+        let plans: Plans = RunQueryDsl::get_result(
+            diesel::sql_query(
+                "SELECT CAST(COALESCE(SUM(generic_plans), 0) AS BIGINT) AS generic, \
+                     CAST(COALESCE(SUM(custom_plans), 0) AS BIGINT) AS custom \
+                 FROM pg_prepared_statements WHERE statement LIKE 'WITH RECURSIVE hooks(id) %'",
+            ),
+            &mut *conn,
+        )
+        .await?;
+        Ok(Some((plans.generic, plans.custom)))
+    }
+
     /// Records attempts and their outcomes in one transaction (one commit for the
     /// lot: what a busy worker needs). Each is recorded only if its claim's lease is
     /// still held; answers, for each, what became of it (a worker whose lease ran
