@@ -184,6 +184,42 @@ pub(crate) struct CatchUpStarted {
     pub(crate) unpaced: u64,
 }
 
+/// The catch-up starts of the last minute or so, for the operator's log: one
+/// line a minute at most while a backlog drains, however often the pace turns
+/// on and off (it applies while another webhook has had fresh work in the last
+/// second).
+#[derive(Debug)]
+pub(crate) struct CatchUpLog {
+    since: Instant,
+    started: CatchUpStarted,
+}
+
+/// How often [`CatchUpLog`] answers.
+pub(crate) const CATCH_UP_LOG_EVERY: Duration = Duration::from_secs(60);
+
+impl CatchUpLog {
+    pub(crate) fn new(now: Instant) -> CatchUpLog {
+        CatchUpLog {
+            since: now,
+            started: CatchUpStarted::default(),
+        }
+    }
+
+    /// Adds `started`; once [`CATCH_UP_LOG_EVERY`] has passed since the last
+    /// answer and something started, answers what started since, and starts
+    /// counting again.
+    pub(crate) fn note(&mut self, started: CatchUpStarted, now: Instant) -> Option<CatchUpStarted> {
+        self.started.paced += started.paced;
+        self.started.unpaced += started.unpaced;
+        if now.saturating_duration_since(self.since) < CATCH_UP_LOG_EVERY {
+            return None;
+        }
+        self.since = now;
+        let started = std::mem::take(&mut self.started);
+        (started != CatchUpStarted::default()).then_some(started)
+    }
+}
+
 /// How often the pace's allowance is refilled.
 const PACE_TICK: Duration = Duration::from_millis(20);
 
@@ -875,6 +911,23 @@ pub(crate) mod tests {
         let b = webhook("b.example.com", WorkspaceId::generate());
         make_fast(&mut lanes, &a, now);
         (lanes, a, b)
+    }
+
+    #[test]
+    fn catch_up_starts_are_told_once_a_minute_at_most() {
+        let started = |paced, unpaced| CatchUpStarted { paced, unpaced };
+        let now = Instant::now();
+        let mut log = CatchUpLog::new(now);
+        assert_eq!(log.note(started(3, 2), now), None);
+        let almost = now + CATCH_UP_LOG_EVERY - Duration::from_millis(1);
+        assert_eq!(log.note(started(4, 0), almost), None);
+        let minute = now + CATCH_UP_LOG_EVERY;
+        assert_eq!(log.note(started(0, 1), minute), Some(started(7, 3)));
+        assert_eq!(log.note(started(5, 5), minute), None, "counted afresh");
+        let two = minute + CATCH_UP_LOG_EVERY;
+        assert_eq!(log.note(started(0, 0), two), Some(started(5, 5)));
+        let three = two + CATCH_UP_LOG_EVERY;
+        assert_eq!(log.note(started(0, 0), three), None, "nothing started");
     }
 
     #[test]

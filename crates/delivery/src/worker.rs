@@ -21,7 +21,9 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::client::HttpsClient;
-use crate::lanes::{AHEAD_ROUNDS, BreakerChange, CatchUpStarted, Isolation, Lanes, Reach};
+use crate::lanes::{
+    AHEAD_ROUNDS, BreakerChange, CatchUpLog, CatchUpStarted, Isolation, Lanes, Reach,
+};
 use crate::leases::{Held, LEASE, renew_leases};
 use crate::proxy::EgressProxy;
 use crate::recorder::record;
@@ -211,6 +213,7 @@ impl Worker {
         let mut lanes = Lanes::new(self.config.isolation.clone(), concurrency);
         let mut claims = Claims::new(&self.config);
         let mut claiming: Option<ClaimFuture<'_>> = None;
+        let mut catch_up_log = CatchUpLog::new(Instant::now());
         // Ready deliveries are handed back before their lease can run out.
         let mut waits = tokio::time::interval(WAIT_CHECK);
         waits.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -222,12 +225,22 @@ impl Worker {
                 };
                 tokio::spawn(Arc::clone(&attempt).run(delivery));
             }
-            let CatchUpStarted { paced, unpaced } = lanes.take_catch_up_started();
+            let started = lanes.take_catch_up_started();
+            let CatchUpStarted { paced, unpaced } = started;
             for (label, count) in [("true", paced), ("false", unpaced)] {
                 if count > 0 {
                     metrics::counter!("hookline_delivery_catch_up_started_total", "paced" => label)
                         .increment(count);
                 }
+            }
+            if let Some(told) = catch_up_log.note(started, now) {
+                tracing::info!(
+                    paced = told.paced,
+                    full_pace = told.unpaced,
+                    rate_per_second = self.config.isolation.catch_up_rate,
+                    "catch-up deliveries (events over a minute old) started in the last minute, \
+                     paced while other webhooks had fresh work or at full pace"
+                );
             }
             if claiming.is_none()
                 && let Some(wanted) = claims.wanted(lanes.in_flight(), lanes.ready())
