@@ -157,8 +157,9 @@ where
 /// The plan PostgreSQL keeps for `sql`, prepared as `name` with parameters of
 /// `types` on one pooled connection (generic plans only, `pool.rs`) and
 /// explained with `values` after more calls than it would plan for the values
-/// before keeping a generic plan by itself (five); none on SQLite. For tests that hold a statement to one plan, not one made again
-/// across every partition at each call (such a plan names its values).
+/// before keeping a generic plan by itself (five); none on SQLite. For tests
+/// that hold a statement to one plan, not one made again across every
+/// partition at each call (such a plan names its values).
 #[cfg(feature = "test-util")]
 pub(crate) async fn plan_kept(
     db: &crate::db::Db,

@@ -719,9 +719,10 @@ impl Queue {
         .await
     }
 
-    /// PostgreSQL: how many of the claims run on this pool's connections ran a
-    /// generic plan, and how many a plan made for their values
-    /// (`pg_prepared_statements`); `None` on SQLite. For a store of one connection.
+    /// PostgreSQL: how many of the claims run on the connection this takes ran
+    /// a generic plan, and how many a plan made for their values
+    /// (`pg_prepared_statements`, the session's own); `None` on SQLite. For a
+    /// store of one connection, whose claims all ran on it.
     #[cfg(feature = "test-util")]
     pub async fn claim_plans(&self) -> Result<Option<(i64, i64)>> {
         #[derive(QueryableByName)]
@@ -735,6 +736,8 @@ impl Queue {
             return Ok(None);
         };
         let mut conn = pool.get().await?;
+        // Found by the text's start: the statement as sent numbers each
+        // placeholder anew (`prepared.rs`), so it is not `pg_claim!()` as written.
         let plans: Plans = RunQueryDsl::get_result(
             diesel::sql_query(
                 "SELECT CAST(COALESCE(SUM(generic_plans), 0) AS BIGINT) AS generic, \
