@@ -245,6 +245,31 @@ const SQLITE_WRITER_PRAGMAS: &str =
 /// (PERFORMANCE.md).
 const PG_SETTINGS: &str = "SET jit = off; SET plan_cache_mode = force_generic_plan";
 
+/// The oldest PostgreSQL hookline runs on, as `server_version_num` counts:
+/// [`PG_SETTINGS`]' `plan_cache_mode` came in 12. (The suite runs on Debian's.)
+const PG_OLDEST: i32 = 120_000;
+
+/// Why a server of `version` (`server_version_num`) is refused, if it is.
+fn pg_too_old(version: i32) -> Option<String> {
+    (version < PG_OLDEST).then(|| {
+        // Two numbers from 10 on (110022 is 11.22), three before (90624 is 9.6.24).
+        let release = if version >= 100_000 {
+            format!("{}.{}", version / 10_000, version % 10_000)
+        } else {
+            format!(
+                "{}.{}.{}",
+                version / 10_000,
+                version / 100 % 100,
+                version % 100
+            )
+        };
+        format!(
+            "PostgreSQL {release} is too old: hookline needs {} or later",
+            PG_OLDEST / 10_000
+        )
+    })
+}
+
 #[derive(Clone)]
 pub(crate) enum Pools {
     /// SQLite: connections that read, and the one connection this process
@@ -292,7 +317,7 @@ impl Pools {
                 let mut manager = ManagerConfig::<PgConn>::default();
                 // The default (`Verified`) sends `SELECT 1` on every checkout.
                 manager.recycling_method = RecyclingMethod::Fast;
-                manager.custom_setup = connect_with::<PgConn>(PG_SETTINGS);
+                manager.custom_setup = Box::new(connect_postgres);
                 let manager = AsyncDieselConnectionManager::new_with_config(url, manager);
                 Pools::Postgres(configure(Pool::builder(manager), size)?)
             }
@@ -323,6 +348,30 @@ where
                 .map_err(ConnectionError::CouldntSetupConfiguration)?;
             Ok(conn)
         })
+    })
+}
+
+/// A PostgreSQL connection with [`PG_SETTINGS`], or, from a server older than
+/// [`PG_OLDEST`], the reason it is refused (its `SET` would fail on the
+/// setting's name).
+fn connect_postgres(url: &str) -> BoxFuture<'_, diesel::ConnectionResult<PgConn>> {
+    Box::pin(async move {
+        let mut conn = PgConn::establish(url).await?;
+        let version: i32 = diesel_async::RunQueryDsl::get_result(
+            diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+                "current_setting('server_version_num')::int",
+            )),
+            &mut conn,
+        )
+        .await
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
+        if let Some(why) = pg_too_old(version) {
+            return Err(ConnectionError::BadConnection(why));
+        }
+        conn.batch_execute(PG_SETTINGS)
+            .await
+            .map_err(ConnectionError::CouldntSetupConfiguration)?;
+        Ok(conn)
     })
 }
 
@@ -612,5 +661,21 @@ mod tests {
         drop(conn);
         drop(writes);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A server too old for the connections' settings is refused with its
+    /// version and the oldest that will do, not with the unknown setting's name.
+    #[test]
+    fn a_postgresql_older_than_12_is_refused_by_its_version() {
+        assert_eq!(
+            pg_too_old(110_022).as_deref(),
+            Some("PostgreSQL 11.22 is too old: hookline needs 12 or later")
+        );
+        assert_eq!(
+            pg_too_old(90_624).as_deref(),
+            Some("PostgreSQL 9.6.24 is too old: hookline needs 12 or later")
+        );
+        assert_eq!(pg_too_old(PG_OLDEST), None);
+        assert_eq!(pg_too_old(150_014), None);
     }
 }
