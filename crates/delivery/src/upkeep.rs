@@ -101,10 +101,11 @@ async fn round(upkeep: &Upkeep, now: Timestamp, retention: Duration) {
     }
     let step = Instant::now();
     match upkeep.reclaim_space().await {
-        Ok(0) => {}
-        Ok(pages) => {
+        Ok(reclaimed) if reclaimed.pages == 0 => {}
+        Ok(reclaimed) => {
             tracing::info!(
-                pages,
+                pages = reclaimed.pages,
+                turns = reclaimed.turns,
                 took_ms = millis(step),
                 "gave free pages back to the file system"
             );

@@ -69,7 +69,7 @@ pub use models::event::{Events, NewEvent, Recorded};
 pub use models::key_check::{KeyCheck, KeyRequest, UsedKey, WorkspaceRead, WorkspaceReading};
 pub use models::portal_link::PortalLinks;
 pub use models::queue::{ClaimRequest, DeliveryListener, Queue, Recording};
-pub use models::upkeep::{Forgotten, Upkeep};
+pub use models::upkeep::{Forgotten, Reclaimed, Upkeep};
 pub use models::webhook::{NewWebhook, Settled, WebhookChange, Webhooks};
 pub use models::workspace::Workspaces;
 #[cfg(feature = "test-util")]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use diesel::QueryResult;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Nullable, Text};
-use diesel_async::{AsyncConnection as _, RunQueryDsl};
+use diesel_async::{AsyncConnection as _, RunQueryDsl, SimpleAsyncConnection as _};
 use hookline_domain::{
     DisabledReason, EventId, EventName, GoneAction, HistoryDay, PARTITION_DAYS_AHEAD, SAMPLES_KEPT,
     Timestamp, WebhookId, WebhookSource,
@@ -108,6 +108,17 @@ pub struct Forgotten {
     /// Write turns taken to remove rows.
     pub turns: u64,
     /// Events removed in the largest of those turns.
+    pub largest_turn: u64,
+}
+
+/// What one round of giving SQLite's free pages back did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Reclaimed {
+    /// Pages (4 KiB) given back to the file system.
+    pub pages: u64,
+    /// Write turns taken.
+    pub turns: u64,
+    /// Pages given back in the largest of those turns.
     pub largest_turn: u64,
 }
 
@@ -312,23 +323,26 @@ impl Upkeep {
         Ok(Some(if set == 1 { raised } else { floor.pending_from }))
     }
 
-    /// SQLite: gives free pages back to the file system, a few at a time, so the
-    /// file shrinks after retention instead of only growing. Answers how many.
-    /// Stops when a turn frees none (a file not switched to incremental vacuum
-    /// frees none, rather than looping).
-    pub async fn reclaim_space(&self) -> Result<u64> {
+    /// SQLite: gives free pages back to the file system, in turns sized to hold
+    /// the write lock about `TURN_TARGET` (at most `PAGES_PER_TURN`), so the
+    /// file shrinks after retention instead of only growing. Stops when a turn
+    /// frees none (a file not switched to incremental vacuum frees none, rather
+    /// than looping).
+    pub async fn reclaim_space(&self) -> Result<Reclaimed> {
+        let mut reclaimed = Reclaimed::default();
         if self.db.backend() != Backend::Sqlite {
-            return Ok(0);
+            return Ok(reclaimed);
         }
         let mut free = self.free_pages().await?;
-        let mut reclaimed = 0;
         let mut turn = TurnSize::new(PAGES_PER_TURN);
         while free > 0 {
             let took = write_conn!(self.db, |conn| {
                 let started = Instant::now();
-                // A pragma takes no bound parameter; the number is ours.
-                diesel::sql_query(format!("PRAGMA incremental_vacuum({})", turn.size))
-                    .execute(conn)
+                // The pragma frees one page per step of its statement: run as a
+                // batch, it is stepped to its end (a prepared statement's one
+                // step would free one page a turn). A pragma takes no bound
+                // parameter; the number is ours.
+                conn.batch_execute(&format!("PRAGMA incremental_vacuum({})", turn.size))
                     .await?;
                 started.elapsed()
             });
@@ -336,7 +350,9 @@ impl Upkeep {
             if left >= free {
                 break;
             }
-            reclaimed += free - left;
+            reclaimed.pages += free - left;
+            reclaimed.turns += 1;
+            reclaimed.largest_turn = reclaimed.largest_turn.max(free - left);
             free = left;
             turn.pause_after(took).await;
         }
