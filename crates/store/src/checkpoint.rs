@@ -8,21 +8,44 @@
 //! store, on a connection of its own, checkpoints every [`CHECKPOINT_EVERY`] when
 //! this process wrote since. Its checkpoints are PASSIVE: they copy what no reader
 //! still needs and take no lock a writer waits for.
+//!
+//! The WAL starts again from its beginning only when a writer begins with all
+//! of it copied back. Under writes back to back (the upkeep forgetting a
+//! million events, a backlog draining) a write lands during nearly every
+//! checkpoint, so that never happened: the WAL grew to the writes connection's
+//! backstop, whose checkpoint then ran in a writer's turn and held every other
+//! writer for its copy and fsync, again and again. So once a checkpoint has
+//! copied a WAL of [`RESTART_PAST`] pages or more, the task takes a write turn
+//! of its own and checkpoints again in RESTART mode: what was written since
+//! the PASSIVE one (little) is copied with no writer beside it, and the next
+//! writer starts the WAL again. Its wait for readers is bounded by
+//! [`RESTART_BUSY_TIMEOUT_MS`]; a restart that could not be made is tried at
+//! the next round.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use diesel::connection::InstrumentationEvent;
-use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+use diesel::sql_types::BigInt;
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use tokio::task::AbortHandle;
 
 use crate::Result;
 use crate::pool::SqliteConn;
+use crate::write_lock::{WriteLock, Writer};
 
 /// How often the checkpointer looks for something to copy back: the WAL then
 /// holds about this long's writes.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// The WAL's length, in pages (about 16 MiB), from which a checkpoint that
+/// copied all of it is followed by a restart.
+const RESTART_PAST: i64 = 4_000;
+
+/// How long a restart, in its write turn, waits for readers of the WAL to end
+/// (SQLite's busy handler: 1 ms, then 2, then the rest).
+const RESTART_BUSY_TIMEOUT_MS: u32 = 5;
 
 /// The store's checkpointing task, stopped when the last handle of its store
 /// is dropped.
@@ -34,13 +57,13 @@ pub(crate) struct Checkpointer {
 
 impl Checkpointer {
     /// Starts checkpointing on `conn`, on the current Tokio runtime, every
-    /// [`CHECKPOINT_EVERY`].
-    pub(crate) fn start(mut conn: SqliteConn) -> Checkpointer {
+    /// [`CHECKPOINT_EVERY`]; a restart takes a turn of `writes`.
+    pub(crate) fn start(mut conn: SqliteConn, writes: Arc<WriteLock>) -> Checkpointer {
         // Its rounds go by time, not by operation: left out of the statements a
         // test counts per operation (`statements.rs`).
         conn.set_instrumentation(None::<fn(InstrumentationEvent<'_>)>);
         let written = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(run(conn, Arc::clone(&written))).abort_handle();
+        let task = tokio::spawn(run(conn, Arc::clone(&written), writes)).abort_handle();
         Checkpointer { written, task }
     }
 
@@ -56,18 +79,24 @@ impl Drop for Checkpointer {
     }
 }
 
-async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>) {
+async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>, writes: Arc<WriteLock>) {
     let first = tokio::time::Instant::now() + CHECKPOINT_EVERY;
     let mut rounds = tokio::time::interval_at(first, CHECKPOINT_EVERY);
     rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
+    if let Err(error) = conn
+        .batch_execute(&format!("PRAGMA busy_timeout = {RESTART_BUSY_TIMEOUT_MS}"))
+        .await
+    {
+        tracing::warn!(%error, "cannot bound the WAL restart's wait for readers");
+    }
     loop {
         rounds.tick().await;
         // Cleared first: a write during the checkpoint is left for the next round.
         if !written.swap(false, Ordering::Relaxed) {
             continue;
         }
-        match checkpoint(&mut conn).await {
+        match round(&mut conn, &writes).await {
             Ok(()) if failing => {
                 tracing::info!("WAL checkpoints succeed again");
                 failing = false;
@@ -85,10 +114,59 @@ async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>) {
     }
 }
 
-/// Copies back into the database file what of the WAL no reader still needs.
-async fn checkpoint(conn: &mut SqliteConn) -> Result<()> {
-    conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE)").await?;
+/// A PASSIVE checkpoint, then, when it copied back a WAL of [`RESTART_PAST`]
+/// pages or more, a restart.
+async fn round(conn: &mut SqliteConn, writes: &WriteLock) -> Result<()> {
+    if checkpoint(conn, Mode::Passive).await?.copied_a_long_wal() {
+        restart(conn, writes).await?;
+    }
     Ok(())
+}
+
+/// In a write turn of its own, copies back what was written since the last
+/// checkpoint, with no writer beside it, and waits (briefly) for the WAL's
+/// readers: the next writer starts the WAL from its beginning.
+async fn restart(conn: &mut SqliteConn, writes: &WriteLock) -> Result<()> {
+    let _turn = writes.turn(Writer::Background).await;
+    checkpoint(conn, Mode::Restart).await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Passive,
+    Restart,
+}
+
+/// What `PRAGMA wal_checkpoint` answers.
+#[derive(Debug, diesel::QueryableByName)]
+struct Checkpointed {
+    /// 1 when the checkpoint could not do all it was asked (a RESTART whose
+    /// readers did not end in time).
+    #[diesel(sql_type = BigInt)]
+    busy: i64,
+    /// Pages in the WAL (-1 when not in WAL mode).
+    #[diesel(sql_type = BigInt)]
+    log: i64,
+    /// Of those, copied back into the database file.
+    #[diesel(sql_type = BigInt)]
+    checkpointed: i64,
+}
+
+impl Checkpointed {
+    fn copied_a_long_wal(&self) -> bool {
+        self.busy == 0 && self.log >= RESTART_PAST && self.checkpointed == self.log
+    }
+}
+
+/// Copies back into the database file what of the WAL no reader still needs,
+/// and in RESTART mode waits for the readers of the WAL to end.
+async fn checkpoint(conn: &mut SqliteConn, mode: Mode) -> Result<Checkpointed> {
+    let statement = match mode {
+        Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+        Mode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+    };
+    Ok(diesel::sql_query(statement).get_result(conn).await?)
 }
 
 #[cfg(test)]
@@ -115,7 +193,9 @@ mod tests {
         let path = Path::new(&url);
         let config = StoreConfig::new(url.clone());
         // Nothing marks these writes, so the store's own checkpointer leaves them.
-        let Pools::Sqlite { reads, writes, .. } = Pools::open(&config).await.unwrap() else {
+        let Pools::Sqlite { reads, writes, .. } =
+            Pools::open(&config, &Arc::default()).await.unwrap()
+        else {
             unreachable!("a SQLite URL")
         };
         writes
@@ -132,8 +212,54 @@ mod tests {
         let written = 2000 * 4000;
         assert!(size(path) < written, "checkpointed within the commit");
 
-        checkpoint(&mut reads.get().await.unwrap()).await.unwrap();
+        checkpoint(&mut reads.get().await.unwrap(), Mode::Passive)
+            .await
+            .unwrap();
         assert!(size(path) >= written, "not checkpointed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A writer that began before a checkpoint and wrote after it, as writes
+    /// back to back do, leaves the WAL not all copied back: the next writer
+    /// would add to its end, and so on until the writes connection's backstop.
+    /// After a restart the next writer starts it again from its beginning.
+    #[tokio::test]
+    async fn a_long_wal_copied_back_starts_again_after_a_restart() {
+        let (dir, url) = database_in_a_new_dir();
+        let config = StoreConfig::new(url.clone());
+        let Pools::Sqlite { reads, writes, .. } =
+            Pools::open(&config, &Arc::default()).await.unwrap()
+        else {
+            unreachable!("a SQLite URL")
+        };
+        let mut writer = writes.get().await.unwrap();
+        writer
+            .batch_execute(&format!(
+                "CREATE TABLE filler (bytes BLOB);
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {RESTART_PAST})
+                 INSERT INTO filler SELECT randomblob(4000) FROM n;"
+            ))
+            .await
+            .unwrap();
+        let mut checkpointing = reads.get().await.unwrap();
+        writer.batch_execute("BEGIN IMMEDIATE").await.unwrap();
+        let passive = checkpoint(&mut checkpointing, Mode::Passive).await.unwrap();
+        assert!(passive.copied_a_long_wal(), "{passive:?}");
+        writer
+            .batch_execute("INSERT INTO filler VALUES (randomblob(4000)); COMMIT")
+            .await
+            .unwrap();
+
+        restart(&mut checkpointing, &WriteLock::default())
+            .await
+            .unwrap();
+        writer
+            .batch_execute("INSERT INTO filler VALUES (randomblob(4000))")
+            .await
+            .unwrap();
+        let after = checkpoint(&mut checkpointing, Mode::Passive).await.unwrap();
+        assert!(after.log < 10, "the WAL was not started again: {after:?}");
+        drop((writer, checkpointing));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -42,25 +42,29 @@ impl Db {
     pub(crate) async fn open(config: &StoreConfig) -> Result<Db> {
         let (sqlite_writes, pools) = match config.backend()? {
             Backend::Sqlite => {
-                let writes = WriteLock::sqlite(&config.database_url);
+                let writes = Arc::new(WriteLock::sqlite(&config.database_url));
                 // The first connection switches a new file to WAL, which takes an
                 // exclusive lock that SQLite's busy handler does not wait for: two
                 // processes opening a new file at once would fail with "database
                 // is locked". Taking the write turn makes them open it in turn.
                 let pools = {
                     let _turn = writes.turn(Writer::Foreground).await;
-                    Pools::open(config).await?
+                    Pools::open(config, &writes).await?
                 };
                 (writes, pools)
             }
-            Backend::Postgres => (WriteLock::default(), Pools::open(config).await?),
+            Backend::Postgres => {
+                let writes = Arc::default();
+                let pools = Pools::open(config, &writes).await?;
+                (writes, pools)
+            }
         };
         Ok(Db {
             pools,
             database_url: config.database_url.as_str().into(),
             max_connections: config.max_connections,
             clock: config.clock.clone(),
-            sqlite_writes: Arc::new(sqlite_writes),
+            sqlite_writes,
             writer: Writer::Foreground,
             accounts_by_workspace: Arc::default(),
             webhooks_by_workspace: Arc::default(),
@@ -101,7 +105,7 @@ impl Db {
                     max_connections: self.max_connections,
                     clock: self.clock.clone(),
                 };
-                Pools::open(&config).await?
+                Pools::open(&config, &self.sqlite_writes).await?
             }
         };
         Ok(Db {

@@ -22,6 +22,7 @@ use futures_util::future::BoxFuture;
 use tokio::runtime::RuntimeFlavor;
 
 use crate::checkpoint::Checkpointer;
+use crate::write_lock::WriteLock;
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection, SqliteThreads>;
@@ -229,9 +230,10 @@ macro_rules! sqlite_pragmas {
 pub(crate) const SQLITE_PRAGMAS: &str = sqlite_pragmas!();
 
 /// The writes connection's: checkpoints are the checkpointer's (`checkpoint.rs`),
-/// not a commit's. The connection checkpoints by itself only past this many WAL
-/// pages (about 40 MiB), should the checkpointer fall behind: the WAL stays
-/// bounded.
+/// not a commit's. The connection checkpoints by itself only once the WAL holds
+/// this many pages (about 40 MiB) since it last started again from its
+/// beginning, should the checkpointer not have had it start again: the WAL
+/// stays bounded.
 const SQLITE_WRITER_PRAGMAS: &str =
     concat!(sqlite_pragmas!(), " PRAGMA wal_autocheckpoint = 10000;");
 
@@ -292,7 +294,9 @@ pub(crate) enum Pools {
 }
 
 impl Pools {
-    pub(crate) async fn open(config: &StoreConfig) -> Result<Pools> {
+    /// The pools of `config`'s database; on SQLite, its checkpointer takes
+    /// `writes`' turn when it restarts the WAL.
+    pub(crate) async fn open(config: &StoreConfig, writes: &Arc<WriteLock>) -> Result<Pools> {
         let url = config.database_url.as_str();
         let size = config.max_connections;
         let pools = match config.backend()? {
@@ -309,7 +313,7 @@ impl Pools {
                 Pools::Sqlite {
                     reads: configure(Pool::builder(manager(SQLITE_PRAGMAS)), size)?,
                     writes: configure(Pool::builder(manager(SQLITE_WRITER_PRAGMAS)), 1)?,
-                    checkpointer: Arc::new(Checkpointer::start(checkpointing)),
+                    checkpointer: Arc::new(Checkpointer::start(checkpointing, Arc::clone(writes))),
                     runtime: tokio::runtime::Handle::current(),
                 }
             }
@@ -543,7 +547,9 @@ mod tests {
         let (dir, url) = database_in_a_new_dir();
         let Pools::Sqlite {
             writes, runtime, ..
-        } = Pools::open(&StoreConfig::new(&url)).await.unwrap()
+        } = Pools::open(&StoreConfig::new(&url), &Arc::default())
+            .await
+            .unwrap()
         else {
             unreachable!("a file path is SQLite")
         };
