@@ -111,13 +111,27 @@ pub(crate) fn create_day(day: HistoryDay) -> Vec<String> {
         .collect()
 }
 
-/// One step of forgetting a day: one short transaction that takes `lock`'s
-/// tables' locks, checks that the day has no pending delivery (a delivery made
+/// One step of forgetting a day: one short transaction that takes the locks of
+/// `tables`, checks that the day has no pending delivery (a delivery made
 /// again for an old event lands in its day), and only then runs `then`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DayStep {
-    pub(crate) lock: String,
+    tables: String,
     pub(crate) then: String,
+}
+
+impl DayStep {
+    /// The statement that takes the step's locks. Not `waiting`, it fails at
+    /// once when a lock is held (`NOWAIT`): a lock request that waits queues
+    /// every later request of those tables behind it (an emit's insert, when
+    /// the tables are the parents), for as long as it waits.
+    pub(crate) fn lock(&self, waiting: bool) -> String {
+        let nowait = if waiting { "" } else { " NOWAIT" };
+        format!(
+            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE{nowait}",
+            self.tables
+        )
+    }
 }
 
 /// The steps that forget `day`, in order.
@@ -126,7 +140,8 @@ pub(crate) struct DayStep {
 /// locks that partition alone (and the day's deliveries, for the check): giving
 /// a large day's files back takes a while, and meanwhile emits into today's
 /// partitions go on. Then the emptied partitions are dropped in one step that
-/// locks the three tables, as dropping a partition must, for a moment. Every
+/// locks the three tables, as dropping a partition must, for a moment. A step
+/// asks for its locks without waiting first (see [`DayStep::lock`]). Every
 /// lock a step needs is taken first, at once: taken one by one, a detach once
 /// held one table while waiting for another that a claim held while waiting
 /// for the first (a deadlock, seen under load). No foreign key refers to a
@@ -134,22 +149,21 @@ pub(crate) struct DayStep {
 /// is locked and no detach is needed.
 pub(crate) fn forget_day(day: HistoryDay) -> Vec<DayStep> {
     let [attempts, deliveries, events] = HISTORY_TABLES.map(|table| partition_name(table, day));
-    let lock = |tables: &str| format!("LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE");
     vec![
         DayStep {
-            lock: lock(&deliveries),
+            tables: deliveries.clone(),
             then: format!("TRUNCATE {deliveries}"),
         },
         DayStep {
-            lock: lock(&format!("{deliveries}, {attempts}")),
+            tables: format!("{deliveries}, {attempts}"),
             then: format!("TRUNCATE {attempts}"),
         },
         DayStep {
-            lock: lock(&format!("{deliveries}, {events}")),
+            tables: format!("{deliveries}, {events}"),
             then: format!("TRUNCATE {events}"),
         },
         DayStep {
-            lock: lock(&HISTORY_TABLES.join(", ")),
+            tables: HISTORY_TABLES.join(", "),
             then: format!("DROP TABLE {attempts}, {deliveries}, {events}"),
         },
     ]
@@ -411,13 +425,13 @@ mod tests {
         let steps = forget_day(day);
         assert_eq!(steps[0].then, "TRUNCATE deliveries_p20261123");
         assert_eq!(
-            steps[1].lock,
+            steps[1].lock(true),
             "LOCK TABLE deliveries_p20261123, delivery_attempts_p20261123 IN ACCESS EXCLUSIVE MODE"
         );
         assert_eq!(steps[2].then, "TRUNCATE events_p20261123");
         assert_eq!(
-            steps[3].lock,
-            "LOCK TABLE delivery_attempts, deliveries, events IN ACCESS EXCLUSIVE MODE"
+            steps[3].lock(false),
+            "LOCK TABLE delivery_attempts, deliveries, events IN ACCESS EXCLUSIVE MODE NOWAIT"
         );
         assert_eq!(
             steps[3].then,

@@ -2202,6 +2202,36 @@ async fn postgres_with_a_hook() -> (hookline_testdb::TestDb, WorkspaceId, Webhoo
     (db, ws, hook)
 }
 
+/// A day whose parent tables an open transaction holds (an emit in flight,
+/// say) is not dropped meanwhile: its drop's tries, first without waiting in
+/// the tables' queue, then with short waits, give up, and the day is held for
+/// the next round, which drops it once the tables are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_whose_tables_stay_busy_is_held_for_the_next_round() {
+    use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
+    let (db, ws, _) = postgres_with_a_hook().await;
+    let store = db.store();
+    let upkeep = store.upkeep();
+    let (now, day) = (Timestamp::now(), 86_400_000);
+    upkeep.prepare_partitions(now.plus_millis(-10 * day)).await.unwrap();
+    let old = emit_at(store, ws, EventName::LinkClicked, now.plus_millis(-10 * day)).await;
+    // Only the day ten days back lies wholly before the cut.
+    let cut = now.plus_millis(-9 * day);
+    let mut emit_in_flight = AsyncPgConnection::establish(db.url()).await.unwrap();
+    emit_in_flight
+        .batch_execute("BEGIN; LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    let held = upkeep.forget_history(cut).await.unwrap();
+    assert_eq!((held.days, held.days_held), (0, 1), "{held:?}");
+    assert!(store.events().payload(old.id).await.unwrap().is_none(), "its rows are gone");
+
+    emit_in_flight.batch_execute("ROLLBACK").await.unwrap();
+    let dropped = upkeep.forget_history(cut).await.unwrap();
+    assert_eq!((dropped.days, dropped.days_held), (1, 0), "{dropped:?}");
+}
+
 // Slow: an old-layout database is built, filled and migrated.
 /// A PostgreSQL database made before the history was partitioned is converted by
 /// the next `migrate`, every row kept, and its old days are then partitions that

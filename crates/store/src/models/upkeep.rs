@@ -44,8 +44,13 @@ const KEYS_PER_TURN: (i64, i64) = (500, 5_000);
 /// SQLite pages (4 KiB) given back in the first write turn, and in any at most:
 /// each costs more the longer the free list is.
 const PAGES_PER_TURN: (i64, i64) = (16, 256);
-/// PostgreSQL: tries to drop a day within one round.
-const DROP_TRIES: u32 = 10;
+/// PostgreSQL: tries of a day's step, within one round, that ask for its locks
+/// without waiting for them, each after a pause of `NOWAIT_PAUSE`; then tries
+/// that wait for them (at most 20 ms each), so that a day is forgotten on a
+/// database never idle too.
+const NOWAIT_TRIES: u32 = 50;
+const NOWAIT_PAUSE: Duration = Duration::from_millis(10);
+const WAITING_TRIES: u32 = 5;
 /// Disabled webhooks [`Upkeep::settle_disabled`] settles per call.
 const WEBHOOKS_PER_SETTLE: i64 = 100;
 /// Workspaces whose samples are looked at per read (seven probes each).
@@ -606,14 +611,17 @@ async fn ask(conn: &mut PgConn, sql: &str) -> QueryResult<bool> {
 
 /// PostgreSQL: runs one step of forgetting `day` (see [`run_ddl`]), only when
 /// the day has no delivery pending; answers whether it ran. A step whose tables
-/// stay busy is tried again after a pause, a few times. After each try it
+/// are busy is tried again after a pause: [`NOWAIT_TRIES`] times without
+/// waiting in its locks' queue, then [`WAITING_TRIES`] times waiting at most
+/// 20 ms (a wait queues the emits behind it meanwhile). After each try it
 /// pauses as long as the try took, so the emits and claims that waited on its
 /// locks go first.
 async fn run_day_step(conn: &mut PgConn, day: HistoryDay, step: &partitions::DayStep) -> bool {
     let mut tries = 0;
     loop {
         let started = Instant::now();
-        let statements = vec![step.lock.clone(), step.then.clone()];
+        let waiting = tries >= NOWAIT_TRIES;
+        let statements = vec![step.lock(waiting), step.then.clone()];
         let ran = run_ddl(
             conn,
             "20ms",
@@ -625,11 +633,14 @@ async fn run_day_step(conn: &mut PgConn, day: HistoryDay, step: &partitions::Day
         tokio::time::sleep(started.elapsed()).await;
         match ran {
             Ok(ran) => return ran,
-            Err(error) if tries == DROP_TRIES => {
+            Err(error) if tries == NOWAIT_TRIES + WAITING_TRIES => {
                 tracing::warn!(day = day.label(), %error, "could not forget a day of history; trying again next round");
                 return false;
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100) * tries).await,
+            Err(_) if !waiting => tokio::time::sleep(NOWAIT_PAUSE).await,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(100) * (tries - NOWAIT_TRIES)).await;
+            }
         }
     }
 }
