@@ -18,9 +18,9 @@
 //! copied a WAL of [`RESTART_PAST`] pages or more, the task takes a write turn
 //! of its own and checkpoints again in RESTART mode: what was written since
 //! the PASSIVE one (little) is copied with no writer beside it, and the next
-//! writer starts the WAL again. Its wait for readers is bounded by
-//! [`RESTART_BUSY_TIMEOUT_MS`]; a restart that could not be made is tried at
-//! the next round.
+//! writer starts the WAL again. Its wait for readers is bounded by the
+//! connection's busy timeout (`pool::SQLITE_CHECKPOINTER_PRAGMAS`, 5 ms); a
+//! restart that could not be made is tried at the next round.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use diesel::connection::InstrumentationEvent;
 use diesel::sql_types::BigInt;
-use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use tokio::task::AbortHandle;
 
 use crate::Result;
@@ -42,10 +42,6 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 /// The WAL's length, in pages (about 16 MiB), from which a checkpoint that
 /// copied all of it is followed by a restart.
 const RESTART_PAST: i64 = 4_000;
-
-/// How long a restart, in its write turn, waits for readers of the WAL to end
-/// (SQLite's busy handler: 1 ms, then 2, then the rest).
-const RESTART_BUSY_TIMEOUT_MS: u32 = 5;
 
 /// The store's checkpointing task, stopped when the last handle of its store
 /// is dropped.
@@ -84,12 +80,6 @@ async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>, writes: Arc<WriteLo
     let mut rounds = tokio::time::interval_at(first, CHECKPOINT_EVERY);
     rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
-    if let Err(error) = conn
-        .batch_execute(&format!("PRAGMA busy_timeout = {RESTART_BUSY_TIMEOUT_MS}"))
-        .await
-    {
-        tracing::warn!(%error, "cannot bound the WAL restart's wait for readers");
-    }
     loop {
         rounds.tick().await;
         // Cleared first: a write during the checkpoint is left for the next round.
@@ -174,6 +164,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use std::path::Path;
+
+    use diesel_async::SimpleAsyncConnection;
 
     use super::*;
     use crate::pool::Pools;

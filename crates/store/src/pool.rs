@@ -237,6 +237,12 @@ pub(crate) const SQLITE_PRAGMAS: &str = sqlite_pragmas!();
 const SQLITE_WRITER_PRAGMAS: &str =
     concat!(sqlite_pragmas!(), " PRAGMA wal_autocheckpoint = 10000;");
 
+/// The checkpointer's connection's: its RESTART checkpoint, in a write turn,
+/// waits for the WAL's readers at most 5 ms (SQLite's busy handler: 1 ms, then
+/// 2, then the rest), not the others' 5 s (`checkpoint.rs`). Set after the
+/// journal mode, which still waits as long as the others.
+const SQLITE_CHECKPOINTER_PRAGMAS: &str = concat!(sqlite_pragmas!(), " PRAGMA busy_timeout = 5;");
+
 /// Per PostgreSQL connection. No JIT: a claim beside a large backlog is
 /// estimated costly enough to be compiled, across every partition, at each
 /// execution, which took a hundred times longer than running it; our statements
@@ -307,7 +313,7 @@ impl Pools {
                     manager.custom_setup = connect_with::<SqliteConn>(pragmas);
                     AsyncDieselConnectionManager::new_with_config(url, manager)
                 };
-                let checkpointing = connect_with::<SqliteConn>(SQLITE_PRAGMAS)(url)
+                let checkpointing = connect_with::<SqliteConn>(SQLITE_CHECKPOINTER_PRAGMAS)(url)
                     .await
                     .map_err(|e| Error::Connect(e.to_string()))?;
                 Pools::Sqlite {
