@@ -562,6 +562,31 @@ mod tests {
         (dir, writes, runtime)
     }
 
+    /// The checkpointer's connection waits for the WAL's readers 5 ms, set
+    /// after the pools' 5 s: its RESTART checkpoint runs in a write turn.
+    #[tokio::test]
+    async fn the_checkpointers_connection_waits_for_readers_briefly() {
+        #[derive(diesel::QueryableByName)]
+        struct BusyTimeout {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            timeout: i32,
+        }
+        let (dir, url) = database_in_a_new_dir();
+        let mut timeouts = Vec::new();
+        for pragmas in [SQLITE_PRAGMAS, SQLITE_CHECKPOINTER_PRAGMAS] {
+            let mut conn = connect_with::<SqliteConn>(pragmas)(&url).await.unwrap();
+            let busy: BusyTimeout = diesel_async::RunQueryDsl::get_result(
+                diesel::sql_query("PRAGMA busy_timeout"),
+                &mut conn,
+            )
+            .await
+            .unwrap();
+            timeouts.push(busy.timeout);
+        }
+        assert_eq!(timeouts, [busy_timeout_ms!(), 5]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     /// The thread a statement of the wrapper runs on.
     async fn statement_thread(conn: &mut SqliteConn) -> ThreadId {
         conn.spawn_blocking(|_| Ok(thread::current().id()))
