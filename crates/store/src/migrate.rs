@@ -131,7 +131,7 @@ fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Re
         for partition in without_room {
             diesel::sql_query(give_room(&partition.name)).execute(conn)?;
         }
-        return Ok(());
+        return widen_by_webhook(conn);
     }
     let oldest: Option<Name> =
         diesel::sql_query("SELECT id AS name FROM events ORDER BY id LIMIT 1")
@@ -151,6 +151,34 @@ fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Re
     }
     conn.transaction(|conn| {
         for statement in convert_to_partitioned(&days) {
+            diesel::sql_query(statement).execute(conn)?;
+        }
+        Ok(())
+    })
+}
+
+/// PostgreSQL: gives a database partitioned before the webhook's delete went in
+/// turns its `deliveries_by_webhook` on `(webhook_id, event_id)`, partition by
+/// partition, without holding the writes of a large history for the length of
+/// one build; an interrupted run is taken up where it stopped.
+fn widen_by_webhook(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Result<()> {
+    use crate::partitions::{
+        Answer, BY_WEBHOOK_NARROW, Name, REPLACE_BY_WEBHOOK, UNWIDENED, WIDEN_BY_WEBHOOK,
+    };
+
+    let narrow: Answer = diesel::sql_query(BY_WEBHOOK_NARROW).get_result(conn)?;
+    if !narrow.answer {
+        return Ok(());
+    }
+    diesel::sql_query(WIDEN_BY_WEBHOOK).execute(conn)?;
+    let partitions: Vec<Name> = diesel::sql_query(UNWIDENED).load(conn)?;
+    for partition in partitions {
+        for statement in crate::partitions::widen_by_webhook(&partition.name) {
+            diesel::sql_query(statement).execute(conn)?;
+        }
+    }
+    conn.transaction(|conn| {
+        for statement in REPLACE_BY_WEBHOOK {
             diesel::sql_query(statement).execute(conn)?;
         }
         Ok(())

@@ -295,10 +295,53 @@ const KEYS_AND_INDEXES: [&str; 8] = [
     "ALTER TABLE deliveries ADD FOREIGN KEY (webhook_id) REFERENCES webhooks (id) ON DELETE CASCADE",
     "CREATE INDEX deliveries_due ON deliveries (webhook_id, next_attempt_at, event_id) \
      WHERE state = 'pending'",
-    "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id)",
+    "CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id, event_id)",
     "ALTER TABLE delivery_attempts ADD PRIMARY KEY (event_id, webhook_id, attempt)",
     "CREATE INDEX delivery_attempts_by_webhook ON delivery_attempts \
      (webhook_id, attempted_at, event_id, attempt)",
+];
+
+/// Whether `deliveries_by_webhook` is still on `(webhook_id)` alone, as
+/// databases partitioned before the webhook's delete went in turns have it
+/// (SQLite's stays so: a delete takes its entries out at once). `migrate`
+/// widens it with [`WIDEN_BY_WEBHOOK`] and [`widen_by_webhook`].
+pub(crate) const BY_WEBHOOK_NARROW: &str = "SELECT EXISTS (SELECT 1 FROM pg_index AS i \
+     JOIN pg_class AS c ON c.oid = i.indexrelid \
+     WHERE c.relname = 'deliveries_by_webhook' AND i.indnatts = 1) AS answer";
+
+/// The wide index made on the partitioned table alone, invalid until an index of
+/// each partition is attached to it ([`widen_by_webhook`]); a partition made
+/// meanwhile gets its own at once.
+pub(crate) const WIDEN_BY_WEBHOOK: &str = "CREATE INDEX IF NOT EXISTS deliveries_by_webhook_wide \
+     ON ONLY deliveries (webhook_id, event_id)";
+
+/// The partitions of `deliveries` that have no index attached to
+/// `deliveries_by_webhook_wide` yet, with the name of the index an earlier,
+/// interrupted widening may have left on them.
+pub(crate) const UNWIDENED: &str = "SELECT c.relname::text AS name FROM pg_inherits AS i \
+     JOIN pg_class AS c ON c.oid = i.inhrelid \
+     WHERE i.inhparent = 'deliveries'::regclass AND NOT EXISTS ( \
+     SELECT 1 FROM pg_inherits AS a JOIN pg_index AS x ON x.indexrelid = a.inhrelid \
+     WHERE a.inhparent = 'deliveries_by_webhook_wide'::regclass AND x.indrelid = c.oid)";
+
+/// The statements that give partition `name` of `deliveries` its part of the
+/// wide index without holding its writes (`CONCURRENTLY`, each in a statement
+/// of its own, outside any transaction), then attach it: any index of that name
+/// an interrupted build left (invalid) is dropped first.
+pub(crate) fn widen_by_webhook(name: &str) -> [String; 3] {
+    let index = format!("{name}_by_webhook_wide");
+    [
+        format!("DROP INDEX CONCURRENTLY IF EXISTS \"{index}\""),
+        format!("CREATE INDEX CONCURRENTLY \"{index}\" ON \"{name}\" (webhook_id, event_id)"),
+        format!("ALTER INDEX deliveries_by_webhook_wide ATTACH PARTITION \"{index}\""),
+    ]
+}
+
+/// Once every partition's part is attached (the wide index is valid): the
+/// narrow index goes and the wide one takes its name.
+pub(crate) const REPLACE_BY_WEBHOOK: [&str; 2] = [
+    "DROP INDEX deliveries_by_webhook",
+    "ALTER INDEX deliveries_by_webhook_wide RENAME TO deliveries_by_webhook",
 ];
 
 /// The foreign keys from deliveries to events, by name: none once partitioned

@@ -339,29 +339,39 @@ impl Settled {
 
 /// Deliveries a [`sweep`] changes in its first write turn, and in any at most.
 const DELIVERIES_PER_TURN: (i64, i64) = (100, 2_000);
-/// How long a [`sweep`]'s write turn should hold SQLite's write lock: shorter
-/// than the upkeep's, since a request's write waits for at most one turn, and
-/// nobody waits for the settle itself.
-const SWEEP_TURN_TARGET: Duration = Duration::from_millis(1);
+/// How long a [`sweep`]'s write turn should take: on SQLite, where it holds the
+/// write lock, shorter than the upkeep's, since a request's write waits for at
+/// most one turn, and nobody waits for the settle itself; on PostgreSQL, where
+/// no writer queues behind it, long enough that a turn's round trips and plan
+/// do not outweigh its rows.
+fn sweep_turn_target(backend: Backend) -> Duration {
+    match backend {
+        Backend::Sqlite => Duration::from_millis(1),
+        Backend::Postgres => Duration::from_millis(20),
+    }
+}
 
-/// Does `what` to the deliveries of webhook `id`: on SQLite in write turns sized
-/// to hold the write lock about [`SWEEP_TURN_TARGET`], pausing between
-/// turns as long as each took, so that a backlog of any size holds no other
-/// writer for long; on PostgreSQL in one statement.
+/// Does `what` to the deliveries of webhook `id`, in write turns sized to take
+/// about [`sweep_turn_target`], pausing between turns as long as each took, so
+/// that a backlog of any size holds no other writer for long (SQLite) and
+/// spreads its writes (PostgreSQL: the WAL of one statement over millions of
+/// rows forced checkpoints whose syncs stalled every request). PostgreSQL
+/// cancels in one statement, through the due-index.
 async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
     let mut settled = Settled::default();
-    let mut turn = TurnSize::new(DELIVERIES_PER_TURN).aiming_at(SWEEP_TURN_TARGET);
-    let in_one = db.backend() == Backend::Postgres;
+    let mut turn = TurnSize::new(DELIVERIES_PER_TURN).aiming_at(sweep_turn_target(db.backend()));
+    let by_key = db.backend() == Backend::Postgres;
+    let in_one = by_key && what == Sweep::CancelPending;
+    let mut place = KeysetPlace::default();
     loop {
-        let (id, size) = (id.to_owned(), turn.size);
-        let (changed, took) = write_conn_owned!(db, move |conn| {
+        let (id, size, from) = (id.to_owned(), turn.size, place.from.clone());
+        let (changed, taken, last, took) = write_conn_owned!(db, move |conn| {
             let started = Instant::now();
             // SQLite: a turn's rows by primary key, found through the webhook's
             // index (the due-index's condition written out: SQLite uses a partial
-            // index only where a query states its `WHERE`), so that no turn walks
-            // what earlier turns changed. PostgreSQL: one statement, as its
-            // writers do not queue behind it (and it plans such a turn as a scan
-            // of each partition).
+            // index only where a query states its `WHERE`); a delete takes its
+            // entries out of the index, so no turn walks what earlier turns
+            // changed. PostgreSQL: see [`KeysetPlace`].
             // `$change` to the webhook's deliveries (`$which` of them), while
             // `$while` holds: a turn's worth, and all at once.
             macro_rules! statements {
@@ -379,40 +389,116 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
                     )
                 };
             }
-            let (in_turns, whole) = match what {
-                Sweep::CancelPending => statements!(
-                    "UPDATE deliveries SET state = 'cancelled'",
-                    pending!(),
-                    " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
-                ),
-                Sweep::Delete(Deletion::Asked) => statements!("DELETE FROM deliveries", "", ""),
+            let (in_turns, whole, while_) = match what {
+                Sweep::CancelPending => {
+                    let (in_turns, whole) = statements!(
+                        "UPDATE deliveries SET state = 'cancelled'",
+                        pending!(),
+                        " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
+                    );
+                    (in_turns, whole, "")
+                }
+                Sweep::Delete(Deletion::Asked) => {
+                    let (in_turns, whole) = statements!("DELETE FROM deliveries", "", "");
+                    (in_turns, whole, "")
+                }
                 Sweep::Delete(Deletion::Gone) => {
-                    statements!("DELETE FROM deliveries", "", while_gone!())
+                    let (in_turns, whole) =
+                        statements!("DELETE FROM deliveries", "", while_gone!());
+                    (in_turns, whole, while_gone!())
                 }
             };
-            let changed = if in_one {
-                diesel::sql_query(whole)
+            let swept = if in_one {
+                let changed = diesel::sql_query(whole)
                     .bind::<Text, _>(&id)
                     .execute(conn)
-                    .await?
+                    .await?;
+                (changed, changed, None)
+            } else if by_key {
+                let turn: KeysetTurn = diesel::sql_query(
+                    "SELECT COUNT(*) AS taken, MAX(event_id) AS last FROM (SELECT event_id \
+                     FROM deliveries WHERE webhook_id = $1 AND event_id > $2 \
+                     ORDER BY event_id LIMIT $3) AS turn",
+                )
+                .bind::<Text, _>(&id)
+                .bind::<Text, _>(&from)
+                .bind::<BigInt, _>(size)
+                .get_result(conn)
+                .await?;
+                let changed = match &turn.last {
+                    None => 0,
+                    Some(last) => {
+                        diesel::sql_query(format!(
+                            "DELETE FROM deliveries WHERE webhook_id = $1 \
+                             AND event_id > $2 AND event_id <= $3{while_}"
+                        ))
+                        .bind::<Text, _>(&id)
+                        .bind::<Text, _>(&from)
+                        .bind::<Text, _>(last)
+                        .execute(conn)
+                        .await?
+                    }
+                };
+                (
+                    changed,
+                    usize::try_from(turn.taken).unwrap_or(usize::MAX),
+                    turn.last,
+                )
             } else {
-                diesel::sql_query(in_turns)
+                let changed = diesel::sql_query(in_turns)
                     .bind::<Text, _>(&id)
                     .bind::<BigInt, _>(size)
                     .execute(conn)
-                    .await?
+                    .await?;
+                (changed, changed, None)
             };
-            (changed, started.elapsed())
+            (swept.0, swept.1, swept.2, started.elapsed())
         });
         let changed_rows = changed as u64;
         settled.deliveries += changed_rows;
         settled.turns += u64::from(changed_rows > 0);
         settled.largest_turn = settled.largest_turn.max(changed_rows);
-        if in_one || last_turn(changed, size) {
+        // A turn that changed nothing ends it too: a 410's delete of a webhook
+        // enabled again meanwhile.
+        if in_one || changed == 0 || last_turn(taken, size) {
             return Ok(settled);
         }
+        place.after(last);
         turn.pause_after(took).await;
     }
+}
+
+/// Where PostgreSQL's next delete turn reads on from. A turn takes the
+/// webhook's next rows in event id order from `deliveries_by_webhook`
+/// (`(webhook_id, event_id)`), so that no turn walks the entries earlier turns
+/// left dead (an index keeps them until a vacuum) but those of the turn just
+/// before: reading those again, after they are dead to everyone, marks them so
+/// in the index, and whatever reads the webhook's entries later (the delete of
+/// its leftovers and of its row, the foreign key's cascade) skips them without
+/// a look at the table.
+#[derive(Debug, Default)]
+struct KeysetPlace {
+    /// The last event id of the turn before the last: the next turn reads from
+    /// after it.
+    from: String,
+    /// The last turn's last event id.
+    last: String,
+}
+
+impl KeysetPlace {
+    fn after(&mut self, last: Option<String>) {
+        if let Some(last) = last {
+            self.from = std::mem::replace(&mut self.last, last);
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct KeysetTurn {
+    #[diesel(sql_type = BigInt)]
+    taken: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    last: Option<String>,
 }
 
 /// What settling webhook `id` asks, read from its row: its pending deliveries
