@@ -629,10 +629,10 @@ async fn delete_is_scoped_to_the_workspace_and_takes_deliveries_along(db: TestDb
     assert!(store.events().payload(payload.id).await.unwrap().is_some());
 }
 
-/// Disabling or deleting a webhook with a backlog changes its deliveries a
-/// bounded number at a time (each write turn short, others write between),
-/// whoever does it: the change by hand, or the upkeep settling what a disable
-/// cut short left.
+/// Disabling or deleting a webhook with a backlog changes its deliveries on
+/// SQLite a bounded number at a time (each write turn short, others write
+/// between), whoever does it: the change by hand, or the upkeep settling what
+/// a disable cut short left. A delete goes in such turns on PostgreSQL too.
 async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: TestDb) {
     let store = db.store();
     let ws = db.workspace(Plan::Studio).await;
@@ -655,13 +655,18 @@ async fn a_disabled_or_deleted_webhooks_backlog_goes_in_short_write_turns(db: Te
     assert_eq!(pending().await, 0);
 
     // A disable cut short (its rows written after it, as a crash would leave
-    // them): the upkeep cancels them, at most 2,000 a write turn.
+    // them): the upkeep cancels them, on SQLite at most 2,000 a write turn (on
+    // PostgreSQL, whose writers do not queue behind it, in one statement).
     db.write_history(&backlog(disabled.id, 3)).await;
     let settled = store.upkeep().settle_disabled().await.unwrap();
     assert_eq!(settled.deliveries, 5_000);
     assert_eq!(settled.webhooks_deleted, 0);
-    assert!(settled.turns >= 3, "{settled:?}");
-    assert!(settled.largest_turn <= 2_000, "{settled:?}");
+    if db.backend() == Backend::Sqlite {
+        assert!(settled.turns >= 3, "{settled:?}");
+        assert!(settled.largest_turn <= 2_000, "{settled:?}");
+    } else {
+        assert_eq!(settled.turns, 1, "{settled:?}");
+    }
     assert_eq!(pending().await, 0);
     assert_eq!(store.upkeep().settle_disabled().await.unwrap(), Default::default(), "settled");
     // Enabled again: nothing of it is cancelled any more.

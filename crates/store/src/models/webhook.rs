@@ -17,7 +17,7 @@ use hookline_domain::{
 use crate::db::Db;
 use crate::error::Stored as _;
 use crate::models::delivery::DeliveryAttemptRow;
-use crate::models::upkeep::TurnSize;
+use crate::models::upkeep::{TurnSize, last_turn};
 use crate::models::workspace::LockWorkspace as _;
 use crate::models::{by_workspace, timestamp};
 use crate::pool::{
@@ -351,234 +351,142 @@ fn sweep_turn_target(backend: Backend) -> Duration {
     }
 }
 
-/// What one turn of a [`sweep`] did.
-struct Turned {
-    /// Deliveries changed.
-    changed: usize,
-    /// Deliveries the turn took on: fewer than asked for in the last turn.
-    taken: i64,
-    /// PostgreSQL: the turn's last key, which the turn after next reads on from.
-    last: Option<SweepKey>,
-}
-
-/// The condition a cancel goes on under: its webhook is still disabled.
-macro_rules! while_disabled {
-    () => {
-        " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
-    };
-}
-
-/// SQLite: a turn of `$what` to webhook `$id`'s deliveries, `$size` of them, on
-/// `$conn`: its rows by primary key, found through the webhook's index (the
-/// due-index's condition written out: SQLite uses a partial index only where a
-/// query states its `WHERE`); a change takes its entries out of the index it
-/// was found through, so no turn walks what earlier turns changed. Evaluates to
-/// its [`Turned`].
-macro_rules! sqlite_turn {
-    ($conn:expr, $what:expr, $id:expr, $size:expr) => {{
-        // `$change` to the webhook's deliveries (`$which` of them), while `$while` holds.
-        macro_rules! turn {
-            ($change:literal, $which:expr, $while:expr) => {
-                concat!(
-                    $change,
-                    " WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
-                     FROM deliveries WHERE webhook_id = $1",
-                    $which,
-                    " LIMIT $2)",
-                    $while
-                )
-            };
-        }
-        let statement = match $what {
-            Sweep::CancelPending => turn!(
-                "UPDATE deliveries SET state = 'cancelled'",
-                pending!(),
-                while_disabled!()
-            ),
-            Sweep::Delete(Deletion::Asked) => turn!("DELETE FROM deliveries", "", ""),
-            Sweep::Delete(Deletion::Gone) => turn!("DELETE FROM deliveries", "", while_gone!()),
-        };
-        let changed = diesel::sql_query(statement)
-            .bind::<Text, _>($id)
-            .bind::<BigInt, _>($size)
-            .execute($conn)
-            .await?;
-        Turned {
-            changed,
-            taken: i64::try_from(changed).unwrap_or(i64::MAX),
-            last: None,
-        }
-    }};
-}
-
-/// PostgreSQL: a turn of `$what` to webhook `$id`'s deliveries, `$size` of
-/// them read on from key `$from` in an index's order (see [`KeysetPlace`]), on
-/// `$conn`, in two statements: the turn's count and last key, then the change
-/// of the rows between. A delete reads `deliveries_by_webhook` (`(webhook_id,
-/// event_id)`: all of the webhook's rows); a cancel the due-index
-/// (`(webhook_id, next_attempt_at, event_id)`: its pending ones), from the
-/// pending floor on. Evaluates to its [`Turned`].
-macro_rules! keyset_turn {
-    ($conn:expr, $what:expr, $id:expr, $from:expr, $size:expr) => {{
-        let (id, from, size): (&str, &SweepKey, i64) = ($id, $from, $size);
-        let read: Option<KeysetTurn> = match $what {
-            Sweep::CancelPending => diesel::sql_query(concat!(
-                "WITH turn AS (SELECT next_attempt_at, event_id FROM deliveries \
-                 WHERE webhook_id = $1",
-                pending!(),
-                pending_floor!(),
-                " AND (next_attempt_at, event_id) > ($2, $3) \
-                 ORDER BY next_attempt_at, event_id LIMIT $4) \
-                 SELECT (SELECT COUNT(*) FROM turn) AS taken, event_id, next_attempt_at \
-                 FROM turn ORDER BY next_attempt_at DESC, event_id DESC LIMIT 1"
-            ))
-            .bind::<Text, _>(id)
-            .bind::<BigInt, _>(from.0)
-            .bind::<Text, _>(&from.1)
-            .bind::<BigInt, _>(size)
-            .get_result($conn)
-            .await
-            .optional()?,
-            Sweep::Delete(_) => diesel::sql_query(
-                "SELECT COUNT(*) AS taken, MAX(event_id) AS event_id, \
-                 CAST(0 AS BIGINT) AS next_attempt_at FROM (SELECT event_id FROM deliveries \
-                 WHERE webhook_id = $1 AND event_id > $2 ORDER BY event_id LIMIT $3) AS turn",
-            )
-            .bind::<Text, _>(id)
-            .bind::<Text, _>(&from.1)
-            .bind::<BigInt, _>(size)
-            .get_result($conn)
-            .await
-            .optional()?,
-        };
-        match read {
-            Some(KeysetTurn {
-                taken,
-                next_attempt_at,
-                event_id: Some(event_id),
-            }) => {
-                // `$change` to the rows after the place and up to the turn's last.
-                macro_rules! range {
-                    ($change:literal, $range:expr, $while:expr) => {
-                        concat!($change, " WHERE webhook_id = $1", $range, $while)
-                    };
-                }
-                let changed = match $what {
-                    Sweep::CancelPending => {
-                        diesel::sql_query(range!(
-                            "UPDATE deliveries SET state = 'cancelled'",
-                            concat!(
-                                pending!(),
-                                pending_floor!(),
-                                " AND (next_attempt_at, event_id) > ($2, $3) \
-                             AND (next_attempt_at, event_id) <= ($4, $5)"
-                            ),
-                            while_disabled!()
-                        ))
-                        .bind::<Text, _>(id)
-                        .bind::<BigInt, _>(from.0)
-                        .bind::<Text, _>(&from.1)
-                        .bind::<BigInt, _>(next_attempt_at)
-                        .bind::<Text, _>(&event_id)
-                        .execute($conn)
-                        .await?
-                    }
-                    Sweep::Delete(deletion) => {
-                        let statement = match deletion {
-                            Deletion::Asked => {
-                                range!(
-                                    "DELETE FROM deliveries",
-                                    " AND event_id > $2 AND event_id <= $3",
-                                    ""
-                                )
-                            }
-                            Deletion::Gone => range!(
-                                "DELETE FROM deliveries",
-                                " AND event_id > $2 AND event_id <= $3",
-                                while_gone!()
-                            ),
-                        };
-                        diesel::sql_query(statement)
-                            .bind::<Text, _>(id)
-                            .bind::<Text, _>(&from.1)
-                            .bind::<Text, _>(&event_id)
-                            .execute($conn)
-                            .await?
-                    }
-                };
-                Turned {
-                    changed,
-                    taken,
-                    last: Some((next_attempt_at, event_id)),
-                }
-            }
-            _ => Turned {
-                changed: 0,
-                taken: 0,
-                last: None,
-            },
-        }
-    }};
-}
-
 /// Does `what` to the deliveries of webhook `id`, in write turns sized to take
 /// about [`sweep_turn_target`], pausing between turns as long as each took, so
 /// that a backlog of any size holds no other writer for long (SQLite) and
 /// spreads its writes (PostgreSQL: the WAL of one statement over millions of
-/// rows forced checkpoints whose syncs stalled every request).
+/// rows forced checkpoints whose syncs stalled every request). PostgreSQL
+/// cancels in one statement, through the due-index.
 async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
     let mut settled = Settled::default();
     let mut turn = TurnSize::new(DELIVERIES_PER_TURN).aiming_at(sweep_turn_target(db.backend()));
-    let postgres = db.backend() == Backend::Postgres;
+    let by_key = db.backend() == Backend::Postgres;
+    let in_one = by_key && what == Sweep::CancelPending;
     let mut place = KeysetPlace::default();
     loop {
         let (id, size, from) = (id.to_owned(), turn.size, place.from.clone());
-        let (turned, took) = write_conn_owned!(db, move |conn| {
+        let (changed, taken, last, took) = write_conn_owned!(db, move |conn| {
             let started = Instant::now();
-            let turned = if postgres {
-                keyset_turn!(conn, what, &id, &from, size)
-            } else {
-                sqlite_turn!(conn, what, &id, size)
+            // SQLite: a turn's rows by primary key, found through the webhook's
+            // index (the due-index's condition written out: SQLite uses a partial
+            // index only where a query states its `WHERE`); a delete takes its
+            // entries out of the index, so no turn walks what earlier turns
+            // changed. PostgreSQL: see [`KeysetPlace`].
+            // `$change` to the webhook's deliveries (`$which` of them), while
+            // `$while` holds: a turn's worth, and all at once.
+            macro_rules! statements {
+                ($change:literal, $which:expr, $while:expr) => {
+                    (
+                        concat!(
+                            $change,
+                            " WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
+                             FROM deliveries WHERE webhook_id = $1",
+                            $which,
+                            " LIMIT $2)",
+                            $while
+                        ),
+                        concat!($change, " WHERE webhook_id = $1", $which, $while),
+                    )
+                };
+            }
+            let (in_turns, whole, while_) = match what {
+                Sweep::CancelPending => {
+                    let (in_turns, whole) = statements!(
+                        "UPDATE deliveries SET state = 'cancelled'",
+                        pending!(),
+                        " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
+                    );
+                    (in_turns, whole, "")
+                }
+                Sweep::Delete(Deletion::Asked) => {
+                    let (in_turns, whole) = statements!("DELETE FROM deliveries", "", "");
+                    (in_turns, whole, "")
+                }
+                Sweep::Delete(Deletion::Gone) => {
+                    let (in_turns, whole) =
+                        statements!("DELETE FROM deliveries", "", while_gone!());
+                    (in_turns, whole, while_gone!())
+                }
             };
-            (turned, started.elapsed())
+            let swept = if in_one {
+                let changed = diesel::sql_query(whole)
+                    .bind::<Text, _>(&id)
+                    .execute(conn)
+                    .await?;
+                (changed, changed, None)
+            } else if by_key {
+                let turn: KeysetTurn = diesel::sql_query(
+                    "SELECT COUNT(*) AS taken, MAX(event_id) AS last FROM (SELECT event_id \
+                     FROM deliveries WHERE webhook_id = $1 AND event_id > $2 \
+                     ORDER BY event_id LIMIT $3) AS turn",
+                )
+                .bind::<Text, _>(&id)
+                .bind::<Text, _>(&from)
+                .bind::<BigInt, _>(size)
+                .get_result(conn)
+                .await?;
+                let changed = match &turn.last {
+                    None => 0,
+                    Some(last) => {
+                        diesel::sql_query(format!(
+                            "DELETE FROM deliveries WHERE webhook_id = $1 \
+                             AND event_id > $2 AND event_id <= $3{while_}"
+                        ))
+                        .bind::<Text, _>(&id)
+                        .bind::<Text, _>(&from)
+                        .bind::<Text, _>(last)
+                        .execute(conn)
+                        .await?
+                    }
+                };
+                (
+                    changed,
+                    usize::try_from(turn.taken).unwrap_or(usize::MAX),
+                    turn.last,
+                )
+            } else {
+                let changed = diesel::sql_query(in_turns)
+                    .bind::<Text, _>(&id)
+                    .bind::<BigInt, _>(size)
+                    .execute(conn)
+                    .await?;
+                (changed, changed, None)
+            };
+            (swept.0, swept.1, swept.2, started.elapsed())
         });
-        let changed = turned.changed as u64;
-        settled.deliveries += changed;
-        settled.turns += u64::from(changed > 0);
-        settled.largest_turn = settled.largest_turn.max(changed);
-        // A turn that changed nothing ends it too: a webhook enabled again
-        // meanwhile (a cancel, a 410's delete).
-        if changed == 0 || turned.taken < size {
+        let changed_rows = changed as u64;
+        settled.deliveries += changed_rows;
+        settled.turns += u64::from(changed_rows > 0);
+        settled.largest_turn = settled.largest_turn.max(changed_rows);
+        // A turn that changed nothing ends it too: a 410's delete of a webhook
+        // enabled again meanwhile.
+        if in_one || changed == 0 || last_turn(taken, size) {
             return Ok(settled);
         }
-        place.after(turned.last);
+        place.after(last);
         turn.pause_after(took).await;
     }
 }
 
-/// A row's place in the index a PostgreSQL turn reads: `(next_attempt_at,
-/// event_id)`, the first 0 where the index is by event id alone.
-type SweepKey = (i64, String);
-
-/// Where PostgreSQL's next turn reads on from. A turn takes the webhook's next
-/// rows in an index's order, so that no turn walks the entries earlier turns
+/// Where PostgreSQL's next delete turn reads on from. A turn takes the
+/// webhook's next rows in event id order from `deliveries_by_webhook`
+/// (`(webhook_id, event_id)`), so that no turn walks the entries earlier turns
 /// left dead (an index keeps them until a vacuum) but those of the turn just
 /// before: reading those again, after they are dead to everyone, marks them so
-/// in the index, and whatever reads the webhook's entries of it later skips
-/// them without a look at the table: after a delete, the delete of its
-/// leftovers and of its row, and the foreign key's cascade; after a cancel,
-/// the claims' probes of the due-index.
+/// in the index, and whatever reads the webhook's entries later (the delete of
+/// its leftovers and of its row, the foreign key's cascade) skips them without
+/// a look at the table.
 #[derive(Debug, Default)]
 struct KeysetPlace {
-    /// The last key of the turn before the last: the next turn reads from
+    /// The last event id of the turn before the last: the next turn reads from
     /// after it.
-    from: SweepKey,
-    /// The last turn's last key.
-    last: SweepKey,
+    from: String,
+    /// The last turn's last event id.
+    last: String,
 }
 
 impl KeysetPlace {
-    fn after(&mut self, last: Option<SweepKey>) {
+    fn after(&mut self, last: Option<String>) {
         if let Some(last) = last {
             self.from = std::mem::replace(&mut self.last, last);
         }
@@ -590,9 +498,7 @@ struct KeysetTurn {
     #[diesel(sql_type = BigInt)]
     taken: i64,
     #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
-    event_id: Option<String>,
-    #[diesel(sql_type = BigInt)]
-    next_attempt_at: i64,
+    last: Option<String>,
 }
 
 /// What settling webhook `id` asks, read from its row: its pending deliveries
