@@ -13,7 +13,9 @@
 //!   how long it takes;
 //! - `GET /api/v1/hooks` while a second backlog as large is deleted with its
 //!   webhook (`DELETE /admin/v1/hooks/:wh`), how long the delete takes to
-//!   answer, and how long until its rows are gone.
+//!   answer, and how long until its rows are gone; the same while a third's
+//!   webhook is disabled (`PATCH … {"enabled": false}`), until none of its
+//!   deliveries is pending.
 //!
 //! On PostgreSQL the database holds a month of (empty) day partitions, as one
 //! kept for 30 days does.
@@ -236,64 +238,61 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
 
     // A second backlog of the same size, not due yet (the worker leaves it),
     // deleted with its webhook through the admin API while the healthy
-    // workspace's requests go on.
+    // workspace's requests go on; then a third, its webhook disabled.
     let later = now.plus_millis(DAY_MS);
-    db.write_history(
-        &History::pending(
+    // Half a day of events from `days_back` days ago (the ids come from the
+    // times, so each backlog has days of its own).
+    let not_due = |hook: WebhookId, days_back: i64| {
+        History::pending(
             *dead,
-            vec![dead_hook.id],
+            vec![hook],
             events,
-            now.plus_millis(-2 * DAY_MS),
+            now.plus_millis(-days_back * DAY_MS),
             later,
         )
-        .every(DAY_MS / 2 / chunks),
-    )
-    .await;
+        .every(DAY_MS / 2 / chunks)
+    };
+    db.write_history(&not_due(dead_hook.id, 2)).await;
     db.vacuum_and_checkpoint().await;
     let api = listening_addr(
         &server
             .log_line(" backend=")
             .ok_or_else(|| anyhow::anyhow!("the public API's address is not logged"))?,
     )?;
-    let deleted = AtomicBool::new(false);
-    let hooks = Call::get("/api/v1/hooks");
-    let deleting = Instant::now();
-    let (status, hooks_while_deleting) = tokio::join!(
-        async {
-            let answer = load::delete(
-                admin,
-                &format!("/admin/v1/hooks/{}", dead_hook.id),
-                &tokens[0],
-            )
-            .await;
-            let answered = deleting.elapsed();
-            // Its rows go after the answer, the webhook's own last.
-            if answer.is_ok() {
-                while db.webhook_row_exists(dead_hook.id).await
-                    && deleting.elapsed() < LONGEST_DRAIN
-                {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-            deleted.store(true, Ordering::Relaxed);
-            answer.map(|response| (response.status(), answered, deleting.elapsed()))
-        },
-        load::paced_until(
-            api,
-            &hooks,
-            keys,
-            HOOKS_CONNECTIONS,
-            HOOKS_RATE,
-            LONGEST_DRAIN,
-            || deleted.load(Ordering::Relaxed),
+    let deleting = settled_while_measured(
+        api,
+        keys,
+        load::delete(
+            admin,
+            &format!("/admin/v1/hooks/{}", dead_hook.id),
+            &tokens[0],
+        ),
+        // Its rows go after the answer, the webhook's own last.
+        async || !db.webhook_row_exists(dead_hook.id).await,
+    )
+    .await?;
+    let (disabled_hook, _) = db
+        .webhook(
+            *dead,
+            dead_hook.url.as_str(),
+            &[EventName::DmSent],
+            WebhookSource::Api,
         )
-    );
-    let (status, delete_answered, delete_took) = status?;
-    anyhow::ensure!(
-        status.is_success(),
-        "deleting the webhook answered {status}"
-    );
-    let hooks_while_deleting = hooks_while_deleting?;
+        .await?;
+    db.write_history(&not_due(disabled_hook.id, 3)).await;
+    db.vacuum_and_checkpoint().await;
+    let disabling = settled_while_measured(
+        api,
+        keys,
+        load::patch(
+            admin,
+            &format!("/admin/v1/hooks/{}", disabled_hook.id),
+            &tokens[0],
+            r#"{"enabled":false}"#,
+        ),
+        async || !db.webhook_has_pending(disabled_hook.id).await,
+    )
+    .await?;
     server.stop().await?;
     drop((back, elsewhere));
 
@@ -359,17 +358,79 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
         drain.as_secs_f64(),
         drained as f64 / drain.as_secs_f64()
     );
-    let _ = writeln!(
-        report,
-        "  deleting its webhook with another {events} deliveries answered in {} and its rows were gone in {:.1} s; GET /hooks meanwhile p50 {}, p99 {} ({:.2} x alone){}",
-        micros(delete_answered),
-        delete_took.as_secs_f64(),
-        micros(hooks_while_deleting.p50),
-        micros(hooks_while_deleting.p99),
-        ratio(hooks_while_deleting.p99, alone.hooks.p99),
-        failures(&hooks_while_deleting)
-    );
+    for (change, settled, figures) in [
+        ("deleting its webhook", "its rows were gone", &deleting),
+        (
+            "disabling another webhook",
+            "they were cancelled",
+            &disabling,
+        ),
+    ] {
+        let _ = writeln!(
+            report,
+            "  {change} with another {events} deliveries answered in {} and {settled} in {:.1} s; GET /hooks meanwhile p50 {}, p99 {} ({:.2} x alone){}",
+            micros(figures.answered),
+            figures.settled.as_secs_f64(),
+            micros(figures.hooks.p50),
+            micros(figures.hooks.p99),
+            ratio(figures.hooks.p99, alone.hooks.p99),
+            failures(&figures.hooks)
+        );
+    }
     Ok(report)
+}
+
+/// A change to a webhook with a backlog, and GET /hooks meanwhile.
+struct Settling {
+    /// How long the change took to answer.
+    answered: Duration,
+    /// How long until what it asks was done (its backlog settled).
+    settled: Duration,
+    /// GET /hooks with the healthy workspace's keys from the change until then.
+    hooks: Load,
+}
+
+/// Sends `change` (through the admin API) while GET /hooks goes on at
+/// [`HOOKS_RATE`] with `keys` on `api`, until `settled` says the change's
+/// backlog is settled after its answer (or [`LONGEST_DRAIN`] has passed).
+async fn settled_while_measured(
+    api: std::net::SocketAddr,
+    keys: &[String],
+    change: impl Future<Output = anyhow::Result<hyper::Response<hyper::body::Incoming>>>,
+    settled: impl AsyncFn() -> bool,
+) -> anyhow::Result<Settling> {
+    let done = AtomicBool::new(false);
+    let hooks = Call::get("/api/v1/hooks");
+    let started = Instant::now();
+    let (answer, hooks) = tokio::join!(
+        async {
+            let answer = change.await;
+            let answered = started.elapsed();
+            if answer.is_ok() {
+                while !settled().await && started.elapsed() < LONGEST_DRAIN {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            done.store(true, Ordering::Relaxed);
+            answer.map(|response| (response.status(), answered, started.elapsed()))
+        },
+        load::paced_until(
+            api,
+            &hooks,
+            keys,
+            HOOKS_CONNECTIONS,
+            HOOKS_RATE,
+            LONGEST_DRAIN,
+            || done.load(Ordering::Relaxed),
+        )
+    );
+    let (status, answered, settled) = answer?;
+    anyhow::ensure!(status.is_success(), "the change answered {status}");
+    Ok(Settling {
+        answered,
+        settled,
+        hooks: hooks?,
+    })
 }
 
 /// A runtime dropped without waiting for its threads, which an async context

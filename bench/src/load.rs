@@ -162,7 +162,7 @@ pub(crate) async fn get(
     path: &str,
     key: &str,
 ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
-    without_body(addr, Method::GET, path, key).await
+    once(addr, Method::GET, path, key, Bytes::new()).await
 }
 
 /// `DELETE path` with `key`, on a connection of its own.
@@ -171,26 +171,40 @@ pub(crate) async fn delete(
     path: &str,
     key: &str,
 ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
-    without_body(addr, Method::DELETE, path, key).await
+    once(addr, Method::DELETE, path, key, Bytes::new()).await
 }
 
-async fn without_body(
+/// `PATCH path` with the JSON `body`, on a connection of its own.
+pub(crate) async fn patch(
+    addr: SocketAddr,
+    path: &str,
+    key: &str,
+    body: &str,
+) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+    once(addr, Method::PATCH, path, key, Bytes::from(body.to_owned())).await
+}
+
+/// One request on a connection of its own; an empty `body` is sent as none.
+async fn once(
     addr: SocketAddr,
     method: Method,
     path: &str,
     key: &str,
+    body: Bytes,
 ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
     let stream = TcpStream::connect(addr).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
-    let request = Request::builder()
+    let mut request = Request::builder()
         .method(method)
         .uri(path)
         .header("host", addr.to_string())
-        .header("authorization", format!("Bearer {key}"))
-        .body(http_body_util::Empty::<Bytes>::new())?;
-    Ok(sender.send_request(request).await?)
+        .header("authorization", format!("Bearer {key}"));
+    if !body.is_empty() {
+        request = request.header("content-type", "application/json");
+    }
+    Ok(sender.send_request(request.body(Full::new(body))?).await?)
 }
 
 /// [`get`]'s JSON answer, which must be a 2xx.

@@ -241,6 +241,20 @@ impl TestDb {
             > 0
     }
 
+    /// Whether `webhook` still has a pending delivery: a disable's settling is
+    /// done once it has none. One probe of the due-index from the webhook's
+    /// latest entry, which a settling in order of due time changes last.
+    pub async fn webhook_has_pending(&self, webhook: WebhookId) -> bool {
+        self.count_for(
+            "SELECT CAST(COUNT(*) AS BIGINT) AS counted FROM (SELECT 1 FROM deliveries \
+             WHERE webhook_id = $1 AND state = 'pending' \
+             ORDER BY next_attempt_at DESC LIMIT 1) AS latest",
+            &webhook.to_string(),
+        )
+        .await
+            > 0
+    }
+
     /// The `counted` column of `sql` (written as PostgreSQL's, `$1` its one
     /// parameter) with `value` bound, on a connection of its own.
     async fn count_for(&self, sql: &str, value: &str) -> u64 {
