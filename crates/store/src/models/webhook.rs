@@ -373,7 +373,8 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
             // entries out of the index, so no turn walks what earlier turns
             // changed. PostgreSQL: see [`KeysetPlace`].
             // `$change` to the webhook's deliveries (`$which` of them), while
-            // `$while` holds: a turn's worth, and all at once.
+            // `$while` holds: a turn's worth, all at once, and (PostgreSQL) those
+            // after event id `$2` up to `$3`.
             macro_rules! statements {
                 ($change:literal, $which:expr, $while:expr) => {
                     (
@@ -386,29 +387,27 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
                             $while
                         ),
                         concat!($change, " WHERE webhook_id = $1", $which, $while),
+                        concat!(
+                            $change,
+                            " WHERE webhook_id = $1 AND event_id > $2 AND event_id <= $3",
+                            $which,
+                            $while
+                        ),
                     )
                 };
             }
-            let (in_turns, whole, while_) = match what {
-                Sweep::CancelPending => {
-                    let (in_turns, whole) = statements!(
-                        "UPDATE deliveries SET state = 'cancelled'",
-                        pending!(),
-                        " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
-                    );
-                    (in_turns, whole, "")
-                }
-                Sweep::Delete(Deletion::Asked) => {
-                    let (in_turns, whole) = statements!("DELETE FROM deliveries", "", "");
-                    (in_turns, whole, "")
-                }
+            let (in_turns, whole, by_range) = match what {
+                Sweep::CancelPending => statements!(
+                    "UPDATE deliveries SET state = 'cancelled'",
+                    pending!(),
+                    " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
+                ),
+                Sweep::Delete(Deletion::Asked) => statements!("DELETE FROM deliveries", "", ""),
                 Sweep::Delete(Deletion::Gone) => {
-                    let (in_turns, whole) =
-                        statements!("DELETE FROM deliveries", "", while_gone!());
-                    (in_turns, whole, while_gone!())
+                    statements!("DELETE FROM deliveries", "", while_gone!())
                 }
             };
-            let swept = if in_one {
+            let (changed, taken, last) = if in_one {
                 let changed = diesel::sql_query(whole)
                     .bind::<Text, _>(&id)
                     .execute(conn)
@@ -428,15 +427,12 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
                 let changed = match &turn.last {
                     None => 0,
                     Some(last) => {
-                        diesel::sql_query(format!(
-                            "DELETE FROM deliveries WHERE webhook_id = $1 \
-                             AND event_id > $2 AND event_id <= $3{while_}"
-                        ))
-                        .bind::<Text, _>(&id)
-                        .bind::<Text, _>(&from)
-                        .bind::<Text, _>(last)
-                        .execute(conn)
-                        .await?
+                        diesel::sql_query(by_range)
+                            .bind::<Text, _>(&id)
+                            .bind::<Text, _>(&from)
+                            .bind::<Text, _>(last)
+                            .execute(conn)
+                            .await?
                     }
                 };
                 (
@@ -452,7 +448,7 @@ async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
                     .await?;
                 (changed, changed, None)
             };
-            (swept.0, swept.1, swept.2, started.elapsed())
+            (changed, taken, last, started.elapsed())
         });
         let changed_rows = changed as u64;
         settled.deliveries += changed_rows;
