@@ -163,7 +163,8 @@ fn partition_history(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Re
 /// one build; an interrupted run is taken up where it stopped.
 fn widen_by_webhook(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Result<()> {
     use crate::partitions::{
-        Answer, BY_WEBHOOK_NARROW, Name, REPLACE_BY_WEBHOOK, UNWIDENED, WIDEN_BY_WEBHOOK,
+        Answer, BY_WEBHOOK_NARROW, BY_WEBHOOK_WIDE_VALID, Name, REPLACE_BY_WEBHOOK, UNWIDENED,
+        WIDEN_BY_WEBHOOK,
     };
 
     let narrow: Answer = diesel::sql_query(BY_WEBHOOK_NARROW).get_result(conn)?;
@@ -176,6 +177,17 @@ fn widen_by_webhook(conn: &mut AsyncConnectionWrapper<AsyncPgConnection>) -> Res
         for statement in crate::partitions::widen_by_webhook(&partition.name) {
             diesel::sql_query(statement).execute(conn)?;
         }
+    }
+    // The narrow index stays until the wide one serves every partition: a
+    // partition left without its part (made by hand meanwhile, say) stops the
+    // migrate here, and the next one widens it.
+    let valid: Answer = diesel::sql_query(BY_WEBHOOK_WIDE_VALID).get_result(conn)?;
+    if !valid.answer {
+        return Err(Error::Migration(
+            "deliveries_by_webhook_wide is not valid after its partitions were widened; \
+             run migrate again"
+                .to_owned(),
+        ));
     }
     conn.transaction(|conn| {
         for statement in REPLACE_BY_WEBHOOK {

@@ -337,6 +337,12 @@ pub(crate) fn widen_by_webhook(name: &str) -> [String; 3] {
     ]
 }
 
+/// Whether the wide index is valid: PostgreSQL marks it so once every
+/// partition's part is attached, and only then may the narrow one go
+/// ([`REPLACE_BY_WEBHOOK`]).
+pub(crate) const BY_WEBHOOK_WIDE_VALID: &str = "SELECT i.indisvalid AS answer FROM pg_index AS i \
+     WHERE i.indexrelid = 'deliveries_by_webhook_wide'::regclass";
+
 /// Once every partition's part is attached (the wide index is valid): the
 /// narrow index goes and the wide one takes its name.
 pub(crate) const REPLACE_BY_WEBHOOK: [&str; 2] = [
