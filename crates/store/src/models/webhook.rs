@@ -9,9 +9,9 @@ use diesel_async::RunQueryDsl;
 use hookline_batch::{Batcher, keyed_read};
 use hookline_domain::limits::{MAX_LISTENERS, MAX_WEBHOOKS};
 use hookline_domain::{
-    AttemptCursor, DeliveryAttempt, DisabledReason, EventName, GoneAction, HourCount, TargetPolicy,
-    Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookId, WebhookSecret,
-    WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
+    AttemptCursor, DeliveryAttempt, DisabledReason, EventId, EventName, GoneAction, HistoryDay,
+    HourCount, TargetPolicy, Timestamp, Webhook, WebhookDescription, WebhookHeaders, WebhookId,
+    WebhookSecret, WebhookSource, WebhookUrl, WorkspaceId, subscribed_events,
 };
 
 use crate::db::Db;
@@ -355,134 +355,368 @@ fn sweep_turn_target(backend: Backend) -> Duration {
 /// about [`sweep_turn_target`], pausing between turns as long as each took, so
 /// that a backlog of any size holds no other writer for long (SQLite) and
 /// spreads its writes (PostgreSQL: the WAL of one statement over millions of
-/// rows forced checkpoints whose syncs stalled every request). PostgreSQL
-/// cancels in one statement, through the due-index.
+/// rows forced checkpoints whose syncs stalled every request).
 async fn sweep(db: &Db, id: &str, what: Sweep) -> Result<Settled> {
     let mut settled = Settled::default();
     let mut turn = TurnSize::new(DELIVERIES_PER_TURN).aiming_at(sweep_turn_target(db.backend()));
-    let by_key = db.backend() == Backend::Postgres;
-    let in_one = by_key && what == Sweep::CancelPending;
     let mut place = KeysetPlace::default();
     loop {
         let (id, size, from) = (id.to_owned(), turn.size, place.from.clone());
-        let (changed, taken, last, took) = write_conn_owned!(db, move |conn| {
+        let (turned, took) = write_conn_owned!(db, move |conn| {
             let started = Instant::now();
-            // SQLite: a turn's rows by primary key, found through the webhook's
-            // index (the due-index's condition written out: SQLite uses a partial
-            // index only where a query states its `WHERE`); a delete takes its
-            // entries out of the index, so no turn walks what earlier turns
-            // changed. PostgreSQL: see [`KeysetPlace`].
-            // `$change` to the webhook's deliveries (`$which` of them), while
-            // `$while` holds: a turn's worth, all at once, and (PostgreSQL) those
-            // after event id `$2` up to `$3`.
-            macro_rules! statements {
-                ($change:literal, $which:expr, $while:expr) => {
-                    (
-                        concat!(
-                            $change,
-                            " WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
-                             FROM deliveries WHERE webhook_id = $1",
-                            $which,
-                            " LIMIT $2)",
-                            $while
-                        ),
-                        concat!($change, " WHERE webhook_id = $1", $which, $while),
-                        concat!(
-                            $change,
-                            " WHERE webhook_id = $1 AND event_id > $2 AND event_id <= $3",
-                            $which,
-                            $while
-                        ),
-                    )
-                };
-            }
-            let (in_turns, whole, by_range) = match what {
-                Sweep::CancelPending => statements!(
-                    "UPDATE deliveries SET state = 'cancelled'",
-                    pending!(),
-                    " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
-                ),
-                Sweep::Delete(Deletion::Asked) => statements!("DELETE FROM deliveries", "", ""),
-                Sweep::Delete(Deletion::Gone) => {
-                    statements!("DELETE FROM deliveries", "", while_gone!())
-                }
+            let turned = conn.sweep_turn(what, &id, &from, size).await?;
+            (turned, started.elapsed())
+        });
+        let changed = turned.changed as u64;
+        settled.deliveries += changed;
+        settled.turns += u64::from(changed > 0);
+        settled.largest_turn = settled.largest_turn.max(changed);
+        // A turn that changed nothing ends it too: a cancel or a 410's delete
+        // of a webhook enabled again meanwhile.
+        if changed == 0 || turned.last_turn {
+            return Ok(settled);
+        }
+        place.after(turned.last);
+        turn.pause_after(took).await;
+    }
+}
+
+/// What one turn of a [`sweep`] did.
+struct Turned {
+    /// Deliveries changed.
+    changed: usize,
+    /// Whether it was the last: it found fewer than it was asked for, and on
+    /// PostgreSQL, for a cancel, in the last day it reads.
+    last_turn: bool,
+    /// PostgreSQL: the turn's last key, which the turn after next reads on
+    /// from ([`KeysetPlace`]).
+    last: Option<SweepKey>,
+}
+
+impl Turned {
+    /// A turn that found nothing to change.
+    const NONE: Turned = Turned {
+        changed: 0,
+        last_turn: true,
+        last: None,
+    };
+}
+
+/// Where a [`sweep`]'s PostgreSQL turn reads on from, in its index's order: a
+/// cancel's `(next_attempt_at, event_id)` in the due-index (the day it reads is
+/// the event's); a delete's event id in `deliveries_by_webhook` (`(webhook_id,
+/// event_id)`), with the first left at 0.
+type SweepKey = (i64, String);
+
+/// One write turn of a [`sweep`].
+trait SweepTurn {
+    /// Does `what` to `size` of webhook `id`'s deliveries, read on from after
+    /// `from` (PostgreSQL; see [`KeysetPlace`]).
+    async fn sweep_turn(
+        &mut self,
+        what: Sweep,
+        id: &str,
+        from: &SweepKey,
+        size: i64,
+    ) -> QueryResult<Turned>;
+}
+
+/// The condition a cancel goes on under: its webhook is still disabled.
+macro_rules! while_disabled {
+    () => {
+        " AND EXISTS (SELECT 1 FROM webhooks WHERE id = $1 AND NOT enabled)"
+    };
+}
+
+impl SweepTurn for SqliteConn {
+    /// A turn's rows by primary key, found through the webhook's index (the
+    /// due-index's condition written out: SQLite uses a partial index only
+    /// where a query states its `WHERE`); a change takes its entries out of
+    /// the index it was found through, so no turn walks what earlier turns
+    /// changed.
+    async fn sweep_turn(
+        &mut self,
+        what: Sweep,
+        id: &str,
+        _from: &SweepKey,
+        size: i64,
+    ) -> QueryResult<Turned> {
+        // `$change` to a turn of the webhook's deliveries (`$which` of them),
+        // while `$while` holds.
+        macro_rules! turn {
+            ($change:literal, $which:expr, $while:expr) => {
+                concat!(
+                    $change,
+                    " WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id \
+                     FROM deliveries WHERE webhook_id = $1",
+                    $which,
+                    " LIMIT $2)",
+                    $while
+                )
             };
-            let (changed, taken, last) = if in_one {
-                let changed = diesel::sql_query(whole)
-                    .bind::<Text, _>(&id)
-                    .execute(conn)
-                    .await?;
-                (changed, changed, None)
-            } else if by_key {
+        }
+        let statement = match what {
+            Sweep::CancelPending => turn!(
+                "UPDATE deliveries SET state = 'cancelled'",
+                pending!(),
+                while_disabled!()
+            ),
+            Sweep::Delete(Deletion::Asked) => turn!("DELETE FROM deliveries", "", ""),
+            Sweep::Delete(Deletion::Gone) => turn!("DELETE FROM deliveries", "", while_gone!()),
+        };
+        let changed = diesel::sql_query(statement)
+            .bind::<Text, _>(id)
+            .bind::<BigInt, _>(size)
+            .execute(self)
+            .await?;
+        Ok(Turned {
+            changed,
+            last_turn: last_turn(changed, size),
+            last: None,
+        })
+    }
+}
+
+/// PostgreSQL, a cancel's turn: the keys of webhook `$1`'s next `$4` pending
+/// deliveries after `($2, $3)` in the due-index's order, of the events of the
+/// day from `$5` up to `$6`. One day's: its partition alone is read, in the
+/// index's order; over several days PostgreSQL may read each day's range whole
+/// and sort it (it does when its statistics were taken with few pending).
+macro_rules! pg_cancel_keys {
+    () => {
+        concat!(
+            "SELECT next_attempt_at, event_id FROM deliveries WHERE webhook_id = $1",
+            pending!(),
+            " AND event_id >= $5 AND event_id < $6 \
+             AND (next_attempt_at, event_id) > ($2, $3) \
+             ORDER BY next_attempt_at, event_id LIMIT $4"
+        )
+    };
+}
+
+/// PostgreSQL, a cancel's turn: webhook `$1`'s deliveries of events `$2`,
+/// within the day from `$3` up to `$4`, cancelled if still pending, while the
+/// webhook stays disabled.
+macro_rules! pg_cancel_by_key {
+    () => {
+        concat!(
+            "UPDATE deliveries SET state = 'cancelled' \
+             WHERE event_id = ANY($2) AND event_id >= $3 AND event_id < $4 \
+             AND webhook_id = $1 AND ",
+            still_pending!("deliveries"),
+            while_disabled!()
+        )
+    };
+}
+
+/// PostgreSQL, a cancel's turn in the default partition (the deliveries of
+/// events of days without their partition, read by its name): `$2` of webhook
+/// `$1`'s pending deliveries there, while it stays disabled. Each turn walks
+/// the entries the turn before it left dead; the default partition is for
+/// what falls outside the days kept, not for a backlog.
+const PG_CANCEL_IN_DEFAULT: &str = concat!(
+    "UPDATE deliveries_default SET state = 'cancelled' \
+     WHERE (event_id, webhook_id) IN (SELECT event_id, webhook_id FROM deliveries_default \
+     WHERE webhook_id = $1",
+    pending!(),
+    " LIMIT $2)",
+    while_disabled!()
+);
+
+/// `$sql` ([`pg_cancel_keys!`] or an `EXPLAIN` of it) bound to read `$size`
+/// keys of webhook `$id`'s after [`SweepKey`] `$from`, of day `$day`'s events.
+macro_rules! cancel_keys {
+    ($sql:expr, $id:expr, $from:expr, $size:expr, $day:expr) => {
+        diesel::sql_query($sql)
+            .bind::<Text, _>($id)
+            .bind::<BigInt, _>($from.0)
+            .bind::<Text, _>(&$from.1)
+            .bind::<BigInt, _>($size)
+            .bind::<Text, _>($day.first_id().to_string())
+            .bind::<Text, _>($day.next().first_id().to_string())
+    };
+}
+
+/// `$sql` ([`pg_cancel_by_key!`] or an `EXPLAIN` of it) bound to cancel
+/// webhook `$id`'s deliveries of the [`DueKey`]s `$keys` (taken), of day
+/// `$day`'s events.
+macro_rules! cancel_by_key {
+    ($sql:expr, $id:expr, $keys:expr, $day:expr) => {
+        diesel::sql_query($sql)
+            .bind::<Text, _>($id)
+            .bind::<diesel::pg::sql_types::Array<Text>, _>(
+                $keys
+                    .into_iter()
+                    .map(|key: DueKey| key.event_id)
+                    .collect::<Vec<_>>(),
+            )
+            .bind::<Text, _>($day.first_id().to_string())
+            .bind::<Text, _>($day.next().first_id().to_string())
+    };
+}
+
+/// PostgreSQL: the day a cancel's first turn reads: the pending floor's (no
+/// pending delivery is older); `None` without a floor, which is when the
+/// default partition holds pending deliveries (of a day without its
+/// partition), or the upkeep has not looked yet.
+async fn first_day_pending(conn: &mut PgConn) -> QueryResult<Option<HistoryDay>> {
+    let floor: crate::partitions::Name =
+        diesel::sql_query("SELECT hookline_pending_from() AS name")
+            .get_result(conn)
+            .await?;
+    Ok(floor.name.parse::<EventId>().ok().map(HistoryDay::of_event))
+}
+
+/// PostgreSQL: the oldest day with a partition (today without one).
+async fn oldest_partition_day(conn: &mut PgConn) -> QueryResult<HistoryDay> {
+    let partitions: Vec<crate::partitions::Name> =
+        diesel::sql_query(crate::partitions::EVENTS_PARTITIONS)
+            .load(conn)
+            .await?;
+    Ok(partitions
+        .iter()
+        .filter_map(|partition| crate::partitions::day_of_events_partition(&partition.name))
+        .min()
+        .unwrap_or_else(|| HistoryDay::of(Timestamp::now())))
+}
+
+/// PostgreSQL: the last day a cancel reads: tomorrow, for the events of an
+/// instance whose clock is ahead.
+fn last_day_pending() -> HistoryDay {
+    HistoryDay::of(Timestamp::now()).next()
+}
+
+impl SweepTurn for PgConn {
+    /// Two statements: the turn's keys, read on from `from` in an index's
+    /// order, then the change of the rows they name. A delete reads
+    /// `deliveries_by_webhook` and changes the range of event ids up to the
+    /// turn's last (every row of the webhook's is in it). A cancel reads the
+    /// due-index one day at a time, from the pending floor's day to the last
+    /// ([`pg_cancel_keys!`]), and changes its rows by key within their day, as
+    /// the record does (`event_id = ANY` beside the day's range, which prunes
+    /// the other days' partitions): bounded by the due-index's order instead,
+    /// the `UPDATE`'s plan walked the webhook's whole range of it.
+    async fn sweep_turn(
+        &mut self,
+        what: Sweep,
+        id: &str,
+        from: &SweepKey,
+        size: i64,
+    ) -> QueryResult<Turned> {
+        match what {
+            Sweep::CancelPending => {
+                let start = (i64::MIN, String::new());
+                let (mut day, mut from) = match from.1.parse::<EventId>() {
+                    Ok(event) => (HistoryDay::of_event(event), from.clone()),
+                    Err(_) => match first_day_pending(self).await? {
+                        Some(day) => (day, start),
+                        None => {
+                            // The default partition first, in turns found as
+                            // SQLite's are; then the days with partitions.
+                            let changed = diesel::sql_query(PG_CANCEL_IN_DEFAULT)
+                                .bind::<Text, _>(id)
+                                .bind::<BigInt, _>(size)
+                                .execute(self)
+                                .await?;
+                            if changed > 0 {
+                                return Ok(Turned {
+                                    changed,
+                                    last_turn: false,
+                                    last: None,
+                                });
+                            }
+                            (oldest_partition_day(self).await?, start)
+                        }
+                    },
+                };
+                let last_day = last_day_pending();
+                loop {
+                    let keys: Vec<DueKey> = cancel_keys!(pg_cancel_keys!(), id, from, size, day)
+                        .load(self)
+                        .await?;
+                    let last_turn = last_turn(keys.len(), size) && day >= last_day;
+                    if let Some(last) = keys.last() {
+                        let last = (last.next_attempt_at, last.event_id.clone());
+                        let changed = cancel_by_key!(pg_cancel_by_key!(), id, keys, day)
+                            .execute(self)
+                            .await?;
+                        return Ok(Turned {
+                            changed,
+                            last_turn,
+                            last: Some(last),
+                        });
+                    }
+                    if day >= last_day {
+                        return Ok(Turned::NONE);
+                    }
+                    // Nothing left in this day: the next, from its start.
+                    (day, from) = (day.next(), (i64::MIN, String::new()));
+                }
+            }
+            Sweep::Delete(deletion) => {
                 let turn: KeysetTurn = diesel::sql_query(
                     "SELECT COUNT(*) AS taken, MAX(event_id) AS last FROM (SELECT event_id \
                      FROM deliveries WHERE webhook_id = $1 AND event_id > $2 \
                      ORDER BY event_id LIMIT $3) AS turn",
                 )
-                .bind::<Text, _>(&id)
-                .bind::<Text, _>(&from)
+                .bind::<Text, _>(id)
+                .bind::<Text, _>(&from.1)
                 .bind::<BigInt, _>(size)
-                .get_result(conn)
+                .get_result(self)
                 .await?;
-                let changed = match &turn.last {
-                    None => 0,
-                    Some(last) => {
-                        diesel::sql_query(by_range)
-                            .bind::<Text, _>(&id)
-                            .bind::<Text, _>(&from)
-                            .bind::<Text, _>(last)
-                            .execute(conn)
-                            .await?
-                    }
+                let Some(last) = turn.last else {
+                    return Ok(Turned::NONE);
                 };
-                (
-                    changed,
-                    usize::try_from(turn.taken).unwrap_or(usize::MAX),
-                    turn.last,
-                )
-            } else {
-                let changed = diesel::sql_query(in_turns)
-                    .bind::<Text, _>(&id)
-                    .bind::<BigInt, _>(size)
-                    .execute(conn)
+                // The webhook's deliveries after event id `$2` up to `$3`, while
+                // `$while` holds.
+                macro_rules! range {
+                    ($while:expr) => {
+                        concat!(
+                            "DELETE FROM deliveries WHERE webhook_id = $1 \
+                             AND event_id > $2 AND event_id <= $3",
+                            $while
+                        )
+                    };
+                }
+                let statement = match deletion {
+                    Deletion::Asked => range!(""),
+                    Deletion::Gone => range!(while_gone!()),
+                };
+                let changed = diesel::sql_query(statement)
+                    .bind::<Text, _>(id)
+                    .bind::<Text, _>(&from.1)
+                    .bind::<Text, _>(&last)
+                    .execute(self)
                     .await?;
-                (changed, changed, None)
-            };
-            (changed, taken, last, started.elapsed())
-        });
-        let changed_rows = changed as u64;
-        settled.deliveries += changed_rows;
-        settled.turns += u64::from(changed_rows > 0);
-        settled.largest_turn = settled.largest_turn.max(changed_rows);
-        // A turn that changed nothing ends it too: a 410's delete of a webhook
-        // enabled again meanwhile.
-        if in_one || changed == 0 || last_turn(taken, size) {
-            return Ok(settled);
+                Ok(Turned {
+                    changed,
+                    last_turn: last_turn(usize::try_from(turn.taken).unwrap_or(usize::MAX), size),
+                    last: Some((0, last)),
+                })
+            }
         }
-        place.after(last);
-        turn.pause_after(took).await;
     }
 }
 
-/// Where PostgreSQL's next delete turn reads on from. A turn takes the
-/// webhook's next rows in event id order from `deliveries_by_webhook`
-/// (`(webhook_id, event_id)`), so that no turn walks the entries earlier turns
-/// left dead (an index keeps them until a vacuum) but those of the turn just
-/// before: reading those again, after they are dead to everyone, marks them so
-/// in the index, and whatever reads the webhook's entries later (the delete of
-/// its leftovers and of its row, the foreign key's cascade) skips them without
-/// a look at the table.
+/// Where PostgreSQL's next sweep turn reads on from. A turn takes the
+/// webhook's next rows in its index's order ([`SweepKey`]), so that no turn
+/// walks the entries earlier turns left dead (an index keeps them until a
+/// vacuum) but those of the turn just before: reading those again, after they
+/// are dead to everyone, marks them so in the index, and whatever reads the
+/// webhook's entries later (a delete's leftovers and its row, with the foreign
+/// key's cascade; the claims' walks of the due-index) skips them without a
+/// look at the table.
 #[derive(Debug, Default)]
 struct KeysetPlace {
-    /// The last event id of the turn before the last: the next turn reads from
+    /// The last key of the turn before the last: the next turn reads from
     /// after it.
-    from: String,
-    /// The last turn's last event id.
-    last: String,
+    from: SweepKey,
+    /// The last turn's last key.
+    last: SweepKey,
 }
 
 impl KeysetPlace {
-    fn after(&mut self, last: Option<String>) {
+    fn after(&mut self, last: Option<SweepKey>) {
         if let Some(last) = last {
             self.from = std::mem::replace(&mut self.last, last);
         }
@@ -495,6 +729,15 @@ struct KeysetTurn {
     taken: i64,
     #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
     last: Option<String>,
+}
+
+/// A pending delivery's key in the due-index's order.
+#[derive(QueryableByName)]
+struct DueKey {
+    #[diesel(sql_type = BigInt)]
+    next_attempt_at: i64,
+    #[diesel(sql_type = Text)]
+    event_id: String,
 }
 
 /// What settling webhook `id` asks, read from its row: its pending deliveries
@@ -697,6 +940,45 @@ pub struct Webhooks {
 }
 
 impl Webhooks {
+    /// PostgreSQL: a cancel turn of `size` of webhook `id`'s pending
+    /// deliveries of `day`'s events, each of its two statements run under
+    /// `EXPLAIN ANALYZE` (so it cancels, too), and their plans' lines; nothing
+    /// on SQLite. For tests that hold the turn to reading the rows it changes.
+    #[cfg(feature = "test-util")]
+    pub async fn explain_cancel_turn(
+        &self,
+        id: WebhookId,
+        size: i64,
+        day: HistoryDay,
+    ) -> Result<Vec<String>> {
+        macro_rules! explain {
+            ($sql:expr) => {
+                concat!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ", $sql)
+            };
+        }
+        let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
+            return Ok(Vec::new());
+        };
+        let conn = &mut *pool.get().await?;
+        let (id, from) = (id.to_string(), (i64::MIN, String::new()));
+        let lines = |plan: Vec<super::PlanLine>| plan.into_iter().map(|line| line.line);
+        let mut plan: Vec<String> = lines(
+            cancel_keys!(explain!(pg_cancel_keys!()), &id, from, size, day)
+                .load(conn)
+                .await?,
+        )
+        .collect();
+        let keys: Vec<DueKey> = cancel_keys!(pg_cancel_keys!(), &id, from, size, day)
+            .load(conn)
+            .await?;
+        plan.extend(lines(
+            cancel_by_key!(explain!(pg_cancel_by_key!()), &id, keys, day)
+                .load(conn)
+                .await?,
+        ));
+        Ok(plan)
+    }
+
     /// Makes an enabled webhook. Refused when the workspace already has
     /// [`MAX_WEBHOOKS`] webhooks (enabled or not, from the API or Settings), or
     /// for a listener [`MAX_LISTENERS`] listeners, however many callers race.
