@@ -570,7 +570,7 @@ pub(crate) fn last_turn(removed: usize, size: i64) -> bool {
 }
 
 /// PostgreSQL: the days that have partitions.
-async fn partition_days(conn: &mut PgConn) -> Result<Vec<HistoryDay>> {
+pub(crate) async fn partition_days(conn: &mut PgConn) -> QueryResult<Vec<HistoryDay>> {
     let names: Vec<Name> = diesel::sql_query(partitions::EVENTS_PARTITIONS)
         .load(conn)
         .await?;

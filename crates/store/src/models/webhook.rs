@@ -569,13 +569,9 @@ async fn first_day_pending(conn: &mut PgConn) -> QueryResult<Option<HistoryDay>>
 
 /// PostgreSQL: the oldest day with a partition (today without one).
 async fn oldest_partition_day(conn: &mut PgConn) -> QueryResult<HistoryDay> {
-    let partitions: Vec<crate::partitions::Name> =
-        diesel::sql_query(crate::partitions::EVENTS_PARTITIONS)
-            .load(conn)
-            .await?;
-    Ok(partitions
-        .iter()
-        .filter_map(|partition| crate::partitions::day_of_events_partition(&partition.name))
+    let days = crate::models::upkeep::partition_days(conn).await?;
+    Ok(days
+        .into_iter()
         .min()
         .unwrap_or_else(|| HistoryDay::of(Timestamp::now())))
 }
@@ -959,23 +955,14 @@ impl Webhooks {
         let crate::pool::Pools::Postgres(pool) = &self.db.pools else {
             return Ok(Vec::new());
         };
-        let conn = &mut *pool.get().await?;
         let (id, from) = (id.to_string(), (i64::MIN, String::new()));
-        let lines = |plan: Vec<super::PlanLine>| plan.into_iter().map(|line| line.line);
-        let mut plan: Vec<String> = lines(
-            cancel_keys!(explain!(pg_cancel_keys!()), &id, from, size, day)
-                .load(conn)
-                .await?,
-        )
-        .collect();
+        let keys_read = cancel_keys!(explain!(pg_cancel_keys!()), &id, from, size, day);
+        let mut plan = super::plan_lines(&self.db, keys_read).await?;
         let keys: Vec<DueKey> = cancel_keys!(pg_cancel_keys!(), &id, from, size, day)
-            .load(conn)
+            .load(&mut *pool.get().await?)
             .await?;
-        plan.extend(lines(
-            cancel_by_key!(explain!(pg_cancel_by_key!()), &id, keys, day)
-                .load(conn)
-                .await?,
-        ));
+        let cancel = cancel_by_key!(explain!(pg_cancel_by_key!()), &id, keys, day);
+        plan.extend(super::plan_lines(&self.db, cancel).await?);
         Ok(plan)
     }
 
