@@ -243,7 +243,11 @@ impl TestDb {
 
     /// Whether `webhook` still has a pending delivery: a disable's settling is
     /// done once it has none. One probe of the due-index from the webhook's
-    /// latest entry, which a settling in order of due time changes last.
+    /// latest entry, not a walk from its first over what the settling has
+    /// cancelled so far. For a backlog all due at once (the bench's), that
+    /// entry is its last event's, which the settling changes last: SQLite's
+    /// turns go in due order, PostgreSQL's a day at a time, in due order
+    /// within each.
     pub async fn webhook_has_pending(&self, webhook: WebhookId) -> bool {
         self.count_for(
             "SELECT CAST(COUNT(*) AS BIGINT) AS counted FROM (SELECT 1 FROM deliveries \
