@@ -326,12 +326,16 @@ async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clear
         "{}",
         read.body
     );
-    let deliveries = admin.db.store().events().deliveries(event).await.unwrap();
-    assert_eq!(
-        deliveries[0].state,
-        hookline_domain::DeliveryState::Cancelled,
-        "its pending delivery stopped"
-    );
+    // Its pending delivery is cancelled by the upkeep's settle, which follows
+    // the disable's own commit (in turns on both backends): wait for it.
+    let stopped = async || admin.db.store().events().deliveries(event).await.unwrap()[0].state;
+    let mut state = stopped().await;
+    while state == hookline_domain::DeliveryState::Pending && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        state = stopped().await;
+    }
+    assert_eq!(state, hookline_domain::DeliveryState::Cancelled, "its pending delivery stopped");
     let enabled = admin.call(Method::PATCH, &path, Some(json!({"enabled": true}))).await;
     assert_eq!(
         (
