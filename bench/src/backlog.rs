@@ -368,11 +368,15 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     ] {
         let _ = writeln!(
             report,
-            "  {change} with another {events} deliveries answered in {} and {settled} in {:.1} s; GET /hooks meanwhile p50 {}, p99 {} ({:.2} x alone){}",
+            "  {change} with another {events} deliveries answered in {} and {settled} in {:.1} s; GET /hooks meanwhile p50 {}, p99 {}: {:.2} x the {:.0} s just before with nothing settling (p50 {}, p99 {}), {:.2} x alone{}",
             micros(figures.answered),
             figures.settled.as_secs_f64(),
             micros(figures.hooks.p50),
             micros(figures.hooks.p99),
+            ratio(figures.hooks.p99, figures.before.p99),
+            BEFORE_CHANGE.as_secs_f64(),
+            micros(figures.before.p50),
+            micros(figures.before.p99),
             ratio(figures.hooks.p99, alone.hooks.p99),
             failures(&figures.hooks)
         );
@@ -380,19 +384,31 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
     Ok(report)
 }
 
+/// How long GET /hooks is measured just before a change to a webhook with a
+/// backlog, with nothing settling: the change's baseline, taken as the figure
+/// meanwhile is (one-second slices of [`HOOKS_CONNECTIONS`] fresh connections)
+/// in the same phase of the run. Against the alone turns' p99 instead, the
+/// figure meanwhile was about 4.7 ms in eight runs however the settling was
+/// paced, where alone's ranged from 1.5 to 2.6 ms.
+const BEFORE_CHANGE: Duration = Duration::from_secs(10);
+
 /// A change to a webhook with a backlog, and GET /hooks meanwhile.
 struct Settling {
     /// How long the change took to answer.
     answered: Duration,
     /// How long until what it asks was done (its backlog settled).
     settled: Duration,
+    /// GET /hooks with the healthy workspace's keys just before the change, for
+    /// [`BEFORE_CHANGE`].
+    before: Load,
     /// GET /hooks with the healthy workspace's keys from the change until then.
     hooks: Load,
 }
 
-/// Sends `change` (through the admin API) while GET /hooks goes on at
-/// [`HOOKS_RATE`] with `keys` on `api`, until `settled` says the change's
-/// backlog is settled after its answer (or [`LONGEST_DRAIN`] has passed).
+/// Measures GET /hooks at [`HOOKS_RATE`] with `keys` on `api` for
+/// [`BEFORE_CHANGE`]; then sends `change` (through the admin API) while GET
+/// /hooks goes on, until `settled` says the change's backlog is settled after
+/// its answer (or [`LONGEST_DRAIN`] has passed).
 async fn settled_while_measured(
     api: std::net::SocketAddr,
     keys: &[String],
@@ -401,6 +417,16 @@ async fn settled_while_measured(
 ) -> anyhow::Result<Settling> {
     let done = AtomicBool::new(false);
     let hooks = Call::get("/api/v1/hooks");
+    let before = load::paced_until(
+        api,
+        &hooks,
+        keys,
+        HOOKS_CONNECTIONS,
+        HOOKS_RATE,
+        BEFORE_CHANGE,
+        || false,
+    )
+    .await?;
     let started = Instant::now();
     let (answer, hooks) = tokio::join!(
         async {
@@ -429,6 +455,7 @@ async fn settled_while_measured(
     Ok(Settling {
         answered,
         settled,
+        before,
         hooks: hooks?,
     })
 }
