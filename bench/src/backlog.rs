@@ -15,7 +15,8 @@
 //!   webhook (`DELETE /admin/v1/hooks/:wh`), how long the delete takes to
 //!   answer, and how long until its rows are gone; the same while a third's
 //!   webhook is disabled (`PATCH … {"enabled": false}`), until none of its
-//!   deliveries is pending.
+//!   deliveries is pending; each against the same GET /hooks load just before
+//!   the change, with nothing settling.
 //!
 //! On PostgreSQL the database holds a month of (empty) day partitions, as one
 //! kept for 30 days does.
