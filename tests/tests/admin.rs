@@ -14,7 +14,7 @@ use hookline_tests::{Receiver, Reply as Answer};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::harness::{Admin, assert_error, attempts, delivery};
+use crate::harness::{Admin, assert_error, attempts, delivery, read_until};
 
 fn is_timestamp(value: &Value) -> bool {
     value.as_str().is_some_and(|t| t.len() == 24 && t.ends_with('Z'))
@@ -315,11 +315,12 @@ async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clear
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     admin.db.clock().advance(Duration::from_secs(2));
-    let mut read = admin.get(&path).await;
-    while read.body["data"]["enabled"] == true && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        read = admin.get(&path).await;
-    }
+    let read = read_until(
+        deadline,
+        async || admin.get(&path).await,
+        |read| read.body["data"]["enabled"] != true,
+    )
+    .await;
     assert_eq!(
         (read.body["data"]["enabled"].as_bool(), read.body["data"]["disabledReason"].as_str()),
         (Some(false), Some("failing")),
@@ -328,13 +329,12 @@ async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clear
     );
     // Its pending delivery is cancelled by the upkeep's settle, which follows
     // the disable's own commit (in turns on both backends): wait for it.
-    let stopped = async || admin.db.store().events().deliveries(event).await.unwrap()[0].state;
-    let mut state = stopped().await;
-    while state == hookline_domain::DeliveryState::Pending && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        state = stopped().await;
-    }
+    let state = read_until(
+        deadline,
+        async || admin.db.store().events().deliveries(event).await.unwrap()[0].state,
+        |state| *state != hookline_domain::DeliveryState::Pending,
+    )
+    .await;
     assert_eq!(state, hookline_domain::DeliveryState::Cancelled, "its pending delivery stopped");
     let enabled = admin.call(Method::PATCH, &path, Some(json!({"enabled": true}))).await;
     assert_eq!(

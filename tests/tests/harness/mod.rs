@@ -19,6 +19,22 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 
+/// Reads with `read` until `done` holds of what it answers or `deadline` has
+/// passed, every 20 ms; answers the last read, for the caller to assert on.
+/// For states a background task (the worker, the upkeep) reaches on its own.
+pub(crate) async fn read_until<T>(
+    deadline: tokio::time::Instant,
+    mut read: impl AsyncFnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let mut last = read().await;
+    while !done(&last) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        last = read().await;
+    }
+    last
+}
+
 /// A worker's configuration for `receiver`: short retries, the receiver's CA.
 pub(crate) fn delivery(receiver: &Receiver, retries: usize) -> DeliveryConfig {
     DeliveryConfig {
