@@ -388,9 +388,10 @@ pub(crate) async fn run(hookline: &Path, backend: Backend, events: u64) -> anyho
 /// How long GET /hooks is measured just before a change to a webhook with a
 /// backlog, with nothing settling: the change's baseline, taken as the figure
 /// meanwhile is (one-second slices of [`HOOKS_CONNECTIONS`] fresh connections)
-/// in the same phase of the run. Against the alone turns' p99 instead, the
-/// figure meanwhile was about 4.7 ms in eight runs however the settling was
-/// paced, where alone's ranged from 1.5 to 2.6 ms.
+/// in the same phase of the run. The alone turns run beside the healthy
+/// workspace's emits and in longer slices, so they are no baseline for it
+/// (PERFORMANCE.md, "A webhook's delete or disable measured against GET /hooks
+/// just before").
 const BEFORE_CHANGE: Duration = Duration::from_secs(10);
 
 /// A change to a webhook with a backlog, and GET /hooks meanwhile.
