@@ -21,7 +21,14 @@
 //! writer starts the WAL again. Its wait for readers is bounded by the
 //! connection's busy timeout (`pool::SQLITE_CHECKPOINTER_PRAGMAS`, 5 ms); a
 //! restart that could not be made is tried at the next round.
+//!
+//! SQLite syncs the database file only in a checkpoint that reaches the WAL's
+//! end, so the restart's checkpoint synced everything the PASSIVE ones had
+//! copied back since the last restart (the whole WAL, megabytes), inside that
+//! write turn. So the task syncs the database file itself first, outside the
+//! turn: the restart's sync is then left with only what it copies.
 
+use std::fs::File;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -53,13 +60,19 @@ pub(crate) struct Checkpointer {
 
 impl Checkpointer {
     /// Starts checkpointing on `conn`, on the current Tokio runtime, every
-    /// [`CHECKPOINT_EVERY`]; a restart takes a turn of `writes`.
-    pub(crate) fn start(mut conn: SqliteConn, writes: Arc<WriteLock>) -> Checkpointer {
+    /// [`CHECKPOINT_EVERY`]; a restart syncs `database` (the database file
+    /// `conn` is open on), then takes a turn of `writes`.
+    pub(crate) fn start(
+        mut conn: SqliteConn,
+        database: File,
+        writes: Arc<WriteLock>,
+    ) -> Checkpointer {
         // Its rounds go by time, not by operation: left out of the statements a
         // test counts per operation (`statements.rs`).
         conn.set_instrumentation(None::<fn(InstrumentationEvent<'_>)>);
         let written = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(run(conn, Arc::clone(&written), writes)).abort_handle();
+        let task = tokio::spawn(run(conn, Arc::new(database), Arc::clone(&written), writes))
+            .abort_handle();
         Checkpointer { written, task }
     }
 
@@ -75,7 +88,12 @@ impl Drop for Checkpointer {
     }
 }
 
-async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>, writes: Arc<WriteLock>) {
+async fn run(
+    mut conn: SqliteConn,
+    database: Arc<File>,
+    written: Arc<AtomicBool>,
+    writes: Arc<WriteLock>,
+) {
     let first = tokio::time::Instant::now() + CHECKPOINT_EVERY;
     let mut rounds = tokio::time::interval_at(first, CHECKPOINT_EVERY);
     rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -86,7 +104,7 @@ async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>, writes: Arc<WriteLo
         if !written.swap(false, Ordering::Relaxed) {
             continue;
         }
-        match round(&mut conn, &writes).await {
+        match round(&mut conn, &database, &writes).await {
             Ok(()) if failing => {
                 tracing::info!("WAL checkpoints succeed again");
                 failing = false;
@@ -105,11 +123,22 @@ async fn run(mut conn: SqliteConn, written: Arc<AtomicBool>, writes: Arc<WriteLo
 }
 
 /// A PASSIVE checkpoint, then, when it copied back a WAL of [`RESTART_PAST`]
-/// pages or more, a restart.
-async fn round(conn: &mut SqliteConn, writes: &WriteLock) -> Result<()> {
+/// pages or more, the database file synced and a restart.
+async fn round(conn: &mut SqliteConn, database: &Arc<File>, writes: &WriteLock) -> Result<()> {
     if checkpoint(conn, Mode::Passive).await?.copied_a_long_wal() {
+        sync(database).await?;
         restart(conn, writes).await?;
     }
+    Ok(())
+}
+
+/// Writes what the checkpoints copied into `database` to its disk, on a
+/// blocking thread.
+async fn sync(database: &Arc<File>) -> Result<()> {
+    let database = Arc::clone(database);
+    tokio::task::spawn_blocking(move || database.sync_data())
+        .await
+        .unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)))?;
     Ok(())
 }
 

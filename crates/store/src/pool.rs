@@ -22,7 +22,7 @@ use futures_util::future::BoxFuture;
 use tokio::runtime::RuntimeFlavor;
 
 use crate::checkpoint::Checkpointer;
-use crate::write_lock::WriteLock;
+use crate::write_lock::{WriteLock, sqlite_file_path};
 use crate::{Backend, Error, Result, StoreConfig};
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection, SqliteThreads>;
@@ -319,7 +319,11 @@ impl Pools {
                 Pools::Sqlite {
                     reads: configure(Pool::builder(manager(SQLITE_PRAGMAS)), size)?,
                     writes: configure(Pool::builder(manager(SQLITE_WRITER_PRAGMAS)), 1)?,
-                    checkpointer: Arc::new(Checkpointer::start(checkpointing, Arc::clone(writes))),
+                    checkpointer: Arc::new(Checkpointer::start(
+                        checkpointing,
+                        database_file(url)?,
+                        Arc::clone(writes),
+                    )),
                     runtime: tokio::runtime::Handle::current(),
                 }
             }
@@ -399,6 +403,17 @@ fn configure<M: Manager>(
         .recycle_timeout(Some(Duration::from_secs(5)))
         .build()
         .map_err(|e| Error::Connect(e.to_string()))
+}
+
+/// The SQLite database file at `url`, opened for the checkpointer to sync
+/// (open for writing: some systems sync only such a handle; it writes nothing).
+fn database_file(url: &str) -> Result<std::fs::File> {
+    let path = sqlite_file_path(url, "");
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|error| Error::Connect(format!("{}: {error}", path.display())))
 }
 
 fn connect_error<E: std::fmt::Display>(error: PoolError<E>) -> Error {

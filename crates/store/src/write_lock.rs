@@ -79,7 +79,7 @@ impl LockFiles {
     /// that could not be opened and why.
     fn open(database_url: &str) -> Result<LockFiles, (PathBuf, std::io::Error)> {
         let open = |suffix| {
-            let path = lock_file_path(database_url, suffix);
+            let path = sqlite_file_path(database_url, suffix);
             OpenOptions::new()
                 .create(true)
                 .truncate(false)
@@ -235,7 +235,7 @@ pub const SQLITE_FILE_SUFFIXES: [&str; 5] = ["", "-wal", "-shm", TURN_SUFFIX, WA
 
 /// `<database file><suffix>`, from the URL forms `Backend::from_url` accepts: a
 /// path, `sqlite://path` or `file:path?query`.
-fn lock_file_path(database_url: &str, suffix: &str) -> PathBuf {
+pub(crate) fn sqlite_file_path(database_url: &str, suffix: &str) -> PathBuf {
     let path = database_url
         .strip_prefix("sqlite://")
         .or_else(|| database_url.strip_prefix("file:"))
@@ -341,7 +341,7 @@ pub(crate) mod tests {
     async fn a_background_writer_defers_for_a_bounded_time() {
         let (dir, url) = database_in_a_new_dir();
         let lock = WriteLock::sqlite(&url);
-        let stuck = File::open(lock_file_path(&url, WAITING_SUFFIX)).unwrap();
+        let stuck = File::open(sqlite_file_path(&url, WAITING_SUFFIX)).unwrap();
         stuck.lock_shared().unwrap();
         assert!(lock.across_processes.as_ref().unwrap().someone_waits());
         let turn = lock.turn(Writer::Background).await;
@@ -387,7 +387,7 @@ pub(crate) mod tests {
             ("file:data.db?mode=rwc", "data.db-writer.lock"),
         ] {
             assert_eq!(
-                lock_file_path(url, TURN_SUFFIX),
+                sqlite_file_path(url, TURN_SUFFIX),
                 PathBuf::from(path),
                 "{url}"
             );
