@@ -38,9 +38,9 @@ use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, RunQueryDsl};
 use tokio::task::AbortHandle;
 
-use crate::Result;
 use crate::pool::SqliteConn;
 use crate::write_lock::{WriteLock, Writer};
+use crate::{Error, Result};
 
 /// How often the checkpointer looks for something to copy back: the WAL then
 /// holds about this long's writes.
@@ -138,8 +138,8 @@ async fn sync(database: &Arc<File>) -> Result<()> {
     let database = Arc::clone(database);
     tokio::task::spawn_blocking(move || database.sync_data())
         .await
-        .unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)))?;
-    Ok(())
+        .unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)))
+        .map_err(Error::Sync)
 }
 
 /// In a write turn of its own, copies back what was written since the last

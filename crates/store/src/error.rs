@@ -16,9 +16,9 @@ pub enum Error {
     #[error("database migration failed: {0}")]
     /// A migration failed.
     Migration(String),
-    /// The database file itself could not be opened or synced (SQLite).
-    #[error("database file: {0}")]
-    File(#[from] std::io::Error),
+    /// SQLite's checkpointer could not sync the database file to its disk.
+    #[error("cannot sync the database file: {0}")]
+    Sync(std::io::Error),
     #[error("database error: {0}")]
     /// A statement failed.
     Database(#[from] diesel::result::Error),
