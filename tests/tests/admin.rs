@@ -310,10 +310,13 @@ async fn a_webhook_failing_for_the_disable_period_is_disabled_and_enabling_clear
     // passes on the clock, and the upkeep's next round disables it.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let stats = format!("{path}/stats");
-    while admin.get(&stats).await.body["data"]["failingSince"].is_null() {
-        assert!(tokio::time::Instant::now() < deadline, "no failure recorded in 20 s");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let failing = read_until(
+        deadline,
+        async || admin.get(&stats).await.body["data"]["failingSince"].clone(),
+        |since| !since.is_null(),
+    )
+    .await;
+    assert!(!failing.is_null(), "no failure recorded in 20 s");
     admin.db.clock().advance(Duration::from_secs(2));
     let read = read_until(
         deadline,
